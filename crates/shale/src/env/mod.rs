@@ -1,0 +1,356 @@
+//! The file-system axis of the engine: every byte the engine reads or writes goes through
+//! [`Env`], which wraps a [`FileSystem`] backend and counts bytes by cause.
+//!
+//! Backends: [`posix::PosixFs`] (the real disk) and [`mem::MemFs`] (in memory, with a model
+//! of what survives a crash: data not synced and directory entries not synced are lost by
+//! [`mem::MemFs::crash`]). A fault-injecting backend wraps `MemFs` for the crash tests.
+//!
+//! Thread-safety: `FileSystem` and `RandomAccessFile` are shared across threads;
+//! a `WritableFile` has one owner at a time.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Result;
+
+pub mod mem;
+pub mod posix;
+
+/// A file-system backend: the small set of operations the engine needs.
+pub trait FileSystem: Send + Sync + fmt::Debug {
+    /// Create `path` (truncating it if it exists) for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Open an existing file for positioned reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Atomically rename `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Remove a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Create a directory and its parents if they do not exist.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// The names (not paths) of the entries of a directory, in no particular order.
+    fn list_dir(&self, path: &Path) -> Result<Vec<String>>;
+    /// Make the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, path: &Path) -> Result<()>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// The size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Take an exclusive lock on `path` (creating it). Fails with [`crate::Error::Locked`] if
+    /// any other handle, in this process or another, holds it. Released when dropped.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// A file being written sequentially.
+pub trait WritableFile: Send {
+    /// Append bytes (they may sit in a user-space buffer until [`WritableFile::flush`]).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hand buffered bytes to the operating system: after this they survive a process crash.
+    fn flush(&mut self) -> Result<()>;
+    /// Make every appended byte durable: after this they survive a machine crash.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fill `buf` from `offset`. Reading past the end is an error.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// The file's size when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A held lock; dropping it releases the lock.
+pub trait FileLock: Send + Sync + fmt::Debug {}
+
+/// Why bytes were written. On the stats surface only; never on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WriteCause {
+    /// The write-ahead log.
+    Wal,
+    /// Memtable flushes.
+    Flush,
+    /// Compactions.
+    Compaction,
+    /// MANIFEST and CURRENT.
+    Manifest,
+    /// A value log (values separated from keys).
+    Vlog,
+    /// Value-log garbage collection.
+    Gc,
+    /// Anything else (LOCK, temporary files).
+    Other,
+}
+
+impl WriteCause {
+    /// Every cause, in display order.
+    pub const ALL: [WriteCause; 7] = [
+        WriteCause::Wal,
+        WriteCause::Flush,
+        WriteCause::Compaction,
+        WriteCause::Manifest,
+        WriteCause::Vlog,
+        WriteCause::Gc,
+        WriteCause::Other,
+    ];
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteCause::Wal => "wal",
+            WriteCause::Flush => "flush",
+            WriteCause::Compaction => "compaction",
+            WriteCause::Manifest => "manifest",
+            WriteCause::Vlog => "vlog",
+            WriteCause::Gc => "gc",
+            WriteCause::Other => "other",
+        }
+    }
+}
+
+/// Why bytes were read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadCause {
+    /// Point lookups.
+    Get,
+    /// Iterators and scans.
+    Scan,
+    /// Compactions.
+    Compaction,
+    /// Value-log garbage collection.
+    Gc,
+    /// Opening the store: WAL replay, MANIFEST, table footers.
+    Recovery,
+    /// Anything else (verify, dump).
+    Other,
+}
+
+impl ReadCause {
+    /// Every cause, in display order.
+    pub const ALL: [ReadCause; 6] = [
+        ReadCause::Get,
+        ReadCause::Scan,
+        ReadCause::Compaction,
+        ReadCause::Gc,
+        ReadCause::Recovery,
+        ReadCause::Other,
+    ];
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadCause::Get => "get",
+            ReadCause::Scan => "scan",
+            ReadCause::Compaction => "compaction",
+            ReadCause::Gc => "gc",
+            ReadCause::Recovery => "recovery",
+            ReadCause::Other => "other",
+        }
+    }
+}
+
+/// Byte counters by cause. Lock-free; shared by every file of one store.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    written: [AtomicU64; 7],
+    read: [AtomicU64; 6],
+}
+
+impl IoStats {
+    /// Count `n` bytes written for `cause`.
+    #[inline]
+    pub fn add_written(&self, cause: WriteCause, n: u64) {
+        self.written[cause as usize].fetch_add(n, Ordering::Relaxed);
+    }
+    /// Count `n` bytes read for `cause`.
+    #[inline]
+    pub fn add_read(&self, cause: ReadCause, n: u64) {
+        self.read[cause as usize].fetch_add(n, Ordering::Relaxed);
+    }
+    /// Bytes written so far for `cause`.
+    pub fn written(&self, cause: WriteCause) -> u64 {
+        self.written[cause as usize].load(Ordering::Relaxed)
+    }
+    /// Bytes read so far for `cause`.
+    pub fn read(&self, cause: ReadCause) -> u64 {
+        self.read[cause as usize].load(Ordering::Relaxed)
+    }
+    /// Bytes written for every cause together.
+    pub fn total_written(&self) -> u64 {
+        WriteCause::ALL.iter().map(|&c| self.written(c)).sum()
+    }
+    /// Bytes read for every cause together.
+    pub fn total_read(&self) -> u64 {
+        ReadCause::ALL.iter().map(|&c| self.read(c)).sum()
+    }
+}
+
+/// The engine's view of the file system: a backend plus byte accounting.
+#[derive(Clone, Debug)]
+pub struct Env {
+    fs: Arc<dyn FileSystem>,
+    io: Arc<IoStats>,
+}
+
+impl Env {
+    /// An environment over `fs` with fresh counters.
+    pub fn new(fs: Arc<dyn FileSystem>) -> Env {
+        Env {
+            fs,
+            io: Arc::new(IoStats::default()),
+        }
+    }
+    /// The real file system.
+    pub fn posix() -> Env {
+        Env::new(Arc::new(posix::PosixFs::new()))
+    }
+    /// A fresh in-memory file system.
+    pub fn memory() -> Env {
+        Env::new(Arc::new(mem::MemFs::new()))
+    }
+    /// The backend.
+    pub fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+    /// The byte counters.
+    pub fn io(&self) -> &Arc<IoStats> {
+        &self.io
+    }
+    /// Create a file whose writes are counted under `cause`.
+    pub fn create(&self, path: &Path, cause: WriteCause) -> Result<WriteFile> {
+        let inner = self.fs.create(path)?;
+        Ok(WriteFile {
+            inner,
+            cause,
+            io: Arc::clone(&self.io),
+            path: path.to_path_buf(),
+        })
+    }
+    /// Open a file for reading; each read names its cause.
+    pub fn open(&self, path: &Path) -> Result<ReadFile> {
+        let inner = self.fs.open(path)?;
+        Ok(ReadFile {
+            inner,
+            io: Arc::clone(&self.io),
+            path: Arc::from(path),
+        })
+    }
+    /// Read a whole (small) file, counted under `cause`.
+    pub fn read_all(&self, path: &Path, cause: ReadCause) -> Result<Vec<u8>> {
+        let f = self.open(path)?;
+        let len = usize::try_from(f.len()).map_err(|_| {
+            crate::Error::corruption(path, 0, "file too large to read into memory")
+        })?;
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(&mut buf, 0, cause)?;
+        Ok(buf)
+    }
+}
+
+/// A file being written, counting every byte under one cause.
+pub struct WriteFile {
+    inner: Box<dyn WritableFile>,
+    cause: WriteCause,
+    io: Arc<IoStats>,
+    path: PathBuf,
+}
+
+impl fmt::Debug for WriteFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteFile")
+            .field("path", &self.path)
+            .field("cause", &self.cause)
+            .finish()
+    }
+}
+
+impl WriteFile {
+    /// Append bytes.
+    pub fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)?;
+        self.io.add_written(self.cause, data.len() as u64);
+        Ok(())
+    }
+    /// Hand buffered bytes to the OS.
+    pub fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    /// Make appended bytes durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    /// Bytes appended so far.
+    pub fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    /// True when nothing has been appended.
+    pub fn is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A file opened for reading; cheap to clone and share.
+#[derive(Clone)]
+pub struct ReadFile {
+    inner: Arc<dyn RandomAccessFile>,
+    io: Arc<IoStats>,
+    path: Arc<Path>,
+}
+
+impl fmt::Debug for ReadFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadFile").field("path", &self.path).finish()
+    }
+}
+
+impl ReadFile {
+    /// Fill `buf` from `offset`, counting the bytes under `cause`.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64, cause: ReadCause) -> Result<()> {
+        self.inner.read_exact_at(buf, offset)?;
+        self.io.add_read(cause, buf.len() as u64);
+        Ok(())
+    }
+    /// Read `len` bytes at `offset` into a new buffer. `len` must have been checked against
+    /// [`ReadFile::len`] by the caller; reading past the end is an error, not a huge allocation.
+    pub fn read_at(&self, offset: u64, len: usize, cause: ReadCause) -> Result<Vec<u8>> {
+        let end = offset.checked_add(len as u64);
+        if end.is_none_or(|e| e > self.len()) {
+            return Err(crate::Error::corruption(
+                self.path.to_path_buf(),
+                offset,
+                format!(
+                    "read of {len} bytes at offset {offset} runs past the end of the {}-byte file",
+                    self.len()
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(&mut buf, offset, cause)?;
+        Ok(buf)
+    }
+    /// The file's size.
+    pub fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}

@@ -1,0 +1,25 @@
+//! Shale: an embedded, persistent, ordered key-value store built as a log-structured
+//! merge tree whose parts are swappable research designs.
+//!
+//! The engine is organised along four axes (see `ARCHITECTURE.md` in the repository):
+//! the memory component ([`memory`]), value placement ([`values`]), the layout of tables
+//! on disk ([`layout`]) and the table format ([`table`]). A preset names a combination.
+
+pub mod cache;
+pub mod compaction;
+pub mod db;
+pub mod env;
+pub mod error;
+pub mod format;
+pub mod iter;
+pub mod key;
+pub mod layout;
+pub mod manifest;
+pub mod memory;
+pub mod options;
+pub mod table;
+pub mod values;
+pub mod version;
+pub mod wal;
+
+pub use error::{Error, Result};

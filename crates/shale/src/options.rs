@@ -1,0 +1,286 @@
+//! Options: how a store is configured, and the presets that name a design.
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+
+/// The largest user key the engine accepts, in bytes.
+pub const MAX_KEY_SIZE: usize = 64 * 1024;
+/// The largest value the engine accepts, in bytes.
+pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
+
+/// Block compression of table files.
+///
+/// On-disk: the numeric values are stored in every block trailer. Never renumber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Compression {
+    /// Blocks are stored as they are.
+    #[default]
+    None = 0,
+    /// Blocks are compressed with LZ4 (block format); a block that does not shrink by at
+    /// least 1/8 is stored uncompressed.
+    Lz4 = 1,
+}
+
+impl Compression {
+    /// Parse `none` or `lz4`.
+    pub fn parse(s: &str) -> Result<Compression> {
+        match s {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown compression {s:?}: expected none or lz4"
+            ))),
+        }
+    }
+}
+
+/// The memory-component axis: where fresh writes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MemoryKind {
+    /// A concurrent skiplist memtable (LevelDB).
+    #[default]
+    SkipList,
+}
+
+/// The value-placement axis: where values live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ValuesKind {
+    /// Values stored inline in the tree (LevelDB).
+    #[default]
+    Inline,
+}
+
+/// The layout axis: how tables are arranged and compacted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum LayoutKind {
+    /// Leveled compaction with disjoint tables per level (LevelDB).
+    #[default]
+    Leveled,
+}
+
+/// Options of the table format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block.
+    pub block_size: usize,
+    /// Keys between restart points in a data block.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables the filter.
+    pub bloom_bits_per_key: usize,
+    /// Compression of data blocks.
+    pub compression: Compression,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+        }
+    }
+}
+
+/// How a store is configured. Start from [`Options::default`] (the `leveldb` preset) or
+/// [`Options::preset`] and change fields.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// Create the store if the directory holds none. Default true.
+    pub create_if_missing: bool,
+    /// Fail if a store already exists. Default false.
+    pub error_if_exists: bool,
+    /// The file system to use. Default: the real one.
+    pub env: Env,
+    /// Size of one memtable before it is frozen and flushed. Default 64 MiB.
+    pub write_buffer_size: usize,
+    /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
+    pub max_immutable_memtables: usize,
+    /// Table format options.
+    pub table: TableOptions,
+    /// Byte budget of the block cache. Default 64 MiB; 0 disables it.
+    pub block_cache_bytes: usize,
+    /// Table files kept open at once. Default 1000.
+    pub max_open_files: usize,
+    /// Number of levels. Default 7.
+    pub num_levels: usize,
+    /// Target size of a table written by compaction. Default 64 MiB.
+    pub target_file_size: u64,
+    /// Size of level 1 before it is compacted. Default 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels. Default 10.
+    pub level_size_multiplier: u64,
+    /// Level-0 files that trigger a compaction. Default 4.
+    pub level0_compaction_trigger: usize,
+    /// Level-0 files at which each write is delayed. Default 20.
+    pub level0_slowdown_trigger: usize,
+    /// Level-0 files at which writes stop until compaction catches up. Default 36.
+    pub level0_stop_trigger: usize,
+    /// Verify block checksums on every read. Default true.
+    pub verify_checksums: bool,
+    /// Memory component.
+    pub memory: MemoryKind,
+    /// Value placement.
+    pub values: ValuesKind,
+    /// Layout.
+    pub layout: LayoutKind,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            env: Env::posix(),
+            write_buffer_size: 64 << 20,
+            max_immutable_memtables: 2,
+            table: TableOptions::default(),
+            block_cache_bytes: 64 << 20,
+            max_open_files: 1000,
+            num_levels: 7,
+            target_file_size: 64 << 20,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 20,
+            level0_stop_trigger: 36,
+            verify_checksums: true,
+            memory: MemoryKind::SkipList,
+            values: ValuesKind::Inline,
+            layout: LayoutKind::Leveled,
+        }
+    }
+}
+
+/// Every preset name, including those whose designs have not landed yet.
+pub const PRESETS: [&str; 6] = ["leveldb", "pebblesdb", "wisckey", "flodb", "lwc", "lsm-trie"];
+
+impl Options {
+    /// The presets that can be opened today.
+    pub fn available_presets() -> Vec<&'static str> {
+        vec!["leveldb"]
+    }
+
+    /// Options for a named design: `leveldb` (leveled + skiplist + inline). The other names
+    /// (`pebblesdb`, `wisckey`, `flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet
+    /// built and return [`Error::Unsupported`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
+    /// is not implemented yet.
+    pub fn preset(name: &str) -> Result<Options> {
+        match name {
+            "leveldb" => Ok(Options::default()),
+            n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
+                "the {n} design is not implemented yet; available: {}",
+                Options::available_presets().join(", ")
+            ))),
+            n => Err(Error::InvalidArgument(format!(
+                "unknown design {n:?}; available: {}",
+                Options::available_presets().join(", ")
+            ))),
+        }
+    }
+
+    /// Use `env` as the file system.
+    pub fn with_env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Check that the options make sense together.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.write_buffer_size < 4096 {
+            return bad(format!(
+                "write_buffer_size {} is below the 4096-byte minimum",
+                self.write_buffer_size
+            ));
+        }
+        if self.num_levels < 2 || self.num_levels > 16 {
+            return bad(format!("num_levels {} must be in 2..=16", self.num_levels));
+        }
+        if self.table.block_size < 64 || self.table.block_size > (64 << 20) {
+            return bad(format!(
+                "block_size {} must be in 64..=64 MiB",
+                self.table.block_size
+            ));
+        }
+        if self.table.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1".into());
+        }
+        if self.table.bloom_bits_per_key > 64 {
+            return bad(format!(
+                "bloom_bits_per_key {} is above 64",
+                self.table.bloom_bits_per_key
+            ));
+        }
+        if self.level_size_multiplier < 2 {
+            return bad("level_size_multiplier must be at least 2".into());
+        }
+        if self.target_file_size < 4096 {
+            return bad("target_file_size must be at least 4096".into());
+        }
+        if !(self.level0_compaction_trigger >= 1
+            && self.level0_compaction_trigger <= self.level0_slowdown_trigger
+            && self.level0_slowdown_trigger <= self.level0_stop_trigger)
+        {
+            return bad(format!(
+                "level-0 triggers must satisfy 1 <= compaction ({}) <= slowdown ({}) <= stop ({})",
+                self.level0_compaction_trigger,
+                self.level0_slowdown_trigger,
+                self.level0_stop_trigger
+            ));
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1".into());
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16".into());
+        }
+        Ok(())
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Wait until the write is durable (fsync of the log) before returning.
+    pub sync: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets() {
+        assert!(Options::preset("leveldb").is_ok());
+        assert!(matches!(
+            Options::preset("wisckey"),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            Options::preset("nope"),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut o = Options::default();
+        assert!(o.validate().is_ok());
+        o.level0_slowdown_trigger = 2;
+        o.level0_compaction_trigger = 4;
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("level-0"), "{e}");
+    }
+}
