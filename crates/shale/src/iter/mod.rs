@@ -6,6 +6,10 @@
 //! [`db_iter::DbIter`] collapses versions at a snapshot, drops tombstones, applies bounds and
 //! prefixes, and yields user keys and values.
 
+pub mod concat;
+pub mod db_iter;
+pub mod merging;
+
 /// A positioned cursor over internal entries in internal-key order.
 ///
 /// Movement methods return an error when a source fails (I/O, corruption); after an error the

@@ -1,0 +1,1 @@
+//! Table cache (in progress).
