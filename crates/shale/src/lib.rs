@@ -23,3 +23,5 @@ pub mod version;
 pub mod wal;
 
 pub use error::{Error, Result};
+pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch, verify};
+pub use options::{Compression, Options, WriteOptions};

@@ -1,0 +1,204 @@
+//! Public types of the database handle: iterator options, snapshots, statistics.
+
+use std::sync::Arc;
+
+use crate::env::{ReadCause, WriteCause};
+use crate::key::SeqNo;
+
+/// Options of an iterator.
+#[derive(Clone, Debug, Default)]
+pub struct IterOptions {
+    /// Only keys `>= lower_bound` are visited.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Only keys `< upper_bound` are visited.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Only keys that start with `prefix` are visited.
+    pub prefix: Option<Vec<u8>>,
+    /// Read at this snapshot instead of the latest state.
+    pub snapshot: Option<Snapshot>,
+}
+
+impl IterOptions {
+    /// Visit keys that start with `prefix`.
+    pub fn prefix(prefix: impl Into<Vec<u8>>) -> Self {
+        IterOptions {
+            prefix: Some(prefix.into()),
+            ..Default::default()
+        }
+    }
+    /// Visit keys in `[lower, upper)`.
+    pub fn range(lower: impl Into<Vec<u8>>, upper: impl Into<Vec<u8>>) -> Self {
+        IterOptions {
+            lower_bound: Some(lower.into()),
+            upper_bound: Some(upper.into()),
+            ..Default::default()
+        }
+    }
+    /// Read at `snapshot`.
+    pub fn at(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.clone());
+        self
+    }
+}
+
+/// A consistent point-in-time view of the store. Cheap to clone; the view is released when
+/// the last clone is dropped, which lets compaction discard versions it was keeping.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub(crate) inner: Arc<SnapshotInner>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seq", &self.inner.seq)
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SeqNo {
+        self.inner.seq
+    }
+}
+
+pub(crate) struct SnapshotInner {
+    pub(crate) seq: SeqNo,
+    pub(crate) registry: Arc<super::snapshots::SnapshotList>,
+}
+
+impl Drop for SnapshotInner {
+    fn drop(&mut self) {
+        self.registry.release(self.seq);
+    }
+}
+
+/// Bytes and files in one level.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Table files in the level.
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Bytes read by compactions whose output went to this level.
+    pub compaction_read: u64,
+    /// Bytes written by compactions (and flushes, for level 0) into this level.
+    pub compaction_written: u64,
+    /// Compactions (and flushes, for level 0) that wrote into this level.
+    pub compactions: u64,
+}
+
+/// A snapshot of the store's counters. See [`crate::Db::stats`].
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Key and value bytes of every put and delete accepted since open.
+    pub user_bytes_written: u64,
+    /// Puts and deletes accepted since open.
+    pub user_ops_written: u64,
+    /// Bytes written to storage since open, by cause.
+    pub written: Vec<(WriteCause, u64)>,
+    /// Bytes read from storage since open, by cause.
+    pub read: Vec<(ReadCause, u64)>,
+    /// Per level.
+    pub levels: Vec<LevelStats>,
+    /// Memtable flushes since open.
+    pub flushes: u64,
+    /// Compactions since open (trivial moves included).
+    pub compactions: u64,
+    /// Microseconds writers spent delayed or stopped by the level-0 triggers or a full
+    /// set of frozen memtables.
+    pub stall_micros: u64,
+    /// Bytes held by the mutable and frozen memtables.
+    pub memtable_bytes: u64,
+    /// Bytes of the block cache in use.
+    pub block_cache_bytes: u64,
+    /// Block cache hits and misses.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// The newest sequence number.
+    pub last_sequence: SeqNo,
+}
+
+impl Stats {
+    /// Bytes written to storage for every cause together.
+    pub fn total_written(&self) -> u64 {
+        self.written.iter().map(|&(_, n)| n).sum()
+    }
+    /// Bytes read from storage for every cause together.
+    pub fn total_read(&self) -> u64 {
+        self.read.iter().map(|&(_, n)| n).sum()
+    }
+    /// Bytes written for `cause`.
+    pub fn written_for(&self, cause: WriteCause) -> u64 {
+        self.written
+            .iter()
+            .find(|&&(c, _)| c == cause)
+            .map_or(0, |&(_, n)| n)
+    }
+    /// Write amplification so far: storage bytes written per user byte written (0 before any
+    /// user write).
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            self.total_written() as f64 / self.user_bytes_written as f64
+        }
+    }
+    /// Bytes of every table file.
+    pub fn table_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.bytes).sum()
+    }
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "Level  Files    Size(MB)  CompRead(MB)  CompWrite(MB)  Comps"
+        )?;
+        for (i, l) in self.levels.iter().enumerate() {
+            writeln!(
+                f,
+                "L{i:<5} {:>5} {:>11.1} {:>13.1} {:>14.1} {:>6}",
+                l.files,
+                l.bytes as f64 / 1048576.0,
+                l.compaction_read as f64 / 1048576.0,
+                l.compaction_written as f64 / 1048576.0,
+                l.compactions
+            )?;
+        }
+        let mb = |n: u64| n as f64 / 1048576.0;
+        write!(f, "written(MB):")?;
+        for (c, n) in &self.written {
+            write!(f, " {}={:.1}", c.name(), mb(*n))?;
+        }
+        writeln!(f)?;
+        write!(f, "read(MB):")?;
+        for (c, n) in &self.read {
+            write!(f, " {}={:.1}", c.name(), mb(*n))?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "user writes: {} ops, {:.1} MB; write amplification {:.2}",
+            self.user_ops_written,
+            mb(self.user_bytes_written),
+            self.write_amplification()
+        )?;
+        writeln!(
+            f,
+            "flushes {} compactions {} stall {:.3}s memtables {:.1} MB block cache {:.1} MB (hits {} misses {}) last seq {}",
+            self.flushes,
+            self.compactions,
+            self.stall_micros as f64 / 1e6,
+            mb(self.memtable_bytes),
+            mb(self.block_cache_bytes),
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.last_sequence
+        )
+    }
+}
