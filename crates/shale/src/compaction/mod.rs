@@ -1,1 +1,187 @@
-//! (in progress)
+//! The compaction executor: merge sorted inputs into new table files, dropping what no
+//! reader can see any more.
+//!
+//! Layouts decide *what* to compact ([`crate::layout::Layout::pick`]); the common work of
+//! merging and writing lives here so every layout drops versions by the same rules.
+//!
+//! # What may be dropped
+//!
+//! Let the live snapshots be `s_1 < … < s_k`, and `s_{k+1} = ∞` stand for the latest view.
+//! An entry with sequence number `q` is seen by the snapshots `s_i >= q`; call the smallest
+//! such `i` its *stripe*. For one user key, entries arrive newest first. A reader at `s_i`
+//! sees the newest entry with `q <= s_i`, so within a stripe only the newest entry is ever
+//! seen: every older entry in the same stripe is dropped. A tombstone in stripe 1 that is the
+//! newest of its stripe hides everything older from every reader; if no deeper level can hold
+//! the key (`is_base_for_key`), nothing older exists outside this compaction either, and the
+//! tombstone itself is dropped.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::cache::table_cache::TableCache;
+use crate::env::{Env, WriteCause};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{SeqNo, ValueKind, parse_internal_key};
+use crate::options::TableOptions;
+use crate::table::sst::builder::TableBuilder;
+use crate::table::table_file_name;
+use crate::version::FileMeta;
+
+/// What the engine gives a layout to write files with.
+pub struct CompactionContext<'a> {
+    /// The file system.
+    pub env: &'a Env,
+    /// The store's directory.
+    pub dir: &'a Path,
+    /// Table format options.
+    pub table_options: &'a TableOptions,
+    /// Open tables (inputs are read through it).
+    pub tables: &'a std::sync::Arc<TableCache>,
+    /// The version the plan was made from.
+    pub version: &'a crate::version::Version,
+    /// Sequence numbers of live snapshots, ascending.
+    pub snapshots: &'a [SeqNo],
+    /// Draw a new file number for an output (the engine keeps it from being deleted as
+    /// obsolete until the edit is committed).
+    pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    /// Set when the store is closing: long compactions stop early with an error.
+    pub stop: &'a AtomicBool,
+    /// Counted cause of the bytes written.
+    pub cause: WriteCause,
+}
+
+/// How one merge writes its output.
+pub struct MergeSpec<'a> {
+    /// Start a new output file once the current one reaches this size (at a user-key
+    /// boundary, so all versions of a key stay in one file).
+    pub target_file_size: u64,
+    /// True if no data older than this merge's inputs can hold `user_key` (so a tombstone
+    /// for it can be dropped).
+    pub is_base_for_key: &'a dyn Fn(&[u8]) -> bool,
+}
+
+/// Counters of one merge.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    /// Entries read.
+    pub entries_in: u64,
+    /// Entries written.
+    pub entries_out: u64,
+    /// Entries dropped because a newer one hides them from every reader.
+    pub dropped_shadowed: u64,
+    /// Tombstones dropped at the base level.
+    pub dropped_tombstones: u64,
+}
+
+/// Merge everything `input` yields (in internal-key order) into new table files.
+/// Returns the files written (already synced, directory synced) and counters.
+pub fn merge_into_tables(
+    input: &mut dyn InternalIterator,
+    spec: &MergeSpec<'_>,
+    ctx: &CompactionContext<'_>,
+) -> Result<(Vec<FileMeta>, MergeStats)> {
+    let mut outputs: Vec<FileMeta> = Vec::new();
+    let mut stats = MergeStats::default();
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let result = (|| -> Result<()> {
+        let mut current_key: Vec<u8> = Vec::new();
+        let mut has_current = false;
+        let mut last_stripe = usize::MAX;
+        input.seek_to_first()?;
+        while input.valid() {
+            if ctx.stop.load(Ordering::Relaxed) {
+                return Err(Error::Closed);
+            }
+            let ikey = input.key();
+            let parsed = parse_internal_key(ikey).map_err(|d| {
+                Error::corruption(ctx.dir, 0, format!("compaction input: {d}"))
+            })?;
+            stats.entries_in += 1;
+            let new_key = !has_current || parsed.user_key != current_key.as_slice();
+            if new_key {
+                // A user-key boundary: the place where an output file may end.
+                if let Some((_, b)) = &builder
+                    && b.estimated_size() >= spec.target_file_size
+                    && let Some((number, b)) = builder.take()
+                {
+                    outputs.push(finish(number, b)?);
+                }
+                current_key.clear();
+                current_key.extend_from_slice(parsed.user_key);
+                has_current = true;
+                last_stripe = usize::MAX;
+            }
+            let stripe = ctx.snapshots.partition_point(|&s| s < parsed.seq);
+            let drop = if stripe == last_stripe {
+                stats.dropped_shadowed += 1;
+                true
+            } else if parsed.kind == ValueKind::Delete
+                && stripe == 0
+                && (spec.is_base_for_key)(parsed.user_key)
+            {
+                stats.dropped_tombstones += 1;
+                true
+            } else {
+                false
+            };
+            last_stripe = stripe;
+            if !drop {
+                if builder.is_none() {
+                    let number = (ctx.new_file_number)();
+                    let path = ctx.dir.join(table_file_name(number));
+                    let file = ctx.env.create(&path, ctx.cause)?;
+                    builder = Some((number, TableBuilder::new(file, ctx.table_options)));
+                }
+                if let Some((_, b)) = builder.as_mut() {
+                    b.add(input.key(), input.value())?;
+                }
+                stats.entries_out += 1;
+            }
+            input.next()?;
+        }
+        if let Some((number, b)) = builder.take() {
+            outputs.push(finish(number, b)?);
+        }
+        if !outputs.is_empty() {
+            ctx.env.fs().sync_dir(ctx.dir)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        if let Some((number, b)) = builder.take() {
+            b.abandon();
+            outputs.push(FileMeta {
+                number,
+                size: 0,
+                smallest: Vec::new(),
+                largest: Vec::new(),
+                smallest_seq: 0,
+                largest_seq: 0,
+                entries: 0,
+                tombstones: 0,
+            });
+        }
+        // Best effort: the files are not referenced by any version, and the next sweep of
+        // obsolete files would remove them anyway.
+        for f in &outputs {
+            let _ = ctx.env.fs().remove_file(&ctx.dir.join(table_file_name(f.number)));
+        }
+        return Err(e);
+    }
+    Ok((outputs, stats))
+}
+
+fn finish(number: u64, builder: TableBuilder) -> Result<FileMeta> {
+    let s = builder.finish()?;
+    Ok(FileMeta {
+        number,
+        size: s.size,
+        smallest: s.smallest,
+        largest: s.largest,
+        smallest_seq: s.smallest_seq,
+        largest_seq: s.largest_seq,
+        entries: s.entries,
+        tombstones: s.tombstones,
+    })
+}

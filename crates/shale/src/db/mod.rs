@@ -1,32 +1,186 @@
 //! The database handle: open and recover, the write path, the read path, background work.
+//!
+//! # Threads and locks
+//!
+//! One `Db` owns two background threads: the *flush* thread turns frozen memtables into
+//! level-0 tables, the *compaction* thread runs the layout's plans. Writers form a queue;
+//! the writer at its head (the leader) writes the whole group to the log and the memtable.
+//!
+//! Locks, always taken in this order (a thread holding one may take only later ones):
+//! 1. `wal`: held by the write leader (log writer and mutable memtable), and by `flush()`.
+//! 2. `versions`: the MANIFEST; held while an edit is committed and its version installed.
+//! 3. `bg`: frozen memtables waiting for flush, background errors, the condition variable
+//!    that stalled writers and background threads wait on.
+//! 4. `super_version`: what readers clone: memtables plus the current version.
+//!
+//! Readers take only a read lock on `super_version` for the time of an `Arc` clone.
 
 mod api;
+mod background;
+mod open;
+mod read;
 mod snapshots;
+mod stats;
+mod verify;
+mod write;
 
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
+pub use read::{Cursor, DbIterator};
+pub use verify::{VerifyReport, verify};
 
+use crate::cache::block_cache::BlockCache;
+use crate::cache::table_cache::TableCache;
+use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::memory::MemTable;
 use crate::options::{Options, WriteOptions};
+use crate::values::ValueStore;
+use crate::version::Version;
+use crate::version::set::VersionSet;
+use crate::wal::writer::LogWriter;
+use snapshots::SnapshotList;
 
 /// An atomic group of puts and deletes.
-pub use crate::wal::WriteBatch;
+pub use crate::wal::batch::WriteBatch;
 
-/// An open store. Cheap to share between threads (`&Db` is `Send + Sync`); all methods take
-/// `&self`. Dropping it closes the store (see [`Db::close`] to see errors).
+/// An open store. Share it between threads by reference or in an `Arc`: all methods take
+/// `&self`. Dropping it closes the store; [`Db::close`] does the same and reports errors.
+///
+/// # Examples
+/// ```
+/// use shale::{Db, Options, env::Env};
+/// let db = Db::open("/db", Options::default().with_env(Env::memory()))?;
+/// db.put(b"hello", b"world")?;
+/// assert_eq!(db.get(b"hello")?.as_deref(), Some(&b"world"[..]));
+/// db.close()?;
+/// # Ok::<(), shale::Error>(())
+/// ```
 pub struct Db {
-    path: PathBuf,
+    inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.path).finish()
+        f.debug_struct("Db").field("path", &self.inner.dir).finish()
     }
 }
 
-fn todo<T>() -> Result<T> {
-    Err(Error::Unsupported("engine in progress".into()))
+/// What readers clone: the memtables and the version, consistent with each other.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<dyn MemTable>,
+    /// Frozen memtables, newest first.
+    pub(crate) imms: Vec<Arc<dyn MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// The write leader's state.
+pub(crate) struct WalState {
+    pub(crate) log: LogWriter,
+    pub(crate) number: u64,
+    pub(crate) mem: Arc<dyn MemTable>,
+}
+
+/// A frozen memtable and the log that holds its writes.
+pub(crate) struct Imm {
+    pub(crate) mem: Arc<dyn MemTable>,
+    pub(crate) wal_number: u64,
+}
+
+/// State shared with the background threads.
+#[derive(Default)]
+pub(crate) struct BgState {
+    /// Frozen memtables, oldest first.
+    pub(crate) imms: VecDeque<Imm>,
+    /// Set when the layout may have work (a flush or compaction finished, or at open).
+    pub(crate) compaction_wanted: bool,
+    /// Set while a flush is running: `Db::flush` waits for it.
+    pub(crate) flushing: bool,
+    /// The first background or durability failure: the store is read-only from then on.
+    pub(crate) error: Option<String>,
+}
+
+/// Counters that are not derived from the version.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) user_bytes: AtomicU64,
+    pub(crate) user_ops: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+    /// Per output level: (bytes read, bytes written, count).
+    pub(crate) per_level: Mutex<Vec<(u64, u64, u64)>>,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) env: Env,
+    pub(crate) layout: Arc<dyn Layout>,
+    pub(crate) values: Arc<dyn ValueStore>,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    /// The newest sequence number whose write is visible to readers.
+    pub(crate) last_seq: AtomicU64,
+    pub(crate) file_numbers: Arc<AtomicU64>,
+    pub(crate) wal: Mutex<WalState>,
+    pub(crate) queue: Mutex<write::WriteQueue>,
+    pub(crate) queue_cv: Condvar,
+    pub(crate) versions: Mutex<VersionSet>,
+    pub(crate) bg: Mutex<BgState>,
+    pub(crate) bg_cv: Condvar,
+    pub(crate) super_version: RwLock<Arc<SuperVersion>>,
+    /// File numbers drawn for outputs not yet committed: never deleted as obsolete.
+    pub(crate) pending_outputs: Mutex<HashSet<u64>>,
+    /// Held by whoever runs a compaction (background or manual): one at a time.
+    pub(crate) compaction_lock: Mutex<()>,
+    pub(crate) counters: Counters,
+    pub(crate) shutting_down: AtomicBool,
+    pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl DbInner {
+    /// The current super version.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.read())
+    }
+
+    /// Fail if the store has gone read-only after an earlier failure.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        match &self.bg.lock().error {
+            Some(e) => Err(Error::ReadOnly(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Record a failure that makes the store read-only, and wake everyone waiting.
+    pub(crate) fn set_error(&self, e: &Error) {
+        let mut bg = self.bg.lock();
+        if bg.error.is_none() {
+            bg.error = Some(e.to_string());
+        }
+        self.bg_cv.notify_all();
+    }
+
+    /// Draw a file number for a new output and protect it from the obsolete-file sweep.
+    pub(crate) fn new_output_number(&self) -> u64 {
+        let n = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        self.pending_outputs.lock().insert(n);
+        n
+    }
 }
 
 impl Db {
@@ -36,151 +190,185 @@ impl Db {
     /// [`Error::Locked`] if another handle holds the store, [`Error::Corruption`] if its
     /// files are damaged, [`Error::InvalidArgument`] for bad options, [`Error::Io`].
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        options.validate()?;
-        let _ = Db {
-            path: path.as_ref().to_path_buf(),
+        let inner = open::open(path.as_ref(), options)?;
+        let db = Db {
+            inner,
+            threads: Mutex::new(Vec::new()),
         };
-        todo()
+        db.start_threads()?;
+        Ok(db)
     }
+
+    fn start_threads(&self) -> Result<()> {
+        let mut threads = self.threads.lock();
+        for (name, f) in [
+            ("shale-flush", background::flush_thread as fn(Arc<DbInner>)),
+            ("shale-compact", background::compaction_thread),
+        ] {
+            let inner = Arc::clone(&self.inner);
+            let h = std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || f(inner))
+                .map_err(|e| Error::Io {
+                    op: "spawn background thread",
+                    path: None,
+                    source: e,
+                })?;
+            threads.push(h);
+        }
+        Ok(())
+    }
+
     /// The directory of the store.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.inner.dir
     }
+
     /// Set `key` to `value`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key or value over the size limits; [`Error::ReadOnly`]
+    /// after an earlier durability failure; [`Error::Io`].
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
         self.write(b)
     }
+
     /// Delete `key` (a no-op if it is absent).
+    ///
+    /// # Errors
+    /// As [`Db::put`].
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
         self.write(b)
     }
-    /// Apply a batch atomically, without waiting for durability.
+
+    /// Apply a batch atomically, without waiting for durability (it survives a process
+    /// crash, not a machine crash).
+    ///
+    /// # Errors
+    /// As [`Db::put`].
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, WriteOptions::default())
     }
+
     /// Apply a batch atomically; with `sync` it is durable when this returns.
-    pub fn write_opt(&self, _batch: WriteBatch, _opts: WriteOptions) -> Result<()> {
-        todo()
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn write_opt(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
+        write::write(&self.inner, batch, options.sync)
     }
+
     /// The value of `key`, if present.
-    pub fn get(&self, _key: &[u8]) -> Result<Option<Vec<u8>>> {
-        todo()
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] or [`Error::Io`] from the files read.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key, None)
     }
+
     /// The value of `key` as of `snapshot`.
-    pub fn get_at(&self, _key: &[u8], _snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        todo()
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+        read::get(&self.inner, key, Some(snapshot.sequence()))
     }
-    /// A point-in-time view for consistent reads.
+
+    /// A point-in-time view for consistent reads; released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        unimplemented!()
+        // Register under the write queue's lock so no write can publish between reading the
+        // sequence number and registering it.
+        let _q = self.inner.queue.lock();
+        let seq = self.inner.last_seq.load(Ordering::Acquire);
+        self.inner.snapshots.acquire(seq);
+        Snapshot {
+            inner: Arc::new(api::SnapshotInner {
+                seq,
+                registry: Arc::clone(&self.inner.snapshots),
+            }),
+        }
     }
-    /// An iterator of `(key, value)` pairs in key order; also double-ended.
-    pub fn iter(&self, _opts: IterOptions) -> Result<DbIterator> {
-        todo()
+
+    /// An iterator of `(key, value)` pairs in key order; it is double-ended, so `.rev()`
+    /// walks backwards.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn iter(&self, options: IterOptions) -> Result<DbIterator> {
+        read::iter(&self.inner, options)
     }
-    /// A positioned cursor with seek, next and prev.
-    pub fn cursor(&self, _opts: IterOptions) -> Result<Cursor> {
-        todo()
+
+    /// A positioned cursor with seek, next and prev. Starts unpositioned.
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn cursor(&self, options: IterOptions) -> Result<Cursor> {
+        read::cursor(&self.inner, options)
     }
-    /// Write the memtable to a table file and wait until it is done.
+
+    /// Write the memtable to a table file and wait until every frozen memtable is flushed.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::Io`].
     pub fn flush(&self) -> Result<()> {
-        todo()
+        background::flush_and_wait(&self.inner)
     }
+
     /// Compact every table overlapping `[begin, end]` (open ends: everything) down the tree.
-    pub fn compact_range(&self, _begin: Option<&[u8]>, _end: Option<&[u8]>) -> Result<()> {
-        todo()
+    ///
+    /// # Errors
+    /// As [`Db::flush`].
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        background::compact_range(&self.inner, begin, end)
     }
+
     /// Counters: bytes by cause, levels, write amplification.
     pub fn stats(&self) -> Stats {
-        Stats::default()
+        stats::stats(&self.inner)
     }
-    /// A named property, e.g. `shale.num-files-at-level0`, `shale.stats`.
-    pub fn property(&self, _name: &str) -> Option<String> {
-        None
+
+    /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
+    /// `shale.last-sequence`, `shale.total-sst-bytes`, `shale.memtable-bytes`,
+    /// `shale.block-cache-usage`, `shale.design`. `None` for an unknown name.
+    pub fn property(&self, name: &str) -> Option<String> {
+        stats::property(&self.inner, name)
     }
-    /// Close the store: stop background work and make the log durable.
+
+    /// Close the store: stop background work, make the log durable and release the lock.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the final log sync fails.
     pub fn close(self) -> Result<()> {
-        todo()
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _bg = self.inner.bg.lock();
+            self.inner.bg_cv.notify_all();
+        }
+        for h in self.threads.lock().drain(..) {
+            let _ = h.join();
+        }
+        let result = {
+            let mut wal = self.inner.wal.lock();
+            wal.log.flush().and_then(|()| wal.log.sync())
+        };
+        background::delete_obsolete_files(&self.inner);
+        self.inner.lock.lock().take();
+        result
     }
 }
 
-/// Iterator over `(key, value)` pairs; see [`Db::iter`].
-pub struct DbIterator {}
-
-impl Iterator for DbIterator {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-    fn next(&mut self) -> Option<Self::Item> {
-        None
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
     }
-}
-
-impl DoubleEndedIterator for DbIterator {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        None
-    }
-}
-
-/// A positioned cursor; see [`Db::cursor`].
-pub struct Cursor {}
-
-impl Cursor {
-    /// True when positioned on an entry.
-    pub fn valid(&self) -> bool {
-        false
-    }
-    /// Position on the first key.
-    pub fn seek_to_first(&mut self) -> Result<()> {
-        todo()
-    }
-    /// Position on the last key.
-    pub fn seek_to_last(&mut self) -> Result<()> {
-        todo()
-    }
-    /// Position on the first key `>= key`.
-    pub fn seek(&mut self, _key: &[u8]) -> Result<()> {
-        todo()
-    }
-    /// Position on the last key `<= key`.
-    pub fn seek_for_prev(&mut self, _key: &[u8]) -> Result<()> {
-        todo()
-    }
-    /// Move forward.
-    pub fn next(&mut self) -> Result<()> {
-        todo()
-    }
-    /// Move back.
-    pub fn prev(&mut self) -> Result<()> {
-        todo()
-    }
-    /// The current key. Requires `valid()`.
-    pub fn key(&self) -> &[u8] {
-        &[]
-    }
-    /// The current value. Requires `valid()`.
-    pub fn value(&self) -> &[u8] {
-        &[]
-    }
-}
-
-/// Check every checksum of every file of the store at `path` without opening it for writing.
-/// Returns a report of what was checked; corruption is an error naming file and offset.
-pub fn verify(_path: impl AsRef<Path>, _options: Options) -> Result<VerifyReport> {
-    todo()
-}
-
-/// What [`verify`] checked.
-#[derive(Clone, Debug, Default)]
-pub struct VerifyReport {
-    /// Table files checked.
-    pub tables: usize,
-    /// Log files (WAL and MANIFEST) checked.
-    pub logs: usize,
-    /// Bytes read.
-    pub bytes: u64,
-    /// Entries seen in tables.
-    pub entries: u64,
 }

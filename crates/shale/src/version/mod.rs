@@ -1,4 +1,185 @@
 //! Versions: the set of table files that make up the store at one point in time.
+//!
+//! A [`Version`] is immutable. Flushes and compactions describe their result as a
+//! [`VersionEdit`]; applying an edit to the current version yields the next one. Readers and
+//! iterators hold an `Arc<Version>`, so the files they read cannot be deleted under them:
+//! [`set::VersionSet`] deletes a file only when no live version lists it.
 
 mod file_meta;
+pub mod set;
+#[cfg(test)]
+pub(crate) mod text;
+
+use std::sync::Arc;
+
 pub use file_meta::FileMeta;
+
+use crate::key::compare_internal;
+use crate::manifest::edit::VersionEdit;
+
+/// The table files of the store, by level.
+///
+/// Level 0 is ordered newest first (by largest sequence number): its files may overlap and a
+/// lookup must meet newer data first. Deeper levels are ordered by smallest key; whether
+/// their files may overlap is the layout's business.
+#[derive(Clone, Debug, Default)]
+pub struct Version {
+    levels: Vec<Vec<Arc<FileMeta>>>,
+}
+
+impl Version {
+    /// An empty version with `num_levels` levels.
+    pub fn new(num_levels: usize) -> Version {
+        Version {
+            levels: vec![Vec::new(); num_levels],
+        }
+    }
+
+    /// Number of levels.
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The files of `level` (empty for a level beyond the last).
+    pub fn level(&self, level: usize) -> &[Arc<FileMeta>] {
+        self.levels.get(level).map_or(&[], |l| l.as_slice())
+    }
+
+    /// Total bytes of the files of `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.level(level).iter().map(|f| f.size).sum()
+    }
+
+    /// Every file with its level.
+    pub fn files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+    }
+
+    /// Number of files in every level together.
+    pub fn file_count(&self) -> usize {
+        self.levels.iter().map(Vec::len).sum()
+    }
+
+    /// Files of `level` whose user-key range intersects `[lo, hi]` (open ends allowed).
+    pub fn overlapping(
+        &self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        self.level(level)
+            .iter()
+            .filter(|f| f.overlaps(lo, hi))
+            .cloned()
+            .collect()
+    }
+
+    /// The next version: this one with `edit` applied. Fails (with a description) when the
+    /// edit does not fit this version: a deleted file that is absent, an added file that is
+    /// already present, a level out of range.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
+        let mut levels = self.levels.clone();
+        for &(level, number) in &edit.deleted_files {
+            let files = levels
+                .get_mut(level as usize)
+                .ok_or_else(|| format!("edit deletes file {number} from missing level {level}"))?;
+            let before = files.len();
+            files.retain(|f| f.number != number);
+            if files.len() == before {
+                return Err(format!(
+                    "edit deletes file {number} from level {level}, which does not hold it"
+                ));
+            }
+        }
+        for (level, meta) in &edit.new_files {
+            let n = levels.len();
+            let files = levels.get_mut(*level as usize).ok_or_else(|| {
+                format!(
+                    "edit adds file {} to level {level} but the store has {n} levels",
+                    meta.number
+                )
+            })?;
+            if files.iter().any(|f| f.number == meta.number) {
+                return Err(format!(
+                    "edit adds file {} to level {level} twice",
+                    meta.number
+                ));
+            }
+            files.push(Arc::new(meta.clone()));
+        }
+        let mut v = Version { levels };
+        v.sort();
+        Ok(v)
+    }
+
+    fn sort(&mut self) {
+        for (i, files) in self.levels.iter_mut().enumerate() {
+            if i == 0 {
+                files.sort_by(|a, b| {
+                    b.largest_seq
+                        .cmp(&a.largest_seq)
+                        .then(b.number.cmp(&a.number))
+                });
+            } else {
+                files.sort_by(|a, b| {
+                    compare_internal(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
+                });
+            }
+        }
+    }
+
+    /// An edit that rebuilds this version from nothing (the first record of a new MANIFEST).
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        for (level, f) in self.files() {
+            edit.new_files.push((level as u32, (**f).clone()));
+        }
+        edit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_adds_deletes_and_orders() {
+        let v = text::parse("L0: 1:a-c@1-5 2:b-d@6-9\nL1: 4:m-p 3:a-f").unwrap();
+        assert_eq!(
+            v.level(0).iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        assert_eq!(
+            v.level(1).iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![3, 4]
+        );
+        let mut e = VersionEdit::default();
+        e.deleted_files.push((0, 1));
+        e.new_files.push((1, text::file(9, "g", "h", 1 << 20)));
+        let v2 = v.apply(&e).unwrap();
+        assert_eq!(v2.level(0).len(), 1);
+        assert_eq!(
+            v2.level(1).iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![3, 9, 4]
+        );
+        // the old version is untouched
+        assert_eq!(v.level(0).len(), 2);
+    }
+
+    #[test]
+    fn apply_rejects_edits_that_do_not_fit() {
+        let v = text::parse("L1: 3:a-f").unwrap();
+        let mut e = VersionEdit::default();
+        e.deleted_files.push((1, 77));
+        assert!(v.apply(&e).is_err());
+        let mut e = VersionEdit::default();
+        e.new_files.push((1, text::file(3, "x", "y", 1)));
+        assert!(v.apply(&e).is_err());
+        let mut e = VersionEdit::default();
+        e.new_files.push((40, text::file(8, "x", "y", 1)));
+        assert!(v.apply(&e).is_err());
+    }
+}

@@ -1,0 +1,219 @@
+//! The read path: point lookups, cursors and iterators.
+//!
+//! A read first fixes its sequence number (the snapshot's, or the last published one), then
+//! clones the super version. In that order every write at or below the sequence number is in
+//! the super version: a write is published only after it is in a memtable, and a memtable
+//! leaves the super version only after its flush is in the version.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{DbInner, IterOptions, Snapshot, SuperVersion};
+use crate::env::ReadCause;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::iter::db_iter::{DbIter, DbIterOptions, Entries};
+use crate::iter::merging::MergingIterator;
+use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
+use crate::layout::ReadContext;
+use crate::memory::MemLookup;
+use crate::values::ValueStore;
+
+pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
+    let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
+    let sv = inner.super_version();
+    let resolve = |kind: ValueKind, v: Vec<u8>| -> Result<Option<Vec<u8>>> {
+        if kind == ValueKind::Value {
+            return Ok(Some(v));
+        }
+        Ok(Some(inner.values.resolve(kind, &v)?.into_owned()))
+    };
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        match mem.get(key, seq) {
+            Some(MemLookup::Found(kind, v)) => return resolve(kind, v),
+            Some(MemLookup::Deleted) => return Ok(None),
+            None => {}
+        }
+    }
+    let ctx = ReadContext {
+        tables: &inner.tables,
+        cause: ReadCause::Get,
+    };
+    let seek = seek_key(key, seq);
+    match inner.layout.get(&sv.version, &ctx, key, &seek)? {
+        None => Ok(None),
+        Some((ikey, value)) => {
+            let parsed = parse_internal_key(&ikey)
+                .map_err(|d| Error::corruption(&inner.dir, 0, format!("lookup of a key: {d}")))?;
+            match parsed.kind {
+                ValueKind::Delete => Ok(None),
+                kind => resolve(kind, value),
+            }
+        }
+    }
+}
+
+/// Everything an open iterator keeps alive: the memtables and version it reads, and the
+/// snapshot it reads at.
+struct Pinned {
+    _sv: Arc<SuperVersion>,
+    _snapshot: Option<Snapshot>,
+}
+
+fn merged(inner: &DbInner, sv: &Arc<SuperVersion>) -> Result<MergingIterator> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imms.len());
+    children.push(Arc::clone(&sv.mem).iter());
+    for m in &sv.imms {
+        children.push(Arc::clone(m).iter());
+    }
+    let ctx = ReadContext {
+        tables: &inner.tables,
+        cause: ReadCause::Scan,
+    };
+    children.extend(inner.layout.iterators(&sv.version, &ctx)?);
+    Ok(MergingIterator::new(children))
+}
+
+fn prepare(inner: &DbInner, options: IterOptions) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned) {
+    let seq = match &options.snapshot {
+        Some(s) => s.sequence(),
+        None => inner.last_seq.load(Ordering::Acquire),
+    };
+    let sv = inner.super_version();
+    let opts = DbIterOptions {
+        snapshot: seq,
+        lower_bound: options.lower_bound,
+        upper_bound: options.upper_bound,
+        prefix: options.prefix,
+    };
+    let pinned = Pinned {
+        _sv: Arc::clone(&sv),
+        _snapshot: options.snapshot,
+    };
+    (seq, sv, opts, pinned)
+}
+
+pub(crate) fn cursor(inner: &DbInner, options: IterOptions) -> Result<Cursor> {
+    let (_, sv, opts, pinned) = prepare(inner, options);
+    let it = DbIter::new(merged(inner, &sv)?, opts);
+    Ok(Cursor {
+        it,
+        values: Arc::clone(&inner.values),
+        resolved: Vec::new(),
+        _pinned: pinned,
+    })
+}
+
+pub(crate) fn iter(inner: &DbInner, options: IterOptions) -> Result<DbIterator> {
+    let (_, sv, opts, pinned) = prepare(inner, options);
+    let front = merged(inner, &sv)?;
+    let back = merged(inner, &sv)?;
+    Ok(DbIterator {
+        entries: Entries::new(front, back, opts),
+        values: Arc::clone(&inner.values),
+        _pinned: pinned,
+    })
+}
+
+/// Iterator over `(key, value)` pairs in key order; see [`crate::Db::iter`]. It reads one
+/// point in time (the moment it was made, or its snapshot). After an error it ends.
+pub struct DbIterator {
+    entries: Entries<MergingIterator>,
+    values: Arc<dyn ValueStore>,
+    _pinned: Pinned,
+}
+
+impl DbIterator {
+    fn finish(&self, item: Result<(Vec<u8>, Vec<u8>, ValueKind)>) -> Result<(Vec<u8>, Vec<u8>)> {
+        let (k, v, kind) = item?;
+        if kind == ValueKind::Value {
+            Ok((k, v))
+        } else {
+            let v = self.values.resolve(kind, &v)?.into_owned();
+            Ok((k, v))
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.entries.next()?;
+        Some(self.finish(item))
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let item = self.entries.next_back()?;
+        Some(self.finish(item))
+    }
+}
+
+/// A positioned cursor over one point in time; see [`crate::Db::cursor`]. Starts
+/// unpositioned: call a seek first.
+pub struct Cursor {
+    it: DbIter<MergingIterator>,
+    values: Arc<dyn ValueStore>,
+    resolved: Vec<u8>,
+    _pinned: Pinned,
+}
+
+impl Cursor {
+    fn settle(&mut self, r: Result<()>) -> Result<()> {
+        r?;
+        if self.it.valid() && self.it.kind() != ValueKind::Value {
+            self.resolved = self
+                .values
+                .resolve(self.it.kind(), self.it.value())?
+                .into_owned();
+        }
+        Ok(())
+    }
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.it.valid()
+    }
+    /// Position on the first key (within the bounds).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.it.seek_to_first();
+        self.settle(r)
+    }
+    /// Position on the last key (within the bounds).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.it.seek_to_last();
+        self.settle(r)
+    }
+    /// Position on the first key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let r = self.it.seek(key);
+        self.settle(r)
+    }
+    /// Position on the last key `<= key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        let r = self.it.seek_for_prev(key);
+        self.settle(r)
+    }
+    /// Move forward. Requires `valid()`.
+    pub fn next(&mut self) -> Result<()> {
+        let r = self.it.next();
+        self.settle(r)
+    }
+    /// Move back. Requires `valid()`.
+    pub fn prev(&mut self) -> Result<()> {
+        let r = self.it.prev();
+        self.settle(r)
+    }
+    /// The current key. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        self.it.key()
+    }
+    /// The current value. Requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        if self.it.kind() == ValueKind::Value {
+            self.it.value()
+        } else {
+            &self.resolved
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The leveled layout (LevelDB): level 0 holds flushed memtables, which may overlap; every
+//! deeper level holds disjoint files, and each level may hold about `multiplier` times more
+//! than the one above. A user key's versions never straddle two files of a level >= 1
+//! (outputs are cut only at user-key boundaries), so a lookup reads at most one file per
+//! level.
+
+pub mod picker;
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::{Layout, Plan, PlanKind, ReadContext};
+use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::error::Result;
+use crate::env::ReadCause;
+use crate::iter::InternalIterator;
+use crate::iter::concat::ConcatIterator;
+use crate::iter::merging::MergingIterator;
+use crate::key::compare_internal;
+use crate::manifest::edit::VersionEdit;
+use crate::options::Options;
+use crate::version::{FileMeta, Version};
+use picker::PickerConfig;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Leveled {
+    cfg: PickerConfig,
+    target_file_size: u64,
+}
+
+impl Leveled {
+    /// A leveled layout configured from `options`.
+    pub fn new(options: &Options) -> Leveled {
+        Leveled {
+            cfg: PickerConfig {
+                level0_trigger: options.level0_compaction_trigger,
+                base_bytes: options.max_bytes_for_level_base,
+                multiplier: options.level_size_multiplier,
+            },
+            target_file_size: options.target_file_size,
+        }
+    }
+}
+
+/// The file of a disjoint, sorted level that may hold `seek_key`.
+fn find_file<'a>(files: &'a [Arc<FileMeta>], seek_key: &[u8]) -> Option<&'a Arc<FileMeta>> {
+    let i = files.partition_point(|f| compare_internal(&f.largest, seek_key) == Ordering::Less);
+    files.get(i)
+}
+
+/// An opener for a level iterator: tables come from the cache, reads count under `cause`.
+fn opener(
+    ctx: &ReadContext<'_>,
+) -> Arc<dyn Fn(&FileMeta) -> Result<Box<dyn InternalIterator>> + Send + Sync> {
+    let tables = Arc::clone(ctx.tables);
+    let cause = ctx.cause;
+    Arc::new(move |f: &FileMeta| {
+        let t = tables.table(f.number)?;
+        Ok(Box::new(t.iter(cause)) as Box<dyn InternalIterator>)
+    })
+}
+
+impl Layout for Leveled {
+    fn name(&self) -> &'static str {
+        "leveled"
+    }
+
+    fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
+        0
+    }
+
+    fn get(
+        &self,
+        version: &Version,
+        ctx: &ReadContext<'_>,
+        user_key: &[u8],
+        seek_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        for f in version.level(0) {
+            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
+                let t = ctx.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+        for level in 1..version.num_levels() {
+            let Some(f) = find_file(version.level(level), seek_key) else {
+                continue;
+            };
+            if f.smallest_user_key() > user_key {
+                continue;
+            }
+            let t = ctx.tables.table(f.number)?;
+            if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    fn iterators(
+        &self,
+        version: &Arc<Version>,
+        ctx: &ReadContext<'_>,
+    ) -> Result<Vec<Box<dyn InternalIterator>>> {
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for f in version.level(0) {
+            let t = ctx.tables.table(f.number)?;
+            out.push(Box::new(t.iter(ctx.cause)));
+        }
+        for level in 1..version.num_levels() {
+            let files = version.level(level);
+            if !files.is_empty() {
+                out.push(Box::new(ConcatIterator::new(files.to_vec(), opener(ctx))));
+            }
+        }
+        Ok(out)
+    }
+
+    fn pick(&self, version: &Version) -> Option<Plan> {
+        picker::pick(version, &self.cfg)
+    }
+
+    fn pick_range(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        picker::pick_range(version, level, begin, end)
+    }
+
+    fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
+        let mut edit = VersionEdit::default();
+        for (level, f) in plan.input_files() {
+            edit.deleted_files.push((level as u32, f.number));
+        }
+        if plan.kind == PlanKind::Move {
+            for (_, f) in plan.input_files() {
+                edit.new_files.push((plan.output_level as u32, (**f).clone()));
+            }
+            return Ok(edit);
+        }
+        let read_ctx = ReadContext {
+            tables: ctx.tables,
+            cause: ReadCause::Compaction,
+        };
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (level, files) in &plan.inputs {
+            if files.is_empty() {
+                continue;
+            }
+            if *level == 0 {
+                for f in files {
+                    let t = ctx.tables.table(f.number)?;
+                    children.push(Box::new(t.iter(ReadCause::Compaction)));
+                }
+            } else {
+                children.push(Box::new(ConcatIterator::new(
+                    files.clone(),
+                    opener(&read_ctx),
+                )));
+            }
+        }
+        let mut merged = MergingIterator::new(children);
+        let deeper: Vec<Vec<Arc<FileMeta>>> = plan_deeper_levels(plan, ctx);
+        let is_base = |user_key: &[u8]| {
+            deeper.iter().all(|files| {
+                let i = files.partition_point(|f| f.largest_user_key() < user_key);
+                files
+                    .get(i)
+                    .is_none_or(|f| f.smallest_user_key() > user_key)
+            })
+        };
+        let spec = MergeSpec {
+            target_file_size: self.target_file_size,
+            is_base_for_key: &is_base,
+        };
+        let (outputs, _stats) = merge_into_tables(&mut merged, &spec, ctx)?;
+        for f in outputs {
+            edit.new_files.push((plan.output_level as u32, f));
+        }
+        Ok(edit)
+    }
+}
+
+/// The files of every level below the plan's output level, taken from the version the plan
+/// was made from. The engine passes that version through the context.
+fn plan_deeper_levels(plan: &Plan, ctx: &CompactionContext<'_>) -> Vec<Vec<Arc<FileMeta>>> {
+    let v = ctx.version;
+    ((plan.output_level + 1)..v.num_levels())
+        .map(|l| v.level(l).to_vec())
+        .collect()
+}

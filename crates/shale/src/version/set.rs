@@ -1,0 +1,281 @@
+//! The version set: the current version, the MANIFEST that records how it came to be, and
+//! the counters that must survive a restart (next file number, last sequence, log number).
+//!
+//! Thread-safety: not internally synchronized; the engine keeps it behind one mutex (the
+//! "manifest lock"), taken by whoever commits an edit. Only `next_file` is shared lock-free.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::Version;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::manifest::edit::VersionEdit;
+use crate::manifest::{self, ManifestWriter};
+
+/// A MANIFEST larger than this is rewritten as a snapshot into a new file.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// See the module documentation.
+pub struct VersionSet {
+    env: Env,
+    dir: PathBuf,
+    current: Arc<Version>,
+    live: Vec<Weak<Version>>,
+    manifest: ManifestWriter,
+    manifest_number: u64,
+    log_number: u64,
+    next_file: Arc<AtomicU64>,
+    last_sequence: SeqNo,
+    format_tag: String,
+    max_manifest_bytes: u64,
+}
+
+impl std::fmt::Debug for VersionSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionSet")
+            .field("dir", &self.dir)
+            .field("manifest_number", &self.manifest_number)
+            .field("log_number", &self.log_number)
+            .field("last_sequence", &self.last_sequence)
+            .finish()
+    }
+}
+
+/// What recovery found in the MANIFEST.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The version set, with a fresh MANIFEST already written and CURRENT pointing at it.
+    pub set: VersionSet,
+    /// WAL files with a number `>= log_number` still hold unflushed writes.
+    pub log_number: u64,
+    /// The last sequence number the MANIFEST knows of.
+    pub last_sequence: SeqNo,
+}
+
+impl VersionSet {
+    /// Open the version set of the store in `dir`: read CURRENT and the MANIFEST it names,
+    /// replay the edits, then write a fresh MANIFEST holding one snapshot edit and point
+    /// CURRENT at it (so MANIFESTs never grow across restarts).
+    ///
+    /// `format_tag` names the layout; a store made with another layout is refused.
+    pub fn recover(env: &Env, dir: &Path, num_levels: usize, format_tag: &str) -> Result<Recovered> {
+        let number = manifest::current::read_current(env, dir)?;
+        let path = dir.join(manifest::current::manifest_file_name(number));
+        let edits = manifest::read_manifest(env, dir, number)?;
+        let mut version = Version::new(num_levels);
+        let mut log_number = 0;
+        let mut next_file = 2;
+        let mut last_sequence = 0;
+        let mut tag: Option<String> = None;
+        for (i, edit) in edits.iter().enumerate() {
+            version = version.apply(edit).map_err(|detail| {
+                Error::corruption(&path, 0, format!("edit {i} does not apply: {detail}"))
+            })?;
+            if let Some(n) = edit.log_number {
+                log_number = n;
+            }
+            if let Some(n) = edit.next_file_number {
+                next_file = n;
+            }
+            if let Some(n) = edit.last_sequence {
+                last_sequence = n;
+            }
+            if let Some(t) = &edit.format_tag {
+                tag = Some(t.clone());
+            }
+        }
+        if edits.is_empty() {
+            return Err(Error::corruption(&path, 0, "MANIFEST holds no edit"));
+        }
+        if let Some(t) = &tag
+            && t != format_tag
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the store in {} was created with the {t} layout, but the options ask for {format_tag}",
+                dir.display()
+            )));
+        }
+        // Every file the MANIFEST mentions must be below next_file, or numbers would repeat.
+        let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
+        let next_file = next_file.max(max_file + 1).max(log_number + 1).max(number + 1);
+        let next = Arc::new(AtomicU64::new(next_file));
+        let manifest_number = next.fetch_add(1, Ordering::Relaxed);
+        let current = Arc::new(version);
+        let manifest = Self::write_new_manifest(
+            env,
+            dir,
+            manifest_number,
+            &current,
+            log_number,
+            &next,
+            last_sequence,
+            format_tag,
+        )?;
+        Ok(Recovered {
+            set: VersionSet {
+                env: env.clone(),
+                dir: dir.to_path_buf(),
+                live: vec![Arc::downgrade(&current)],
+                current,
+                manifest,
+                manifest_number,
+                log_number,
+                next_file: next,
+                last_sequence,
+                format_tag: format_tag.to_string(),
+                max_manifest_bytes: MAX_MANIFEST_BYTES,
+            },
+            log_number,
+            last_sequence,
+        })
+    }
+
+    /// Create the version set of a new, empty store in `dir`.
+    pub fn create(env: &Env, dir: &Path, num_levels: usize, format_tag: &str) -> Result<VersionSet> {
+        let next = Arc::new(AtomicU64::new(1));
+        let manifest_number = next.fetch_add(1, Ordering::Relaxed);
+        let current = Arc::new(Version::new(num_levels));
+        let manifest = Self::write_new_manifest(
+            env,
+            dir,
+            manifest_number,
+            &current,
+            0,
+            &next,
+            0,
+            format_tag,
+        )?;
+        Ok(VersionSet {
+            env: env.clone(),
+            dir: dir.to_path_buf(),
+            live: vec![Arc::downgrade(&current)],
+            current,
+            manifest,
+            manifest_number,
+            log_number: 0,
+            next_file: next,
+            last_sequence: 0,
+            format_tag: format_tag.to_string(),
+            max_manifest_bytes: MAX_MANIFEST_BYTES,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_new_manifest(
+        env: &Env,
+        dir: &Path,
+        number: u64,
+        version: &Version,
+        log_number: u64,
+        next_file: &AtomicU64,
+        last_sequence: SeqNo,
+        format_tag: &str,
+    ) -> Result<ManifestWriter> {
+        let mut writer = ManifestWriter::create(env, dir, number)?;
+        let mut edit = version.snapshot_edit();
+        edit.log_number = Some(log_number);
+        edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
+        edit.last_sequence = Some(last_sequence);
+        edit.format_tag = Some(format_tag.to_string());
+        writer.append(&edit)?;
+        // The new MANIFEST's directory entry must be durable before CURRENT names it;
+        // write_current syncs the directory after its rename, which covers both.
+        manifest::current::write_current(env, dir, number)?;
+        Ok(writer)
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// The shared file-number counter (WAL and table numbers are drawn from it).
+    pub fn file_numbers(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.next_file)
+    }
+
+    /// Draw a new file number.
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// WAL files below this number are obsolete.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The number of the live MANIFEST.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Limit the MANIFEST size before it is rewritten (tests use small limits).
+    pub fn set_max_manifest_bytes(&mut self, n: u64) {
+        self.max_manifest_bytes = n;
+    }
+
+    /// Commit `edit`: record it durably in the MANIFEST (the commit point), then install the
+    /// version it produces. `last_sequence` must be at least every sequence number in the
+    /// files the edit adds.
+    ///
+    /// On error nothing is installed; the caller must treat the store as read-only, since the
+    /// MANIFEST may hold a partial record.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit, last_sequence: SeqNo) -> Result<Arc<Version>> {
+        let manifest_path = self
+            .dir
+            .join(manifest::current::manifest_file_name(self.manifest_number));
+        let next = self.current.apply(&edit).map_err(|detail| {
+            Error::corruption(
+                &manifest_path,
+                self.manifest.len(),
+                format!("refusing to commit an edit that does not apply: {detail}"),
+            )
+        })?;
+        self.last_sequence = self.last_sequence.max(last_sequence);
+        edit.last_sequence = Some(self.last_sequence);
+        edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        let next = Arc::new(next);
+        if self.manifest.len() >= self.max_manifest_bytes {
+            let number = self.new_file_number();
+            let log_number = edit.log_number.unwrap_or(self.log_number);
+            let writer = Self::write_new_manifest(
+                &self.env,
+                &self.dir,
+                number,
+                &next,
+                log_number,
+                &self.next_file,
+                self.last_sequence,
+                &self.format_tag,
+            )?;
+            self.manifest = writer;
+            self.manifest_number = number;
+        } else {
+            self.manifest.append(&edit)?;
+        }
+        if let Some(n) = edit.log_number {
+            self.log_number = self.log_number.max(n);
+        }
+        self.live.retain(|w| w.strong_count() > 0);
+        self.live.push(Arc::downgrade(&next));
+        self.current = Arc::clone(&next);
+        Ok(next)
+    }
+
+    /// Numbers of every table file some live version (current, or held by a reader) lists.
+    pub fn live_files(&mut self) -> HashSet<u64> {
+        self.live.retain(|w| w.strong_count() > 0);
+        let mut set = HashSet::new();
+        for v in self.live.iter().filter_map(Weak::upgrade) {
+            set.extend(v.files().map(|(_, f)| f.number));
+        }
+        set
+    }
+}

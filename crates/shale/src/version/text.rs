@@ -1,0 +1,108 @@
+//! Text descriptions of trees, for tests of pickers and versions.
+//!
+//! One line per level: `L<n>: <file> <file> ...`, where a file is
+//! `<number>:<smallest>-<largest>[/<size>][@<smallest seq>-<largest seq>]`. Keys are user
+//! keys (no `-` or spaces); sizes take a `K`, `M` or `G` suffix and default to 1M; sequence
+//! numbers default to `number*100 .. number*100+99`, so a higher file number is newer.
+//! `#` starts a comment.
+
+use super::{FileMeta, Version};
+use crate::key::{ValueKind, make_internal_key};
+
+const DEFAULT_LEVELS: usize = 7;
+
+/// A file for tests.
+pub(crate) fn file(number: u64, lo: &str, hi: &str, size: u64) -> FileMeta {
+    file_with_seqs(number, lo, hi, size, number * 100, number * 100 + 99)
+}
+
+fn file_with_seqs(number: u64, lo: &str, hi: &str, size: u64, s0: u64, s1: u64) -> FileMeta {
+    FileMeta {
+        number,
+        size,
+        smallest: make_internal_key(lo.as_bytes(), s1, ValueKind::Value),
+        largest: make_internal_key(hi.as_bytes(), s0, ValueKind::Value),
+        smallest_seq: s0,
+        largest_seq: s1,
+        entries: 1,
+        tombstones: 0,
+    }
+}
+
+fn size(s: &str) -> Result<u64, String> {
+    let (num, mult) = match s.chars().last() {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    Ok((n * mult as f64) as u64)
+}
+
+/// Parse a tree description into a version.
+pub(crate) fn parse(desc: &str) -> Result<Version, String> {
+    let mut edit = crate::manifest::edit::VersionEdit::default();
+    for line in desc.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (lvl, files) = line
+            .split_once(':')
+            .ok_or_else(|| format!("line {line:?} lacks 'L<n>:'"))?;
+        let level: u32 = lvl
+            .trim()
+            .strip_prefix('L')
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("bad level {lvl:?}"))?;
+        for f in files.split_whitespace() {
+            let (num, rest) = f.split_once(':').ok_or_else(|| format!("bad file {f:?}"))?;
+            let number: u64 = num.parse().map_err(|_| format!("bad number in {f:?}"))?;
+            let (rest, seqs) = match rest.split_once('@') {
+                Some((r, s)) => (r, Some(s)),
+                None => (rest, None),
+            };
+            let (range, sz) = match rest.split_once('/') {
+                Some((r, s)) => (r, size(s)?),
+                None => (rest, 1 << 20),
+            };
+            let (lo, hi) = range
+                .split_once('-')
+                .ok_or_else(|| format!("bad range in {f:?}"))?;
+            let meta = match seqs {
+                Some(s) => {
+                    let (a, b) = s.split_once('-').ok_or_else(|| format!("bad seqs {s:?}"))?;
+                    let a = a.parse().map_err(|_| format!("bad seq {a:?}"))?;
+                    let b = b.parse().map_err(|_| format!("bad seq {b:?}"))?;
+                    file_with_seqs(number, lo, hi, sz, a, b)
+                }
+                None => file(number, lo, hi, sz),
+            };
+            edit.new_files.push((level, meta));
+        }
+    }
+    Version::new(DEFAULT_LEVELS).apply(&edit)
+}
+
+/// Print a version in the same format (sizes in bytes, seqs explicit).
+pub(crate) fn print(v: &Version) -> String {
+    let mut out = String::new();
+    for level in 0..v.num_levels() {
+        let files = v.level(level);
+        if files.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("L{level}:"));
+        for f in files {
+            out.push_str(&format!(
+                " {}:{}-{}",
+                f.number,
+                String::from_utf8_lossy(f.smallest_user_key()),
+                String::from_utf8_lossy(f.largest_user_key())
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
