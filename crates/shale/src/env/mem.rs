@@ -1,22 +1,530 @@
-//! In-memory backend (in progress).
-#![allow(missing_docs)]
-#[derive(Debug, Default)]
-pub struct MemFs;
-impl MemFs { pub fn new() -> Self { MemFs } }
-use std::path::Path;
+//! An in-memory file system that models what survives a machine crash.
+//!
+//! The model (also described in `docs/env.md`):
+//!
+//! - A file is an *inode*: its bytes `data` and `synced_len`, the prefix made durable by the
+//!   last [`WritableFile::sync`]. Files are append-only, so the durable contents are exactly
+//!   `data[..synced_len]`. [`FileSystem::create`] always makes a new inode, even over an
+//!   existing name: truncation is "a new file under the old name", so the old contents stay
+//!   durable until the directory is synced.
+//! - Names live in two maps from path to inode: the *live* namespace that every operation
+//!   sees and changes (`create`, `rename`, `remove_file`, `lock`), and the *durable*
+//!   namespace, which changes only when [`FileSystem::sync_dir`] copies the live entries of
+//!   that one directory into it (additions, replacements and removals).
+//! - [`MemFs::crash`] is a machine crash followed by a reboot: the live namespace becomes the
+//!   durable one and every inode is cut back to its synced length. File handles opened
+//!   before the crash fail every later operation, so a thread that outlived the "machine"
+//!   cannot write into the rebooted one. Locks are not released: the caller drops its store
+//!   first.
+//! - Directories are durable as soon as [`FileSystem::create_dir_all`] returns (the engine
+//!   creates its directory once, before any file in it matters). An operation whose parent
+//!   directory does not exist fails with `NotFound`, as on a real file system.
+//! - A writable file keeps appended bytes in a private buffer until `flush` (or `sync`, or an
+//!   append that overflows the buffer, or drop), like [`super::posix::PosixFs`]: readers that
+//!   forget to flush see the same missing bytes they would on a disk.
+//!
+//! Thread-safety: [`MemFs`] is a cheap handle (`Clone` shares the same file system); all
+//! state sits behind one mutex, and each inode behind its own so that reads of different
+//! files do not wait on each other for long.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
-use super::*;
-fn todo<T>() -> Result<T> { Err(Error::Unsupported("backend in progress".into())) }
-impl FileSystem for MemFs {
-    fn create(&self, _p: &Path) -> Result<Box<dyn WritableFile>> { todo() }
-    fn open(&self, _p: &Path) -> Result<Arc<dyn RandomAccessFile>> { todo() }
-    fn rename(&self, _f: &Path, _t: &Path) -> Result<()> { todo() }
-    fn remove_file(&self, _p: &Path) -> Result<()> { todo() }
-    fn create_dir_all(&self, _p: &Path) -> Result<()> { todo() }
-    fn list_dir(&self, _p: &Path) -> Result<Vec<String>> { todo() }
-    fn sync_dir(&self, _p: &Path) -> Result<()> { todo() }
-    fn exists(&self, _p: &Path) -> Result<bool> { todo() }
-    fn file_size(&self, _p: &Path) -> Result<u64> { todo() }
-    fn lock(&self, _p: &Path) -> Result<Box<dyn FileLock>> { todo() }
+
+/// Appends are gathered in a handle-local buffer up to this size, as the POSIX backend does.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// One file's bytes. Shared by every name and handle that refers to it.
+#[derive(Debug)]
+struct Inode {
+    /// Identity, so that a snapshot keeps two names of one inode as one inode.
+    id: u64,
+    data: Vec<u8>,
+    /// `data[..synced_len]` survives a crash.
+    synced_len: usize,
 }
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Default)]
+struct State {
+    next_inode: u64,
+    live: BTreeMap<PathBuf, InodeRef>,
+    durable: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    locks: HashSet<PathBuf>,
+}
+
+struct Shared {
+    /// Lock order: `state` before any inode.
+    state: Mutex<State>,
+    /// Number of crashes so far. A handle remembers the value at its opening and refuses to
+    /// work once it changed. Bumped before inodes are truncated, and checked by handles
+    /// while they hold their inode's lock, so a handle's operation either happens entirely
+    /// before the crash's truncation of that inode or fails.
+    crashes: AtomicU64,
+}
+
+/// An in-memory file system with a crash model; see the module documentation.
+#[derive(Clone)]
+pub struct MemFs {
+    shared: Arc<Shared>,
+}
+
+impl Default for MemFs {
+    fn default() -> Self {
+        MemFs::new()
+    }
+}
+
+impl fmt::Debug for MemFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // try_lock: formatting must not deadlock if it happens while the state is held.
+        let mut d = f.debug_struct("MemFs");
+        d.field("crashes", &self.shared.crashes.load(Ordering::SeqCst));
+        match self.shared.state.try_lock() {
+            Some(state) => {
+                let files: Vec<(&Path, usize)> = state
+                    .live
+                    .iter()
+                    .map(|(p, ino)| (p.as_path(), ino.try_lock().map_or(0, |i| i.data.len())))
+                    .collect();
+                d.field("files", &files).field("dirs", &state.dirs)
+            }
+            None => d.field("state", &"<locked>"),
+        };
+        d.finish()
+    }
+}
+
+fn io_error(op: &'static str, path: &Path, kind: io::ErrorKind, msg: &str) -> Error {
+    Error::io(op, path, io::Error::new(kind, msg.to_string()))
+}
+
+fn not_found(op: &'static str, path: &Path) -> Error {
+    io_error(op, path, io::ErrorKind::NotFound, "no such file")
+}
+
+fn is_a_directory(op: &'static str, path: &Path) -> Error {
+    io_error(op, path, io::ErrorKind::IsADirectory, "is a directory")
+}
+
+fn stale(op: &'static str, path: &Path) -> Error {
+    io_error(
+        op,
+        path,
+        io::ErrorKind::Other,
+        "file handle was opened before a simulated crash",
+    )
+}
+
+impl State {
+    fn dir_exists(&self, dir: &Path) -> bool {
+        // The empty path (parent of a relative name) and the root always exist.
+        dir.parent().is_none() || self.dirs.contains(dir)
+    }
+
+    /// The parent directory of `path` must exist for `path` to be created or renamed to.
+    fn check_parent(&self, op: &'static str, path: &Path) -> Result<()> {
+        match path.parent() {
+            Some(parent) if !self.dir_exists(parent) => Err(io_error(
+                op,
+                path,
+                io::ErrorKind::NotFound,
+                &format!("parent directory {} does not exist", parent.display()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The live inode at `path`, or the right error for a missing file or a directory.
+    fn live_file(&self, op: &'static str, path: &Path) -> Result<&InodeRef> {
+        match self.live.get(path) {
+            Some(ino) => Ok(ino),
+            None if self.dir_exists(path) => Err(is_a_directory(op, path)),
+            None => Err(not_found(op, path)),
+        }
+    }
+
+    fn new_inode(&mut self) -> InodeRef {
+        self.next_inode += 1;
+        Arc::new(Mutex::new(Inode {
+            id: self.next_inode,
+            data: Vec::new(),
+            synced_len: 0,
+        }))
+    }
+}
+
+fn in_dir(path: &Path, dir: &Path) -> bool {
+    path.parent() == Some(dir)
+}
+
+impl MemFs {
+    /// An empty file system (only the root directory exists).
+    pub fn new() -> MemFs {
+        MemFs::from_state(State::default())
+    }
+
+    fn from_state(state: State) -> MemFs {
+        MemFs {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                crashes: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Simulate a machine crash and reboot: directory entries not made durable by
+    /// [`FileSystem::sync_dir`] revert, and every file loses the bytes appended after its
+    /// last sync. Handles opened before the crash fail from now on; locks stay held until
+    /// their guards are dropped.
+    pub fn crash(&self) {
+        let mut state = self.shared.state.lock();
+        self.shared.crashes.fetch_add(1, Ordering::SeqCst);
+        state.live = state.durable.clone();
+        for ino in state.durable.values() {
+            let mut ino = ino.lock();
+            let synced = ino.synced_len;
+            ino.data.truncate(synced);
+        }
+    }
+
+    /// The same as [`MemFs::crash`]: drop everything that was not made durable. Named for
+    /// fault-injection code that reads better with it.
+    pub fn drop_unsynced_data(&self) {
+        self.crash();
+    }
+
+    /// The crash image: a new, independent file system holding what would survive a crash
+    /// now (its live and durable state are both this one's durable state). `self` is not
+    /// changed, so a test can take an image at every step and keep going.
+    pub fn snapshot_durable(&self) -> MemFs {
+        let state = self.shared.state.lock();
+        let mut copies: HashMap<u64, InodeRef> = HashMap::new();
+        let mut durable = BTreeMap::new();
+        for (path, ino) in &state.durable {
+            let ino = ino.lock();
+            let copy = copies.entry(ino.id).or_insert_with(|| {
+                let kept = ino.data.get(..ino.synced_len).unwrap_or(&ino.data);
+                Arc::new(Mutex::new(Inode {
+                    id: ino.id,
+                    data: kept.to_vec(),
+                    synced_len: kept.len(),
+                }))
+            });
+            durable.insert(path.clone(), Arc::clone(copy));
+        }
+        MemFs::from_state(State {
+            next_inode: state.next_inode,
+            live: durable.clone(),
+            durable,
+            dirs: state.dirs.clone(),
+            locks: HashSet::new(),
+        })
+    }
+
+    /// Every file path in the live namespace, sorted. For debugging and tests.
+    pub fn file_names(&self) -> Vec<PathBuf> {
+        self.shared.state.lock().live.keys().cloned().collect()
+    }
+
+    /// Every file path in the durable namespace (what a crash now would leave), sorted.
+    pub fn durable_file_names(&self) -> Vec<PathBuf> {
+        self.shared.state.lock().durable.keys().cloned().collect()
+    }
+
+    fn crashes(&self) -> u64 {
+        self.shared.crashes.load(Ordering::SeqCst)
+    }
+}
+
+impl FileSystem for MemFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut state = self.shared.state.lock();
+        state.check_parent("create", path)?;
+        if state.dir_exists(path) {
+            return Err(is_a_directory("create", path));
+        }
+        let inode = state.new_inode();
+        state.live.insert(path.to_path_buf(), Arc::clone(&inode));
+        Ok(Box::new(MemWritableFile {
+            shared: Arc::clone(&self.shared),
+            epoch: self.crashes(),
+            inode,
+            path: path.to_path_buf(),
+            pending: Vec::new(),
+            len: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let state = self.shared.state.lock();
+        let inode = Arc::clone(state.live_file("open", path)?);
+        let len = inode.lock().data.len() as u64;
+        Ok(Arc::new(MemRandomAccessFile {
+            shared: Arc::clone(&self.shared),
+            epoch: self.crashes(),
+            inode,
+            path: path.to_path_buf(),
+            len,
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        let inode = Arc::clone(state.live_file("rename", from)?);
+        state.check_parent("rename", to)?;
+        if state.dir_exists(to) {
+            return Err(is_a_directory("rename", to));
+        }
+        state.live.remove(from);
+        state.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        state.live_file("remove", path)?;
+        state.live.remove(path);
+        Ok(())
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        let missing: Vec<&Path> = path
+            .ancestors()
+            .take_while(|a| !state.dir_exists(a))
+            .collect();
+        if let Some(file) = missing.iter().find(|a| state.live.contains_key(**a)) {
+            return Err(io_error(
+                "create directory",
+                path,
+                io::ErrorKind::AlreadyExists,
+                &format!("{} is a file", file.display()),
+            ));
+        }
+        for dir in missing {
+            state.dirs.insert(dir.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn list_dir(&self, path: &Path) -> Result<Vec<String>> {
+        let state = self.shared.state.lock();
+        if !state.dir_exists(path) {
+            return Err(if state.live.contains_key(path) {
+                io_error(
+                    "list directory",
+                    path,
+                    io::ErrorKind::NotADirectory,
+                    "not a directory",
+                )
+            } else {
+                io_error(
+                    "list directory",
+                    path,
+                    io::ErrorKind::NotFound,
+                    "no such directory",
+                )
+            });
+        }
+        let files = state.live.keys();
+        let dirs = state.dirs.iter();
+        Ok(files
+            .chain(dirs)
+            .filter(|p| in_dir(p, path))
+            .filter_map(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect())
+    }
+
+    fn sync_dir(&self, path: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        if !state.dir_exists(path) {
+            return Err(io_error(
+                "sync directory",
+                path,
+                io::ErrorKind::NotFound,
+                "no such directory",
+            ));
+        }
+        let State { live, durable, .. } = &mut *state;
+        durable.retain(|p, _| !in_dir(p, path) || live.contains_key(p));
+        for (p, ino) in live.iter().filter(|(p, _)| in_dir(p, path)) {
+            durable.insert(p.clone(), Arc::clone(ino));
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        let state = self.shared.state.lock();
+        Ok(state.live.contains_key(path) || state.dir_exists(path))
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let state = self.shared.state.lock();
+        let inode = state.live_file("stat", path)?;
+        Ok(inode.lock().data.len() as u64)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut state = self.shared.state.lock();
+        state.check_parent("open lock file", path)?;
+        if state.dir_exists(path) {
+            return Err(is_a_directory("open lock file", path));
+        }
+        if state.locks.contains(path) {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        if !state.live.contains_key(path) {
+            // Locking creates the file, as opening LOCK with O_CREAT does.
+            let inode = state.new_inode();
+            state.live.insert(path.to_path_buf(), inode);
+        }
+        state.locks.insert(path.to_path_buf());
+        Ok(Box::new(MemLock {
+            shared: Arc::clone(&self.shared),
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+/// A file being appended; bytes reach the inode on flush.
+struct MemWritableFile {
+    shared: Arc<Shared>,
+    epoch: u64,
+    inode: InodeRef,
+    path: PathBuf,
+    /// Appended but not yet flushed: lost if the handle's owner "dies" before flushing.
+    pending: Vec<u8>,
+    len: u64,
+}
+
+impl MemWritableFile {
+    /// Run `f` on the inode if no crash happened since the handle was opened.
+    fn with_inode<T>(&self, op: &'static str, f: impl FnOnce(&mut Inode) -> T) -> Result<T> {
+        let mut ino = self.inode.lock();
+        if self.shared.crashes.load(Ordering::SeqCst) != self.epoch {
+            return Err(stale(op, &self.path));
+        }
+        Ok(f(&mut ino))
+    }
+
+    fn flush_pending(&mut self, op: &'static str) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.with_inode(op, |ino| ino.data.extend_from_slice(&pending))
+    }
+}
+
+impl WritableFile for MemWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.with_inode("write", |_| ())?;
+        self.pending.extend_from_slice(data);
+        self.len += data.len() as u64;
+        if self.pending.len() > WRITE_BUFFER {
+            self.flush_pending("write")?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.flush_pending("flush")
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.with_inode("sync", |ino| {
+            ino.data.extend_from_slice(&pending);
+            ino.synced_len = ino.data.len();
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Drop for MemWritableFile {
+    fn drop(&mut self) {
+        // Closing hands buffered bytes to the "OS", as the POSIX backend does. A stale handle
+        // has nowhere to put them.
+        if !self.pending.is_empty() {
+            let _ = self.flush_pending("close");
+        }
+    }
+}
+
+/// A read handle: keeps reading the inode it opened, whatever happens to its name.
+struct MemRandomAccessFile {
+    shared: Arc<Shared>,
+    epoch: u64,
+    inode: InodeRef,
+    path: PathBuf,
+    len: u64,
+}
+
+impl RandomAccessFile for MemRandomAccessFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let ino = self.inode.lock();
+        if self.shared.crashes.load(Ordering::SeqCst) != self.epoch {
+            return Err(stale("read", &self.path));
+        }
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|start| ino.data.get(start..start.checked_add(buf.len())?));
+        match src {
+            Some(src) => {
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            None => Err(io_error(
+                "read",
+                &self.path,
+                io::ErrorKind::UnexpectedEof,
+                &format!(
+                    "read of {} bytes at offset {offset} runs past the end of the {}-byte file",
+                    buf.len(),
+                    ino.data.len()
+                ),
+            )),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// A held lock on a path of one [`MemFs`].
+struct MemLock {
+    shared: Arc<Shared>,
+    path: PathBuf,
+}
+
+impl fmt::Debug for MemLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemLock").field("path", &self.path).finish()
+    }
+}
+
+impl FileLock for MemLock {}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.shared.state.lock().locks.remove(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -133,3 +133,6 @@ impl InternalIterator for VecIter {
             .map_or(&[][..], |e| &e.1)
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testutil;
