@@ -17,12 +17,31 @@ use crate::memory::MemTable;
 use crate::version::FileMeta;
 use super::open::{FileKind, parse_file_name};
 
-/// Write a memtable to new table files (one, as a memtable is bounded in size), synced.
-/// Returns nothing for an empty memtable.
-pub(crate) fn write_memtable(inner: &DbInner, mem: &Arc<dyn MemTable>) -> Result<Option<FileMeta>> {
+/// Write a memtable to a new table file, synced (a memtable is bounded in size, so one file
+/// holds it). Returns nothing for an empty memtable.
+pub(crate) fn write_memtable(
+    mem: &Arc<dyn MemTable>,
+    ctx: &CompactionContext<'_>,
+) -> Result<Option<FileMeta>> {
     if mem.is_empty() {
         return Ok(None);
     }
+    // Tombstones are kept: older versions of their keys may sit in the tables below.
+    let spec = MergeSpec {
+        target_file_size: u64::MAX,
+        is_base_for_key: &|_| false,
+    };
+    let mut it = Arc::clone(mem).iter();
+    let (mut files, _) = merge_into_tables(&mut it, &spec, ctx)?;
+    Ok(files.pop())
+}
+
+/// Run `f` with a compaction context over the store's current state.
+fn with_context<T>(
+    inner: &DbInner,
+    cause: WriteCause,
+    f: impl FnOnce(&CompactionContext<'_>) -> T,
+) -> T {
     let version = inner.super_version().version.clone();
     let snapshots = inner.snapshots.all();
     let new_file = || inner.new_output_number();
@@ -35,16 +54,9 @@ pub(crate) fn write_memtable(inner: &DbInner, mem: &Arc<dyn MemTable>) -> Result
         snapshots: &snapshots,
         new_file_number: &new_file,
         stop: &inner.shutting_down,
-        cause: WriteCause::Flush,
+        cause,
     };
-    // Tombstones are kept: older versions of their keys may sit in the tables below.
-    let spec = MergeSpec {
-        target_file_size: u64::MAX,
-        is_base_for_key: &|_| false,
-    };
-    let mut it = Arc::clone(mem).iter();
-    let (mut files, _) = merge_into_tables(&mut it, &spec, &ctx)?;
-    Ok(files.pop())
+    f(&ctx)
 }
 
 /// Commit `edit`, install the version it makes, and run `after` under the `bg` lock (before
@@ -98,7 +110,7 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
             None => return Ok(false),
         }
     };
-    let file = match write_memtable(inner, &mem) {
+    let file = match with_context(inner, WriteCause::Flush, |ctx| write_memtable(&mem, ctx)) {
         Ok(f) => f,
         Err(e) => {
             if !matches!(e, Error::Closed) {
@@ -190,21 +202,7 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Run one plan: execute it and commit its edit.
 fn run_plan(inner: &DbInner, plan: &Plan) -> Result<()> {
-    let version = inner.super_version().version.clone();
-    let snapshots = inner.snapshots.all();
-    let new_file = || inner.new_output_number();
-    let ctx = CompactionContext {
-        env: &inner.env,
-        dir: &inner.dir,
-        table_options: &inner.options.table,
-        tables: &inner.tables,
-        version: &version,
-        snapshots: &snapshots,
-        new_file_number: &new_file,
-        stop: &inner.shutting_down,
-        cause: WriteCause::Compaction,
-    };
-    let edit = match inner.layout.compact(plan, &ctx) {
+    let edit = match with_context(inner, WriteCause::Compaction, |ctx| inner.layout.compact(plan, ctx)) {
         Ok(e) => e,
         Err(e) => {
             if !matches!(e, Error::Closed) {

@@ -1,0 +1,270 @@
+//! Opening a store: lock, read the MANIFEST, replay the logs, start fresh.
+//!
+//! Recovery replays every log at or above the MANIFEST's log number into memtables, writes
+//! them out as level-0 tables, and commits one edit that adds those tables and moves the log
+//! number past the replayed logs. A crash during recovery leaves the old logs in place, so
+//! recovery can simply run again.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::background::write_memtable;
+use crate::compaction::CompactionContext;
+use super::{BgState, Counters, DbInner, SuperVersion, WalState};
+use crate::cache::block_cache::BlockCache;
+use crate::cache::table_cache::TableCache;
+use crate::env::{ReadCause, WriteCause};
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::layout::new_layout;
+use crate::manifest::edit::VersionEdit;
+use crate::memory::{MemTable, new_memtable};
+use crate::options::Options;
+use crate::values::new_value_store;
+use crate::version::set::VersionSet;
+use crate::wal::batch::WriteBatch;
+use crate::wal::reader::LogReader;
+use crate::wal::writer::LogWriter;
+
+/// The kinds of file a store directory holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    /// `NNNNNN.sst`
+    Table(u64),
+    /// `NNNNNN.log`
+    Log(u64),
+    /// `MANIFEST-NNNNNN`
+    Manifest(u64),
+    /// `*.tmp`
+    Temp,
+}
+
+/// Recognize a file name of the store; `None` for names the store does not own (`LOCK`,
+/// `CURRENT`, anything a user put there).
+pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(FileKind::Manifest);
+    }
+    if name.ends_with(".tmp") {
+        return Some(FileKind::Temp);
+    }
+    let (stem, ext) = name.rsplit_once('.')?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n = stem.parse().ok()?;
+    match ext {
+        "sst" => Some(FileKind::Table(n)),
+        "log" => Some(FileKind::Log(n)),
+        _ => None,
+    }
+}
+
+pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+    options.validate()?;
+    let env = options.env.clone();
+    let fs = env.fs().clone();
+    if !fs.exists(dir)? {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "no store at {} (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir)?;
+    }
+    let lock = fs.lock(&dir.join("LOCK"))?;
+    let layout = new_layout(&options);
+    let has_current = fs.exists(&dir.join("CURRENT"))?;
+    let (mut versions, log_number, mut last_seq) = if has_current {
+        if options.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "a store already exists at {} (error_if_exists is true)",
+                dir.display()
+            )));
+        }
+        let r = VersionSet::recover(&env, dir, options.num_levels, layout.name())?;
+        (r.set, r.log_number, r.last_sequence)
+    } else {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "no store at {} (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        (
+            VersionSet::create(&env, dir, options.num_levels, layout.name())?,
+            0,
+            0,
+        )
+    };
+
+    // Remove leftovers of an interrupted CURRENT update.
+    for name in fs.list_dir(dir)? {
+        if parse_file_name(&name) == Some(FileKind::Temp) {
+            let _ = fs.remove_file(&dir.join(&name));
+        }
+    }
+
+    let block_cache =
+        (options.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        env.clone(),
+        dir.to_path_buf(),
+        options.max_open_files,
+        block_cache.clone(),
+        options.verify_checksums,
+    ));
+    // Replay the logs that hold writes not yet in tables.
+    let mut logs: Vec<u64> = fs
+        .list_dir(dir)?
+        .iter()
+        .filter_map(|n| match parse_file_name(n) {
+            Some(FileKind::Log(n)) if n >= log_number => Some(n),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let mut edit = VersionEdit::default();
+    {
+        let replay = Replay {
+            options: &options,
+            dir,
+            tables: &tables,
+            versions: &versions,
+        };
+        for &number in &logs {
+            replay.log(number, &mut last_seq, &mut edit)?;
+        }
+    }
+
+    // A fresh log for new writes; the edit retires every replayed log.
+    let wal_number = versions.new_file_number();
+    let wal_path = dir.join(crate::wal::log_file_name(wal_number));
+    let wal_file = env.create(&wal_path, WriteCause::Wal)?;
+    fs.sync_dir(dir)?;
+    edit.log_number = Some(wal_number);
+    let version = versions.log_and_apply(edit, last_seq)?;
+
+    let mem = new_memtable(options.memory);
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        values: new_value_store(options.values),
+        layout,
+        env: env.clone(),
+        tables,
+        block_cache,
+        snapshots: Arc::default(),
+        last_seq: AtomicU64::new(last_seq),
+        file_numbers: versions.file_numbers(),
+        wal: Mutex::new(WalState {
+            log: LogWriter::new(wal_file),
+            number: wal_number,
+            mem: Arc::clone(&mem),
+        }),
+        queue: Mutex::default(),
+        queue_cv: Condvar::new(),
+        super_version: RwLock::new(Arc::new(SuperVersion {
+            mem,
+            imms: Vec::new(),
+            version,
+        })),
+        versions: Mutex::new(versions),
+        bg: Mutex::new(BgState {
+            compaction_wanted: true,
+            ..BgState::default()
+        }),
+        bg_cv: Condvar::new(),
+        pending_outputs: Mutex::default(),
+        compaction_lock: Mutex::new(()),
+        counters: Counters::default(),
+        shutting_down: AtomicBool::new(false),
+        lock: Mutex::new(Some(lock)),
+        options,
+    });
+    super::background::delete_obsolete_files(&inner);
+    Ok(inner)
+}
+
+/// What log replay needs: it runs before the store's shared state exists.
+struct Replay<'a> {
+    options: &'a Options,
+    dir: &'a Path,
+    tables: &'a Arc<TableCache>,
+    versions: &'a VersionSet,
+}
+
+impl Replay<'_> {
+    /// Replay one log into memtables, writing each full memtable (and the last one) to a
+    /// level-0 table added to `edit`.
+    fn log(&self, number: u64, last_seq: &mut SeqNo, edit: &mut VersionEdit) -> Result<()> {
+        let env = &self.options.env;
+        let path = self.dir.join(crate::wal::log_file_name(number));
+        let file = env.open(&path)?;
+        let mut reader = LogReader::new(file, ReadCause::Recovery);
+        let mut record = Vec::new();
+        let mut mem: Arc<dyn MemTable> = new_memtable(self.options.memory);
+        loop {
+            let offset = reader.valid_end_offset();
+            if !reader.next_record(&mut record)? {
+                break;
+            }
+            let batch = WriteBatch::from_data(std::mem::take(&mut record)).map_err(|d| {
+                Error::corruption(&path, offset, format!("bad write batch in log: {d}"))
+            })?;
+            let seq = batch.sequence();
+            for (i, e) in batch.iter().enumerate() {
+                mem.insert(e.key, seq + i as u64, e.kind, e.value);
+            }
+            if !batch.is_empty() {
+                *last_seq = (*last_seq).max(seq + batch.len() as u64 - 1);
+            }
+            if mem.approximate_bytes() >= self.options.write_buffer_size {
+                self.flush(&mem, edit)?;
+                mem = new_memtable(self.options.memory);
+            }
+        }
+        self.flush(&mem, edit)
+    }
+
+    fn flush(&self, mem: &Arc<dyn MemTable>, edit: &mut VersionEdit) -> Result<()> {
+        let version = self.versions.current();
+        let new_file = || self.versions.new_file_number();
+        let stop = AtomicBool::new(false);
+        let ctx = CompactionContext {
+            env: &self.options.env,
+            dir: self.dir,
+            table_options: &self.options.table,
+            tables: self.tables,
+            version: &version,
+            snapshots: &[],
+            new_file_number: &new_file,
+            stop: &stop,
+            cause: WriteCause::Flush,
+        };
+        if let Some(f) = write_memtable(mem, &ctx)? {
+            edit.new_files.push((0, f));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(parse_file_name("000012.sst"), Some(FileKind::Table(12)));
+        assert_eq!(parse_file_name("000007.log"), Some(FileKind::Log(7)));
+        assert_eq!(parse_file_name("MANIFEST-000003"), Some(FileKind::Manifest(3)));
+        assert_eq!(parse_file_name("CURRENT.tmp"), Some(FileKind::Temp));
+        assert_eq!(parse_file_name("CURRENT"), None);
+        assert_eq!(parse_file_name("LOCK"), None);
+        assert_eq!(parse_file_name("notes.sst"), None);
+        assert_eq!(parse_file_name("MANIFEST-x"), None);
+    }
+}

@@ -1,0 +1,83 @@
+//! Statistics and named properties.
+
+use std::sync::atomic::Ordering;
+
+use super::{DbInner, LevelStats, Stats};
+use crate::env::{ReadCause, WriteCause};
+
+pub(crate) fn stats(inner: &DbInner) -> Stats {
+    let io = inner.env.io();
+    let sv = inner.super_version();
+    let per = inner.counters.per_level.lock().clone();
+    let levels = (0..sv.version.num_levels())
+        .map(|l| {
+            let (r, w, n) = per.get(l).copied().unwrap_or_default();
+            LevelStats {
+                files: sv.version.level(l).len(),
+                bytes: sv.version.level_bytes(l),
+                compaction_read: r,
+                compaction_written: w,
+                compactions: n,
+            }
+        })
+        .collect();
+    let memtable_bytes = std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .map(|m| m.approximate_bytes() as u64)
+        .sum();
+    let c = &inner.counters;
+    Stats {
+        user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
+        user_ops_written: c.user_ops.load(Ordering::Relaxed),
+        written: WriteCause::ALL.iter().map(|&w| (w, io.written(w))).collect(),
+        read: ReadCause::ALL.iter().map(|&r| (r, io.read(r))).collect(),
+        levels,
+        flushes: c.flushes.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        stall_micros: c.stall_micros.load(Ordering::Relaxed),
+        memtable_bytes,
+        block_cache_bytes: inner.block_cache.as_ref().map_or(0, |b| b.usage() as u64),
+        block_cache_hits: inner.block_cache.as_ref().map_or(0, |b| b.hits()),
+        block_cache_misses: inner.block_cache.as_ref().map_or(0, |b| b.misses()),
+        last_sequence: inner.last_seq.load(Ordering::Acquire),
+    }
+}
+
+pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
+    let sv = inner.super_version();
+    if let Some(l) = name.strip_prefix("shale.num-files-at-level") {
+        let l: usize = l.parse().ok()?;
+        return (l < sv.version.num_levels()).then(|| sv.version.level(l).len().to_string());
+    }
+    match name {
+        "shale.stats" => Some(stats(inner).to_string()),
+        "shale.levels" => Some(
+            (0..sv.version.num_levels())
+                .map(|l| sv.version.level(l).len().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        "shale.last-sequence" => Some(inner.last_seq.load(Ordering::Acquire).to_string()),
+        "shale.total-sst-bytes" => Some(
+            (0..sv.version.num_levels())
+                .map(|l| sv.version.level_bytes(l))
+                .sum::<u64>()
+                .to_string(),
+        ),
+        "shale.memtable-bytes" => Some(stats(inner).memtable_bytes.to_string()),
+        "shale.block-cache-usage" => Some(
+            inner
+                .block_cache
+                .as_ref()
+                .map_or(0, |b| b.usage())
+                .to_string(),
+        ),
+        "shale.design" => Some(format!(
+            "layout={} values={} memory={:?}",
+            inner.layout.name(),
+            inner.values.name(),
+            inner.options.memory
+        )),
+        _ => None,
+    }
+}

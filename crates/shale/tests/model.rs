@@ -1,0 +1,261 @@
+//! The model test: random streams of operations against a `BTreeMap`, over every preset.
+//!
+//! CI runs a fixed set of seeds. To run more locally:
+//! `SHALE_MODEL_SEEDS=500 cargo test --release --test model -- --nocapture`, or one seed
+//! with `SHALE_MODEL_SEED=1234`. A failure prints the seed and the step.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use shale::env::Env;
+use shale::{Db, IterOptions, Options, Snapshot, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn small_options(preset: &str, env: &Env) -> Options {
+    let mut o = Options::preset(preset).expect("preset");
+    o.env = env.clone();
+    // Small sizes so that a few thousand operations flush and compact many times.
+    o.write_buffer_size = 16 * 1024;
+    o.target_file_size = 8 * 1024;
+    o.max_bytes_for_level_base = 32 * 1024;
+    o.level_size_multiplier = 4;
+    o.table.block_size = 512;
+    o.block_cache_bytes = 64 * 1024;
+    o.max_open_files = 32;
+    o
+}
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    // A small key space so that overwrites, deletes and hits are frequent; some keys share
+    // prefixes, some hold 0x00 and 0xff bytes.
+    let n: u32 = rng.random_range(0..400);
+    let mut k = format!("k{:03}", n % 200).into_bytes();
+    if n >= 200 {
+        k.push(if n % 2 == 0 { 0x00 } else { 0xff });
+    }
+    k
+}
+
+fn value(rng: &mut StdRng, step: usize) -> Vec<u8> {
+    let len = if rng.random_bool(0.05) {
+        rng.random_range(500..3000)
+    } else {
+        rng.random_range(0..40)
+    };
+    let mut v = format!("v{step}-").into_bytes();
+    v.resize(len.max(v.len()), b'x' + (step % 3) as u8);
+    v
+}
+
+fn expected_range(
+    model: &Model,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    prefix: Option<&[u8]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let lower = lo.map_or(Bound::Unbounded, |l| Bound::Included(l.to_vec()));
+    let upper = hi.map_or(Bound::Unbounded, |h| Bound::Excluded(h.to_vec()));
+    if let (Some(l), Some(h)) = (lo, hi)
+        && l >= h
+    {
+        return Vec::new();
+    }
+    model
+        .range((lower, upper))
+        .filter(|(k, _)| prefix.is_none_or(|p| k.starts_with(p)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn scan(db: &Db, opts: IterOptions, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let it = db.iter(opts).expect("iter");
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
+        it.rev().map(|r| r.expect("scan item")).collect()
+    } else {
+        it.map(|r| r.expect("scan item")).collect()
+    };
+    if reverse {
+        out.reverse();
+    }
+    out
+}
+
+fn run_seed(preset: &str, seed: u64, steps: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let env = Env::memory();
+    let dir = "/model";
+    let mut db = Some(Db::open(dir, small_options(preset, &env)).expect("open"));
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    for step in 0..steps {
+        let d = db.as_ref().expect("db open");
+        let ctx = || format!("preset {preset} seed {seed} step {step}");
+        match rng.random_range(0..100) {
+            0..=34 => {
+                let (k, v) = (key(&mut rng), value(&mut rng, step));
+                d.put(&k, &v).unwrap_or_else(|e| panic!("{}: put: {e}", ctx()));
+                model.insert(k, v);
+            }
+            35..=44 => {
+                let k = key(&mut rng);
+                d.delete(&k).unwrap_or_else(|e| panic!("{}: delete: {e}", ctx()));
+                model.remove(&k);
+            }
+            45..=51 => {
+                let mut b = WriteBatch::new();
+                let mut staged = model.clone();
+                for _ in 0..rng.random_range(1..20) {
+                    let k = key(&mut rng);
+                    if rng.random_bool(0.7) {
+                        let v = value(&mut rng, step);
+                        b.put(&k, &v);
+                        staged.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        staged.remove(&k);
+                    }
+                }
+                let sync = rng.random_bool(0.2);
+                d.write_opt(b, WriteOptions { sync })
+                    .unwrap_or_else(|e| panic!("{}: batch: {e}", ctx()));
+                model = staged;
+            }
+            52..=71 => {
+                let k = key(&mut rng);
+                let got = d.get(&k).unwrap_or_else(|e| panic!("{}: get: {e}", ctx()));
+                assert_eq!(got.as_ref(), model.get(&k), "{}: get {:?}", ctx(), k);
+            }
+            72..=79 => {
+                let (mut lo, mut hi, mut prefix) = (None, None, None);
+                match rng.random_range(0..4) {
+                    0 => {}
+                    1 => {
+                        lo = Some(key(&mut rng));
+                        hi = Some(key(&mut rng));
+                    }
+                    2 => lo = Some(key(&mut rng)),
+                    _ => prefix = Some(key(&mut rng)[..rng.random_range(1..4)].to_vec()),
+                }
+                let reverse = rng.random_bool(0.4);
+                let opts = IterOptions {
+                    lower_bound: lo.clone(),
+                    upper_bound: hi.clone(),
+                    prefix: prefix.clone(),
+                    snapshot: None,
+                };
+                let got = scan(d, opts, reverse);
+                let want = expected_range(&model, lo.as_deref(), hi.as_deref(), prefix.as_deref());
+                assert_eq!(got, want, "{}: scan lo={lo:?} hi={hi:?} prefix={prefix:?} reverse={reverse}", ctx());
+            }
+            80..=83 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((d.snapshot(), model.clone()));
+                } else {
+                    snapshots.remove(rng.random_range(0..snapshots.len()));
+                }
+            }
+            84..=87 => {
+                if let Some((snap, frozen)) = snapshots.get(rng.random_range(0..snapshots.len().max(1))) {
+                    let k = key(&mut rng);
+                    let got = d.get_at(&k, snap).unwrap_or_else(|e| panic!("{}: get_at: {e}", ctx()));
+                    assert_eq!(got.as_ref(), frozen.get(&k), "{}: get_at {:?}", ctx(), k);
+                    let got = scan(d, IterOptions::default().at(snap), rng.random_bool(0.5));
+                    let want = expected_range(frozen, None, None, None);
+                    assert_eq!(got, want, "{}: scan at snapshot", ctx());
+                }
+            }
+            88..=90 => d.flush().unwrap_or_else(|e| panic!("{}: flush: {e}", ctx())),
+            91..=92 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                let whole = rng.random_bool(0.5);
+                let r = if whole {
+                    d.compact_range(None, None)
+                } else {
+                    d.compact_range(Some(&a), Some(&b))
+                };
+                r.unwrap_or_else(|e| panic!("{}: compact: {e}", ctx()));
+            }
+            93..=95 => {
+                // A cursor walk with direction changes, checked against the model.
+                let mut c = d.cursor(IterOptions::default()).expect("cursor");
+                let start = key(&mut rng);
+                c.seek(&start).expect("seek");
+                let keys: Vec<&Vec<u8>> = model.keys().collect();
+                let mut pos = keys.partition_point(|k| k.as_slice() < start.as_slice());
+                for _ in 0..20 {
+                    match keys.get(pos) {
+                        Some(k) => {
+                            assert!(c.valid(), "{}: cursor should be at {:?}", ctx(), k);
+                            assert_eq!(c.key(), k.as_slice(), "{}: cursor key", ctx());
+                            assert_eq!(Some(&c.value().to_vec()), model.get(*k), "{}: cursor value", ctx());
+                        }
+                        None => {
+                            assert!(!c.valid(), "{}: cursor should be exhausted", ctx());
+                            break;
+                        }
+                    }
+                    if rng.random_bool(0.6) {
+                        c.next().expect("next");
+                        pos += 1;
+                    } else {
+                        c.prev().expect("prev");
+                        if pos == 0 {
+                            assert!(!c.valid(), "{}: cursor before first", ctx());
+                            break;
+                        }
+                        pos -= 1;
+                    }
+                }
+            }
+            _ => {
+                // Reopen: snapshots die with the handle.
+                snapshots.clear();
+                let old = db.take().expect("db");
+                old.close().unwrap_or_else(|e| panic!("{}: close: {e}", ctx()));
+                db = Some(
+                    Db::open(dir, small_options(preset, &env))
+                        .unwrap_or_else(|e| panic!("{}: reopen: {e}", ctx())),
+                );
+            }
+        }
+    }
+    // Final full comparison, then once more after a reopen.
+    let d = db.take().expect("db");
+    assert_eq!(scan(&d, IterOptions::default(), false), expected_range(&model, None, None, None));
+    snapshots.clear();
+    d.close().expect("close");
+    let d = Db::open(dir, small_options(preset, &env)).expect("final reopen");
+    assert_eq!(
+        scan(&d, IterOptions::default(), false),
+        expected_range(&model, None, None, None),
+        "preset {preset} seed {seed}: after final reopen"
+    );
+}
+
+fn seeds() -> Vec<u64> {
+    if let Ok(s) = std::env::var("SHALE_MODEL_SEED") {
+        return vec![s.parse().expect("SHALE_MODEL_SEED must be a number")];
+    }
+    let n: u64 = std::env::var("SHALE_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    (0..n).map(|i| 0x5EED_0000 + i).collect()
+}
+
+#[test]
+fn model_every_preset() {
+    let steps: usize = std::env::var("SHALE_MODEL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    for preset in Options::available_presets() {
+        for seed in seeds() {
+            run_seed(preset, seed, steps);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Recovery: reopen after a clean close, after losing unsynced data, after a torn log tail,
+//! and refusal of a second open and of a log corrupted in the middle.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shale::env::Env;
+use shale::env::mem::MemFs;
+use shale::{Db, Error, IterOptions, Options, WriteOptions};
+
+fn opts(env: &Env) -> Options {
+    let mut o = Options::default().with_env(env.clone());
+    o.write_buffer_size = 32 * 1024;
+    o.target_file_size = 16 * 1024;
+    o.max_bytes_for_level_base = 64 * 1024;
+    o
+}
+
+fn all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.iter(IterOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("shale-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn recover_after_clean_close() {
+    let env = Env::memory();
+    let db = Db::open("/db", opts(&env)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3000u32 {
+        let k = format!("key{:05}", (i * 7919) % 2000).into_bytes();
+        if i % 5 == 0 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("value-{i}").into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+    assert!(db.stats().flushes > 0, "the test should cover flushed data");
+    db.close().unwrap();
+    let db = Db::open("/db", opts(&env)).unwrap();
+    assert_eq!(all(&db), model);
+    // New writes after recovery get fresh sequence numbers and win over old ones.
+    db.put(b"key00001", b"after").unwrap();
+    assert_eq!(db.get(b"key00001").unwrap().as_deref(), Some(&b"after"[..]));
+    db.close().unwrap();
+    let db = Db::open("/db", opts(&env)).unwrap();
+    assert_eq!(db.get(b"key00001").unwrap().as_deref(), Some(&b"after"[..]));
+}
+
+/// Write a history of puts (some synced), crash at many points, and check that each crash
+/// image recovers to a prefix of the history that includes every synced write.
+#[test]
+fn recover_after_dropping_unsynced_data() {
+    let mem = MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
+    let db = Db::open("/db", opts(&env)).unwrap();
+    let mut history: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut images: Vec<(usize, usize, MemFs)> = Vec::new(); // (ops done, synced ops, image)
+    let mut synced = 0;
+    for i in 0..2000usize {
+        let k = format!("k{:04}", (i * 31) % 500).into_bytes();
+        let v = format!("v{i}").into_bytes();
+        let sync = i % 97 == 0;
+        db.write_opt(
+            {
+                let mut b = shale::WriteBatch::new();
+                b.put(&k, &v);
+                b
+            },
+            WriteOptions { sync },
+        )
+        .unwrap();
+        history.push((k, v));
+        if sync {
+            synced = history.len();
+        }
+        if i % 83 == 0 {
+            images.push((history.len(), synced, mem.snapshot_durable()));
+        }
+    }
+    drop(db);
+    assert!(images.len() > 10);
+    for (done, synced, image) in images {
+        let env = Env::new(Arc::new(image));
+        let db = Db::open("/db", opts(&env)).unwrap();
+        let got = all(&db);
+        // Find the prefix length this state corresponds to.
+        let mut model = BTreeMap::new();
+        let mut matched = None;
+        if got.is_empty() {
+            matched = Some(0);
+        }
+        for (n, (k, v)) in history.iter().take(done).enumerate() {
+            model.insert(k.clone(), v.clone());
+            if model == got {
+                matched = Some(n + 1);
+            }
+        }
+        let n = matched.unwrap_or_else(|| panic!("crash image after {done} ops is not a prefix"));
+        assert!(
+            n >= synced,
+            "crash image after {done} ops lost synced writes: recovered {n} < {synced} synced"
+        );
+    }
+}
+
+#[test]
+fn recover_torn_log_tail_and_refuse_middle_corruption() {
+    let tmp = TempDir::new("torn");
+    let env = Env::posix();
+    let o = || {
+        let mut o = opts(&env);
+        o.write_buffer_size = 1 << 20; // everything stays in the log
+        o
+    };
+    {
+        let db = Db::open(tmp.path(), o()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let log = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(&log).unwrap();
+    // Tear the last record: every write but the last comes back.
+    std::fs::write(&log, &bytes[..bytes.len() - 20]).unwrap();
+    {
+        let db = Db::open(tmp.path(), o()).unwrap();
+        let got = all(&db);
+        assert_eq!(got.len(), 99);
+        assert!(!got.contains_key(&b"k099"[..]));
+        db.close().unwrap();
+    }
+
+    // A second store: flip a byte in the middle of its log. Open must report it.
+    let tmp2 = TempDir::new("middle");
+    {
+        let db = Db::open(tmp2.path(), o()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let log = std::fs::read_dir(tmp2.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&log, &bytes).unwrap();
+    match Db::open(tmp2.path(), o()) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, log),
+        other => panic!("expected corruption naming the log, got {other:?}"),
+    }
+}
+
+#[test]
+fn second_open_is_locked() {
+    let tmp = TempDir::new("lock");
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    match Db::open(tmp.path(), Options::default()) {
+        Err(Error::Locked { .. }) => {}
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    db.close().unwrap();
+    let db = Db::open(tmp.path(), Options::default()).unwrap();
+    drop(db);
+    // Also with the in-memory file system.
+    let env = Env::memory();
+    let a = Db::open("/x", opts(&env)).unwrap();
+    assert!(matches!(Db::open("/x", opts(&env)), Err(Error::Locked { .. })));
+    drop(a);
+    assert!(Db::open("/x", opts(&env)).is_ok());
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let env = Env::memory();
+    let db = Db::open("/db", opts(&env)).unwrap();
+    let big = vec![0u8; shale::options::MAX_KEY_SIZE + 1];
+    match db.put(&big, b"v") {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("key"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // Nothing was written.
+    assert_eq!(db.stats().user_ops_written, 0);
+    let mut o = opts(&env);
+    o.level0_slowdown_trigger = 1;
+    assert!(matches!(Db::open("/other", o), Err(Error::InvalidArgument(_))));
+    let mut o = opts(&env);
+    o.create_if_missing = false;
+    assert!(matches!(Db::open("/nothing", o), Err(Error::InvalidArgument(_))));
+}
