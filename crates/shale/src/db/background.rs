@@ -12,7 +12,7 @@ use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::layout::{Plan, PlanKind};
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 use crate::version::FileMeta;
 use super::open::{FileKind, parse_file_name};

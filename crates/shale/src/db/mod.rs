@@ -46,11 +46,11 @@ use crate::options::{Options, WriteOptions};
 use crate::values::ValueStore;
 use crate::version::Version;
 use crate::version::set::VersionSet;
-use crate::wal::writer::LogWriter;
+use crate::wal::LogWriter;
 use snapshots::SnapshotList;
 
 /// An atomic group of puts and deletes.
-pub use crate::wal::batch::WriteBatch;
+pub use crate::wal::WriteBatch;
 
 /// An open store. Share it between threads by reference or in an `Arc`: all methods take
 /// `&self`. Dropping it closes the store; [`Db::close`] does the same and reports errors.

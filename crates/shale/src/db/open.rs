@@ -20,14 +20,14 @@ use crate::env::{ReadCause, WriteCause};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::layout::new_layout;
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 use crate::memory::{MemTable, new_memtable};
 use crate::options::Options;
 use crate::values::new_value_store;
 use crate::version::set::VersionSet;
-use crate::wal::batch::WriteBatch;
-use crate::wal::reader::LogReader;
-use crate::wal::writer::LogWriter;
+use crate::wal::WriteBatch;
+use crate::wal::LogReader;
+use crate::wal::LogWriter;
 
 /// The kinds of file a store directory holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::manifest;
 use crate::options::Options;
 use crate::table::sst::reader::Table;
-use crate::wal::batch::WriteBatch;
-use crate::wal::reader::LogReader;
+use crate::wal::WriteBatch;
+use crate::wal::LogReader;
 
 /// What [`verify`] checked.
 #[derive(Clone, Debug, Default)]
@@ -43,10 +43,10 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
         )));
     }
     let mut report = VerifyReport::default();
-    let manifest_number = manifest::current::read_current(env, dir)?;
+    let manifest_number = manifest::read_current(env, dir)?;
     manifest::read_manifest(env, dir, manifest_number)?;
     report.logs += 1;
-    report.bytes += fs.file_size(&dir.join(manifest::current::manifest_file_name(manifest_number)))?;
+    report.bytes += fs.file_size(&dir.join(manifest::manifest_file_name(manifest_number)))?;
     let mut names = fs.list_dir(dir)?;
     names.sort();
     for name in names {

@@ -11,7 +11,7 @@ use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 use crate::options::{LayoutKind, Options};
 use crate::version::{FileMeta, Version};
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub use file_meta::FileMeta;
 
 use crate::key::compare_internal;
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 
 /// The table files of the store, by level.
 ///

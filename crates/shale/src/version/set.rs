@@ -13,7 +13,7 @@ use super::Version;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 use crate::manifest::{self, ManifestWriter};
 
 /// A MANIFEST larger than this is rewritten as a snapshot into a new file.
@@ -63,8 +63,8 @@ impl VersionSet {
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
     pub fn recover(env: &Env, dir: &Path, num_levels: usize, format_tag: &str) -> Result<Recovered> {
-        let number = manifest::current::read_current(env, dir)?;
-        let path = dir.join(manifest::current::manifest_file_name(number));
+        let number = manifest::read_current(env, dir)?;
+        let path = dir.join(manifest::manifest_file_name(number));
         let edits = manifest::read_manifest(env, dir, number)?;
         let mut version = Version::new(num_levels);
         let mut log_number = 0;
@@ -184,7 +184,7 @@ impl VersionSet {
         writer.append(&edit)?;
         // The new MANIFEST's directory entry must be durable before CURRENT names it;
         // write_current syncs the directory after its rename, which covers both.
-        manifest::current::write_current(env, dir, number)?;
+        manifest::write_current(env, dir, number)?;
         Ok(writer)
     }
 
@@ -227,7 +227,7 @@ impl VersionSet {
     pub fn log_and_apply(&mut self, mut edit: VersionEdit, last_sequence: SeqNo) -> Result<Arc<Version>> {
         let manifest_path = self
             .dir
-            .join(manifest::current::manifest_file_name(self.manifest_number));
+            .join(manifest::manifest_file_name(self.manifest_number));
         let next = self.current.apply(&edit).map_err(|detail| {
             Error::corruption(
                 &manifest_path,

@@ -42,7 +42,7 @@ fn size(s: &str) -> Result<u64, String> {
 
 /// Parse a tree description into a version.
 pub(crate) fn parse(desc: &str) -> Result<Version, String> {
-    let mut edit = crate::manifest::edit::VersionEdit::default();
+    let mut edit = crate::manifest::VersionEdit::default();
     for line in desc.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {

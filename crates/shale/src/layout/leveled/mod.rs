@@ -17,7 +17,7 @@ use crate::iter::InternalIterator;
 use crate::iter::concat::ConcatIterator;
 use crate::iter::merging::MergingIterator;
 use crate::key::compare_internal;
-use crate::manifest::edit::VersionEdit;
+use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::version::{FileMeta, Version};
 use picker::PickerConfig;

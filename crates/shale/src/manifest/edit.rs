@@ -1,0 +1,338 @@
+//! Version edits: the records of the MANIFEST.
+//!
+//! An edit is `field_count: varint` followed by that many fields, each `tag: varint`,
+//! `len: varint`, then `len` bytes of payload. Every field is length-checked on its own and
+//! its payload must be consumed exactly; the count makes a truncated edit an error even
+//! when it is cut at a field boundary. An unknown tag is an error: a MANIFEST written by a newer format is refused, not
+//! half-understood. The normative layout is `docs/format/manifest.md`.
+
+use crate::format::{Reader, put_length_prefixed, put_varint32, put_varint64};
+use crate::version::FileMeta;
+
+/// Field tags of an encoded edit.
+///
+/// On-disk: these values are stored in every MANIFEST. Never renumber them; a retired tag
+/// stays listed here as a comment so that it is never reused. 0 is reserved.
+mod tag {
+    /// The layout/design identity, UTF-8 (first edit of a MANIFEST).
+    pub const FORMAT_TAG: u64 = 1;
+    /// The WAL file number whose records are not all flushed.
+    pub const LOG_NUMBER: u64 = 2;
+    /// The next file number to allocate.
+    pub const NEXT_FILE_NUMBER: u64 = 3;
+    /// The last sequence number used.
+    pub const LAST_SEQUENCE: u64 = 4;
+    /// Where the next compaction of a level starts.
+    pub const COMPACT_POINTER: u64 = 5;
+    /// A table file removed from a level.
+    pub const DELETED_FILE: u64 = 6;
+    /// A table file added to a level.
+    pub const NEW_FILE: u64 = 7;
+}
+
+/// A change to the set of files of the store and its counters, logged to the MANIFEST.
+/// Replaying every edit of a MANIFEST in order rebuilds the current version.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// The WAL file number from which recovery must replay (older logs are flushed).
+    pub log_number: Option<u64>,
+    /// The next file number to allocate.
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used by a write.
+    pub last_sequence: Option<u64>,
+    /// Files added, as (level, metadata).
+    pub new_files: Vec<(u32, FileMeta)>,
+    /// Files removed, as (level, file number).
+    pub deleted_files: Vec<(u32, u64)>,
+    /// The internal key where the next compaction of a level starts, as (level, key).
+    pub compact_pointers: Vec<(u32, Vec<u8>)>,
+    /// The identity of the layout/design that wrote the store (for example `"leveled"`),
+    /// recorded in the first edit of each MANIFEST so that a store is never opened by the
+    /// wrong design.
+    pub format_tag: Option<String>,
+}
+
+impl VersionEdit {
+    /// Append the encoding of this edit to `buf`.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        let scalars = [self.log_number, self.next_file_number, self.last_sequence];
+        let count = usize::from(self.format_tag.is_some())
+            + scalars.iter().filter(|v| v.is_some()).count()
+            + self.compact_pointers.len()
+            + self.deleted_files.len()
+            + self.new_files.len();
+        put_varint64(buf, count as u64);
+        let mut p = Vec::new();
+        if let Some(t) = &self.format_tag {
+            field(buf, tag::FORMAT_TAG, t.as_bytes());
+        }
+        for (t, v) in [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ] {
+            if let Some(v) = v {
+                p.clear();
+                put_varint64(&mut p, v);
+                field(buf, t, &p);
+            }
+        }
+        for (level, key) in &self.compact_pointers {
+            p.clear();
+            put_varint32(&mut p, *level);
+            p.extend_from_slice(key);
+            field(buf, tag::COMPACT_POINTER, &p);
+        }
+        for (level, number) in &self.deleted_files {
+            p.clear();
+            put_varint32(&mut p, *level);
+            put_varint64(&mut p, *number);
+            field(buf, tag::DELETED_FILE, &p);
+        }
+        for (level, f) in &self.new_files {
+            p.clear();
+            put_varint32(&mut p, *level);
+            put_varint64(&mut p, f.number);
+            put_varint64(&mut p, f.size);
+            put_length_prefixed(&mut p, &f.smallest);
+            put_length_prefixed(&mut p, &f.largest);
+            put_varint64(&mut p, f.smallest_seq);
+            put_varint64(&mut p, f.largest_seq);
+            put_varint64(&mut p, f.entries);
+            put_varint64(&mut p, f.tombstones);
+            field(buf, tag::NEW_FILE, &p);
+        }
+    }
+
+    /// Decode an edit.
+    ///
+    /// # Errors
+    /// A description naming the byte offset within the edit and the tag of the first bad
+    /// field: fewer fields than the count, a truncated field, a payload with bytes missing
+    /// or left over, an unknown tag, a field that may appear once appearing twice, a format
+    /// tag that is not UTF-8, bytes after the last field.
+    pub fn decode(bytes: &[u8]) -> Result<VersionEdit, String> {
+        let mut e = VersionEdit::default();
+        let mut r = Reader::new(bytes);
+        let count = r.varint64().map_err(|m| format!("edit field count: {m}"))?;
+        // Each field takes at least 2 bytes, so a huge count fails at the first missing
+        // field; nothing is allocated by it.
+        for i in 0..count {
+            let at = r.position();
+            if r.is_empty() {
+                return Err(format!(
+                    "edit declares {count} fields but ends after {i} (byte {at})"
+                ));
+            }
+            let t = r
+                .varint64()
+                .map_err(|m| format!("edit field at byte {at}: tag: {m}"))?;
+            let payload = r
+                .length_prefixed()
+                .map_err(|m| format!("edit field at byte {at} (tag {t}): length: {m}"))?;
+            decode_field(&mut e, t, payload)
+                .map_err(|m| format!("edit field at byte {at} (tag {t}): {m}"))?;
+        }
+        if !r.is_empty() {
+            return Err(format!(
+                "{} bytes follow the last of the edit's {count} fields",
+                r.remaining()
+            ));
+        }
+        Ok(e)
+    }
+}
+
+/// Append one TLV field.
+fn field(buf: &mut Vec<u8>, t: u64, payload: &[u8]) {
+    put_varint64(buf, t);
+    put_length_prefixed(buf, payload);
+}
+
+/// Set a field that may appear once per edit.
+fn once<T>(slot: &mut Option<T>, v: T, name: &str) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("{name} appears twice in one edit"));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), String> {
+    let mut r = Reader::new(payload);
+    match t {
+        tag::FORMAT_TAG => {
+            let s =
+                std::str::from_utf8(payload).map_err(|_| "format tag is not UTF-8".to_string())?;
+            r.bytes(payload.len())?;
+            once(&mut e.format_tag, s.to_string(), "format tag")?;
+        }
+        tag::LOG_NUMBER => once(&mut e.log_number, r.varint64()?, "log number")?,
+        tag::NEXT_FILE_NUMBER => once(&mut e.next_file_number, r.varint64()?, "next file number")?,
+        tag::LAST_SEQUENCE => once(&mut e.last_sequence, r.varint64()?, "last sequence")?,
+        tag::COMPACT_POINTER => {
+            let level = r.varint32()?;
+            let key = r.bytes(r.remaining())?;
+            e.compact_pointers.push((level, key.to_vec()));
+        }
+        tag::DELETED_FILE => {
+            let level = r.varint32()?;
+            let number = r.varint64()?;
+            e.deleted_files.push((level, number));
+        }
+        tag::NEW_FILE => {
+            let level = r.varint32()?;
+            let f = FileMeta {
+                number: r.varint64()?,
+                size: r.varint64()?,
+                smallest: r.length_prefixed()?.to_vec(),
+                largest: r.length_prefixed()?.to_vec(),
+                smallest_seq: r.varint64()?,
+                largest_seq: r.varint64()?,
+                entries: r.varint64()?,
+                tombstones: r.varint64()?,
+            };
+            e.new_files.push((level, f));
+        }
+        _ => return Err(format!("unknown field tag {t}")),
+    }
+    if !r.is_empty() {
+        return Err(format!(
+            "{} bytes left over after the field's payload",
+            r.remaining()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(n: u64) -> FileMeta {
+        FileMeta {
+            number: n,
+            size: 4096 * n + 1,
+            smallest: crate::key::make_internal_key(b"apple", n, crate::key::ValueKind::Value),
+            largest: crate::key::make_internal_key(b"zebra", 1, crate::key::ValueKind::Delete),
+            smallest_seq: 1,
+            largest_seq: u64::MAX >> 8,
+            entries: 1000,
+            tombstones: 7,
+        }
+    }
+
+    fn sample_edit() -> VersionEdit {
+        VersionEdit {
+            log_number: Some(12),
+            next_file_number: Some(300),
+            last_sequence: Some(1 << 40),
+            new_files: vec![(0, meta(5)), (3, meta(200))],
+            deleted_files: vec![(1, 4), (6, u64::MAX)],
+            compact_pointers: vec![(2, b"kkk".to_vec()), (4, Vec::new())],
+            format_tag: Some("leveled".to_string()),
+        }
+    }
+
+    fn enc(e: &VersionEdit) -> Vec<u8> {
+        let mut b = Vec::new();
+        e.encode(&mut b);
+        b
+    }
+
+    #[test]
+    fn round_trip() {
+        for e in [VersionEdit::default(), sample_edit()] {
+            assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
+        }
+        let only_seq = VersionEdit {
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        };
+        assert_eq!(enc(&only_seq), [1, 4, 1, 0]);
+        assert_eq!(enc(&VersionEdit::default()), [0]);
+    }
+
+    #[test]
+    fn worked_example_of_the_format_doc() {
+        let e = VersionEdit {
+            log_number: Some(4),
+            next_file_number: Some(6),
+            last_sequence: Some(300),
+            new_files: vec![(
+                0,
+                FileMeta {
+                    number: 5,
+                    size: 1000,
+                    smallest: crate::key::make_internal_key(b"a", 1, crate::key::ValueKind::Value),
+                    largest: crate::key::make_internal_key(b"b", 2, crate::key::ValueKind::Value),
+                    smallest_seq: 1,
+                    largest_seq: 2,
+                    entries: 2,
+                    tombstones: 0,
+                },
+            )],
+            format_tag: Some("leveled".to_string()),
+            ..VersionEdit::default()
+        };
+        let hex: String = enc(&e).iter().map(|b| format!("{b:02x} ")).collect();
+        assert_eq!(
+            hex.trim_end(),
+            "05 01 07 6c 65 76 65 6c 65 64 02 01 04 03 01 06 04 02 ac 02 07 1c 00 05 e8 07 \
+             09 61 01 01 00 00 00 00 00 00 09 62 01 02 00 00 00 00 00 00 01 02 02 00"
+        );
+    }
+
+    #[test]
+    fn truncation_at_every_length_is_an_error() {
+        let b = enc(&sample_edit());
+        for cut in 0..b.len() {
+            assert!(VersionEdit::decode(&b[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn every_byte_flip_is_handled() {
+        // Flipped bytes must give an error or some edit, never a panic.
+        let b = enc(&sample_edit());
+        for i in 0..b.len() {
+            for x in [0x01, 0x80, 0xff] {
+                let mut d = b.clone();
+                d[i] ^= x;
+                let _ = VersionEdit::decode(&d);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_fields_rejected() {
+        let err = |b: &[u8]| VersionEdit::decode(b).unwrap_err();
+        assert!(err(&[1, 99, 0]).contains("unknown field tag 99"));
+        assert!(err(&[1, 0, 0]).contains("unknown field tag 0"));
+        // log number twice
+        assert!(err(&[2, 2, 1, 5, 2, 1, 6]).contains("twice"));
+        // payload longer than the varint it holds
+        assert!(err(&[1, 2, 2, 5, 0]).contains("left over"));
+        // payload length past the end
+        assert!(err(&[1, 2, 9, 5]).contains("length"));
+        // varint in payload truncated
+        assert!(err(&[1, 2, 1, 0x80]).contains("tag 2"));
+        // format tag not UTF-8
+        assert!(err(&[1, 1, 2, 0xff, 0xfe]).contains("UTF-8"));
+        // count and fields disagree
+        assert!(err(&[2, 2, 1, 5]).contains("declares 2 fields"));
+        assert!(err(&[0, 2, 1, 5]).contains("follow"));
+        assert!(err(&[0xff, 0xff, 0xff, 0xff, 0x0f]).contains("declares"));
+        // huge length
+        let mut b = vec![1, 7];
+        put_varint64(&mut b, u64::MAX);
+        assert!(VersionEdit::decode(&b).is_err());
+        // level past 32 bits
+        let mut p = Vec::new();
+        put_varint64(&mut p, 1 << 33);
+        p.push(1);
+        let mut b = vec![1, 6];
+        put_length_prefixed(&mut b, &p);
+        assert!(err(&b).contains("32 bits"));
+    }
+}
