@@ -305,7 +305,7 @@ fn run_all(
     eng: &dyn Engine,
     json: &mut Option<Box<dyn Write>>,
 ) -> CliResult {
-    let w = Workload {
+    let mut w = Workload {
         num: a.num,
         reads,
         key_size: a.key_size,
@@ -314,6 +314,7 @@ fn run_all(
         seed: a.seed,
         sync: a.sync,
         seek_nexts: a.seek_nexts,
+        round: 0,
     };
     let live = LiveSet::new(a.num);
     // On a store this run did not fill, assume the usual db_bench setup (every key written)
@@ -332,7 +333,8 @@ fn run_all(
         value_size: a.value_size as u64,
     };
     let mut out = std::io::stdout();
-    for name in names {
+    for (round, name) in names.iter().enumerate() {
+        w.round = round as u64;
         if name == "stats" {
             writeln!(out, "{}", eng.stats_text().trim_end())?;
             continue;

@@ -48,6 +48,8 @@ pub struct Workload {
     pub sync: bool,
     /// Entries read after each seek of `seekrandom`.
     pub seek_nexts: usize,
+    /// Position of the benchmark in the list, so a repeated benchmark draws new keys.
+    pub round: u64,
 }
 
 /// What the store should hold, so reads can be checked.
@@ -146,7 +148,10 @@ struct Worker {
 
 impl Worker {
     fn new(w: &Workload, values: &ValueGen, thread: usize, salt: u64) -> Self {
-        let seed = w.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (thread as u64) << 32;
+        let seed = w.seed
+            ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (thread as u64) << 32
+            ^ w.round.wrapping_mul(0xbf58_476d_1ce4_e5b9);
         Worker {
             rng: SmallRng::seed_from_u64(seed),
             values: values.clone(),
@@ -606,6 +611,7 @@ mod engine_tests {
             seed: 42,
             sync: false,
             seek_nexts: 3,
+            round: 0,
         }
     }
 
