@@ -1,0 +1,557 @@
+//! `shale bench`: db_bench-compatible micro-benchmarks, with amplification beside speed.
+//!
+//! Flags keep db_bench's names (`--value_size` and `--value-size` both work, and booleans
+//! take `--flag`, `--flag=1` or `--flag=false`). Each benchmark prints db_bench's result
+//! line, then the amplification it caused (device bytes from `/proc/self/io`, the store's
+//! size on disk) and the engine's own per-cause counters; `--json` adds one object per line.
+
+pub mod histogram;
+pub mod keys;
+pub mod report;
+pub mod workloads;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{ArgAction, Args};
+use shale::Options;
+
+use crate::engine::{self, Engine, EngineFlags, EngineKind};
+use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
+use keys::{LiveSet, ValueGen, key_fits};
+use report::{BenchResult, JsonSetting, dir_size, read_proc_io};
+use workloads::{BENCHMARKS, Shared, Tally, Workload};
+
+/// Parse a db_bench boolean: `1`/`0`, `true`/`false`, `yes`/`no`.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("expected 1/0 or true/false, found {s:?}")),
+    }
+}
+
+const DEFAULT_BENCHMARKS: &str =
+    "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,compact,readrandom,stats";
+
+/// `shale bench` flags.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Comma-separated benchmarks, run in order. Known: fillseq, fillrandom, overwrite,
+    /// readrandom, readseq, readreverse, readmissing, seekrandom, deleterandom,
+    /// readwhilewriting, updaterandom, compact, flush, stats.
+    #[arg(long, default_value = DEFAULT_BENCHMARKS)]
+    pub benchmarks: String,
+    /// Keys in the key space; writes of the fill benchmarks.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Operations of the read benchmarks (default: --num).
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Key size in bytes (keys are zero-padded decimal numbers).
+    #[arg(long = "key-size", alias = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long = "value-size", alias = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+    /// Worker threads, each doing its share of the operations.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: u64,
+    /// Store directory (default: a fresh directory under the temp dir, removed afterwards).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Keep the store in --db instead of wiping it first.
+    #[arg(long = "use-existing-db", alias = "use_existing_db", value_name = "BOOL",
+          num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          default_value = "false", value_parser = parse_bool, action = ArgAction::Set)]
+    pub use_existing_db: bool,
+    /// Print a latency histogram per benchmark.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false", value_parser = parse_bool,
+          action = ArgAction::Set)]
+    pub histogram: bool,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Make every write durable before it returns.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false", value_parser = parse_bool,
+          action = ArgAction::Set)]
+    pub sync: bool,
+    /// Entries read after each seek of seekrandom.
+    #[arg(long = "seek-nexts", alias = "seek_nexts", default_value_t = 0)]
+    pub seek_nexts: usize,
+    /// Print the designs this build can open, one per line, and exit.
+    #[arg(long = "list-designs")]
+    pub list_designs: bool,
+    #[command(flatten)]
+    pub store: EngineFlags,
+    /// Append one JSON object per benchmark to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+}
+
+/// A sink for JSON lines: stdout or an appended file.
+pub fn open_json(spec: Option<&str>) -> CliResult<Option<Box<dyn Write>>> {
+    Ok(match spec {
+        None => None,
+        Some("-") => Some(Box::new(std::io::stdout())),
+        Some(path) => Some(Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| CliError::msg(format!("cannot open --json {path}: {e}")))?,
+        )),
+    })
+}
+
+/// The store directory and whether this run made it up (so removes it afterwards).
+pub fn bench_dir(db: Option<&Path>, use_existing: bool, tool: &str) -> CliResult<(PathBuf, bool)> {
+    match db {
+        Some(p) => Ok((p.to_path_buf(), false)),
+        None if use_existing => Err(CliError::msg(
+            "reusing a store (bench --use-existing-db, ycsb --phase run) needs --db DIR",
+        )),
+        None => Ok((
+            std::env::temp_dir().join(format!("shale-{tool}-{}", std::process::id())),
+            true,
+        )),
+    }
+}
+
+/// Remove a store directory before a fresh run, refusing directories that hold anything
+/// other than a store, so a mistyped `--db $HOME` costs nothing.
+pub fn wipe_store_dir(dir: &Path) -> CliResult<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(CliError::msg(format!("cannot read {}: {e}", dir.display()))),
+    };
+    let names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let is_store = names
+        .iter()
+        .any(|n| n == "CURRENT" || n == "LOCK" || n.starts_with("MANIFEST"));
+    if !names.is_empty() && !is_store {
+        return Err(CliError::msg(format!(
+            "refusing to wipe {}: it is not empty and holds no store (no CURRENT, LOCK or MANIFEST); \
+             pass a new or empty directory, or --use-existing-db",
+            dir.display()
+        )));
+    }
+    std::fs::remove_dir_all(dir)
+        .map_err(|e| CliError::msg(format!("cannot remove {}: {e}", dir.display())))
+}
+
+/// Run `f` while a line on stderr shows `counter` and its rate, when stderr is a terminal.
+pub fn with_progress<T>(name: &str, counter: &AtomicU64, f: impl FnOnce() -> T) -> T {
+    if !std::io::stderr().is_terminal() {
+        return f();
+    }
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let began = Instant::now();
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(Duration::from_millis(200))
+            {
+                let done = counter.load(Ordering::Relaxed);
+                let rate = done as f64 / began.elapsed().as_secs_f64().max(1e-9);
+                eprint!("\r{name}: {done} ops, {rate:.0} ops/s   ");
+            }
+            eprint!("\r{}\r", " ".repeat(name.len() + 48));
+        });
+        let r = f();
+        let _ = stop.send(());
+        r
+    })
+}
+
+fn settings_block(a: &BenchArgs, reads: u64, dir: &Path) -> String {
+    let mbf = |n: f64| n / 1048576.0;
+    let entry = (a.key_size + a.value_size) as f64;
+    let compressed = (a.key_size as f64) + a.value_size as f64 * 0.5;
+    let mut s = String::new();
+    s.push_str(&format!(
+        "shale:      version {}\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    s.push_str(&format!("Keys:       {} bytes each\n", a.key_size));
+    s.push_str(&format!(
+        "Values:     {} bytes each ({} bytes after compression)\n",
+        a.value_size,
+        a.value_size / 2
+    ));
+    s.push_str(&format!("Entries:    {}\n", a.num));
+    s.push_str(&format!("Reads:      {reads}\n"));
+    s.push_str(&format!(
+        "RawSize:    {:.1} MB (estimated)\n",
+        mbf(entry * a.num as f64)
+    ));
+    s.push_str(&format!(
+        "FileSize:   {:.1} MB (estimated)\n",
+        mbf(compressed * a.num as f64)
+    ));
+    s.push_str(&format!("Engine:     {}\n", a.store.engine.name()));
+    if a.store.engine == EngineKind::Shale {
+        s.push_str(&format!("Design:     {}\n", a.store.design));
+    }
+    s.push_str(&format!(
+        "Memtable:   {:.1} MB\n",
+        mbf(a.store.write_buffer_size as f64)
+    ));
+    s.push_str(&format!(
+        "Cache:      {:.1} MB\n",
+        mbf(a.store.cache_size as f64)
+    ));
+    s.push_str(&format!("Compression: {}\n", a.store.compression));
+    s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits));
+    s.push_str(&format!("Threads:    {}\n", a.threads));
+    s.push_str(&format!("Sync:       {}\n", a.sync));
+    s.push_str(&format!("DB path:    [{}]\n", dir.display()));
+    s.push_str(&"-".repeat(48));
+    s.push('\n');
+    s
+}
+
+/// Print the designs `Options::preset` accepts, one per line.
+pub fn list_designs(out: &mut dyn Write) -> std::io::Result<()> {
+    for p in shale::options::PRESETS {
+        if Options::preset(p).is_ok() {
+            writeln!(out, "{p}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Validate the benchmark list.
+pub fn parse_benchmarks(list: &str) -> CliResult<Vec<String>> {
+    let names: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    for n in &names {
+        if !BENCHMARKS.contains(&n.as_str()) {
+            return Err(CliError::msg(format!(
+                "unknown benchmark {n:?}; known: {}",
+                BENCHMARKS.join(",")
+            )));
+        }
+    }
+    Ok(names)
+}
+
+fn op_name(bench: &str) -> &'static str {
+    match bench {
+        "readrandom" | "readmissing" | "readwhilewriting" => "read",
+        "readseq" | "readreverse" => "next",
+        "seekrandom" => "seek",
+        "updaterandom" => "update",
+        "deleterandom" => "delete",
+        "compact" => "compaction",
+        "flush" => "flush",
+        _ => "write",
+    }
+}
+
+/// Run `shale bench`.
+pub fn run(a: &BenchArgs) -> CliResult {
+    if a.list_designs {
+        let mut out = std::io::stdout().lock();
+        list_designs(&mut out)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let names = parse_benchmarks(&a.benchmarks)?;
+    if !key_fits(a.num, a.key_size) {
+        return Err(CliError::msg(format!(
+            "--key-size {} is too small for --num {}: keys are zero-padded decimal numbers",
+            a.key_size, a.num
+        )));
+    }
+    let config = a.store.config()?;
+    let reads = a.reads.unwrap_or(a.num);
+    let (dir, temporary) = bench_dir(a.db.as_deref(), a.use_existing_db, "bench")?;
+    if !a.use_existing_db {
+        wipe_store_dir(&dir)?;
+    }
+    let mut json = open_json(a.json.as_deref())?;
+    print!("{}", settings_block(a, reads, &dir));
+    std::io::stdout().flush()?;
+    let eng = engine::open(a.store.engine, &dir, &config)?;
+    let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json);
+    let closed = eng.close();
+    if temporary {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let code = outcome?;
+    closed?;
+    Ok(code)
+}
+
+fn run_all(
+    a: &BenchArgs,
+    names: &[String],
+    reads: u64,
+    dir: &Path,
+    eng: &dyn Engine,
+    json: &mut Option<Box<dyn Write>>,
+) -> CliResult {
+    let mut w = Workload {
+        num: a.num,
+        reads,
+        key_size: a.key_size,
+        value_size: a.value_size,
+        threads: a.threads as usize,
+        seed: a.seed,
+        sync: a.sync,
+        seek_nexts: a.seek_nexts,
+        round: 0,
+    };
+    let live = LiveSet::new(a.num);
+    // On a store this run did not fill, assume the usual db_bench setup (every key written)
+    // for space amplification, but check no read against it.
+    let live_known = !a.use_existing_db;
+    if !live_known {
+        live.fill();
+    }
+    let values = ValueGen::new(a.value_size, a.seed);
+    let setting = JsonSetting {
+        engine: a.store.engine.name(),
+        design: a.store.design_name(),
+        num: a.num,
+        threads: a.threads,
+        key_size: Some(a.key_size as u64),
+        value_size: a.value_size as u64,
+    };
+    let mut out = std::io::stdout();
+    for (round, name) in names.iter().enumerate() {
+        w.round = round as u64;
+        if name == "stats" {
+            writeln!(out, "{}", eng.stats_text().trim_end())?;
+            continue;
+        }
+        let progress = AtomicU64::new(0);
+        let abort = AtomicBool::new(false);
+        let shared = Shared {
+            engine: eng,
+            live: &live,
+            live_known,
+            progress: &progress,
+            abort: &abort,
+        };
+        let io_before = read_proc_io();
+        let counters_before = eng.counters();
+        let began = Instant::now();
+        let tally = with_progress(name, &progress, || -> CliResult<Tally> {
+            if name == "compact" || name == "flush" {
+                let t0 = Instant::now();
+                if name == "compact" {
+                    eng.compact()?;
+                } else {
+                    eng.flush()?;
+                }
+                let mut t = Tally {
+                    ops: 1,
+                    thread_seconds: t0.elapsed().as_secs_f64(),
+                    ..Default::default()
+                };
+                t.hist.add(t0.elapsed().as_nanos() as u64);
+                Ok(t)
+            } else {
+                workloads::run(name, &shared, &w, &values)
+            }
+        })?;
+        let seconds = began.elapsed().as_secs_f64();
+        eng.sync_to_os()?;
+        let io = match (io_before, read_proc_io()) {
+            (Some(b), Some(a)) => Some(a.since(&b)),
+            _ => None,
+        };
+        let engine_diff = match (counters_before, eng.counters()) {
+            (Some(b), Some(a)) => Some(a.since(&b)),
+            _ => None,
+        };
+        let live_keys = live.count();
+        let result = BenchResult {
+            name: name.clone(),
+            ops: tally.ops,
+            seconds,
+            thread_seconds: tally.thread_seconds,
+            bytes: tally.bytes,
+            found: tally.is_read.then_some((tally.found, tally.lookups)),
+            hist: tally.hist.clone(),
+            user_bytes_written: tally.user_bytes_written,
+            io,
+            db_size: dir_size(dir),
+            live_bytes: live_keys * (a.key_size + a.value_size) as u64,
+            live_keys,
+            engine: engine_diff,
+        };
+        writeln!(out, "{}", result.line())?;
+        if a.histogram {
+            write!(out, "{}", result.hist.to_text(op_name(name)))?;
+        }
+        writeln!(out, "{}", result.amplification_line())?;
+        if let Some(l) = result.engine_line(a.store.engine.name()) {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()?;
+        if let Some(j) = json.as_mut() {
+            writeln!(j, "{}", result.json(&setting))?;
+            j.flush()?;
+        }
+        if live_known && let Some(problem) = tally.wrong_answer(name) {
+            eprintln!("error: {problem}");
+            return Ok(ExitCode::from(EXIT_WRONG_ANSWER));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bools_parse_like_db_bench() {
+        assert_eq!(parse_bool("1"), Ok(true));
+        assert_eq!(parse_bool("TRUE"), Ok(true));
+        assert_eq!(parse_bool("0"), Ok(false));
+        assert_eq!(parse_bool("false"), Ok(false));
+        assert!(parse_bool("2").is_err());
+    }
+
+    #[test]
+    fn benchmark_lists_are_checked() {
+        assert_eq!(
+            parse_benchmarks("fillseq, readrandom,,stats").unwrap(),
+            vec!["fillseq", "readrandom", "stats"]
+        );
+        assert!(parse_benchmarks("fillseq,fill100K").is_err());
+        assert!(parse_benchmarks(DEFAULT_BENCHMARKS).is_ok());
+    }
+
+    #[test]
+    fn designs_listed_are_openable() {
+        let mut out = Vec::new();
+        list_designs(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().any(|l| l == "leveldb"), "{text}");
+        for l in text.lines() {
+            assert!(Options::preset(l).is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn wipe_refuses_foreign_directories() {
+        let base = std::env::temp_dir().join(format!("shale-cli-wipe-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        // Missing: fine.
+        wipe_store_dir(&base).unwrap();
+        // A store: removed.
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+        std::fs::write(base.join("000003.sst"), b"x").unwrap();
+        wipe_store_dir(&base).unwrap();
+        assert!(!base.exists());
+        // Something else: kept.
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("notes.txt"), b"precious").unwrap();
+        let e = wipe_store_dir(&base).unwrap_err().to_string();
+        assert!(e.contains("refusing"), "{e}");
+        assert!(base.join("notes.txt").exists());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn default_dir_is_temporary() {
+        let (d, tmp) = bench_dir(None, false, "bench").unwrap();
+        assert!(tmp && d.starts_with(std::env::temp_dir()));
+        assert!(bench_dir(None, true, "bench").is_err());
+        let (d, tmp) = bench_dir(Some(Path::new("/x")), true, "bench").unwrap();
+        assert!(!tmp && d == Path::new("/x"));
+    }
+}
+
+#[cfg(test)]
+mod engine_tests {
+    use super::*;
+    use crate::engine::mem::MemEngine;
+    use crate::json::parse::{Value, parse};
+    use clap::Parser;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: BenchArgs,
+    }
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn bench(e: &MemEngine, list: &str) -> (ExitCode, Vec<Value>) {
+        let benchmarks = format!("--benchmarks={list}");
+        let a = Wrap::try_parse_from([
+            "bench",
+            &benchmarks,
+            "--num=3000",
+            "--threads=2",
+            "--histogram",
+        ])
+        .unwrap()
+        .a;
+        let names = parse_benchmarks(&a.benchmarks).unwrap();
+        let sink = Sink::default();
+        let mut json: Option<Box<dyn Write>> = Some(Box::new(sink.clone()));
+        let dir = std::env::temp_dir().join("shale-cli-no-such-dir");
+        let code = run_all(&a, &names, 3000, &dir, e, &mut json).unwrap();
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines = text.lines().map(|l| parse(l).unwrap()).collect();
+        (code, lines)
+    }
+
+    #[test]
+    fn a_correct_store_passes_and_every_benchmark_writes_json() {
+        let e = MemEngine::default();
+        let (code, lines) = bench(
+            &e,
+            "fillrandom,readrandom,readseq,seekrandom,deleterandom,readrandom,compact,flush,stats",
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+        let names: Vec<&Value> = lines.iter().filter_map(|l| l.get("benchmark")).collect();
+        assert_eq!(names.len(), 8, "stats writes no JSON line");
+        assert_eq!(lines[0].get("ops"), Some(&Value::Num(3000.0)));
+        assert_eq!(lines[0].get("found"), Some(&Value::Null));
+        assert_eq!(lines[1].get("found"), Some(&Value::Num(3000.0)));
+        assert_eq!(lines[0].get("space_amp"), Some(&Value::Num(0.0)));
+        assert!(matches!(lines[0].get("engine_write_amp"), Some(Value::Num(w)) if *w == 1.0));
+    }
+
+    #[test]
+    fn a_lossy_store_fails_with_status_3() {
+        let e = MemEngine::lossy(101);
+        let (code, lines) = bench(&e, "fillseq,readrandom,readseq");
+        assert_eq!(code, ExitCode::from(EXIT_WRONG_ANSWER));
+        assert_eq!(lines.len(), 2, "stops after the failing benchmark");
+    }
+}

@@ -1,0 +1,454 @@
+//! What a benchmark prints: db_bench's result line, the amplification line, and JSON.
+
+use std::path::Path;
+
+use crate::bench::histogram::Histogram;
+use crate::engine::Counters;
+use crate::json::JsonObject;
+
+/// Storage I/O of this process from `/proc/self/io`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Bytes this process caused to be read from storage.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be written to storage.
+    pub write_bytes: u64,
+    /// Written bytes that were dropped before reaching storage (truncated or deleted files).
+    pub cancelled_write_bytes: u64,
+}
+
+impl IoCounters {
+    /// `self - before`, field by field.
+    pub fn since(&self, before: &IoCounters) -> IoCounters {
+        IoCounters {
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
+            cancelled_write_bytes: self
+                .cancelled_write_bytes
+                .saturating_sub(before.cancelled_write_bytes),
+        }
+    }
+}
+
+/// Parse the text of `/proc/<pid>/io`.
+pub fn parse_proc_io(text: &str) -> Option<IoCounters> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse::<u64>().ok())?
+        })
+    };
+    Some(IoCounters {
+        read_bytes: field("read_bytes")?,
+        write_bytes: field("write_bytes")?,
+        cancelled_write_bytes: field("cancelled_write_bytes")?,
+    })
+}
+
+/// This process's I/O counters, or `None` where `/proc/self/io` is unavailable.
+pub fn read_proc_io() -> Option<IoCounters> {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|t| parse_proc_io(&t))
+}
+
+/// Total size of the files under `dir`. Files that vanish during the walk (compaction
+/// deletes them) are skipped.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The measured outcome of one benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct BenchResult {
+    /// Benchmark name.
+    pub name: String,
+    /// Operations done.
+    pub ops: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Seconds summed over threads (db_bench's micros/op is per thread).
+    pub thread_seconds: f64,
+    /// Key and value bytes moved, for MB/s.
+    pub bytes: u64,
+    /// For reads: (found, looked up).
+    pub found: Option<(u64, u64)>,
+    /// Latency of each operation.
+    pub hist: Histogram,
+    /// Key and value bytes of the write operations.
+    pub user_bytes_written: u64,
+    /// Device I/O during the benchmark, when measurable.
+    pub io: Option<IoCounters>,
+    /// Bytes of the store's files afterwards.
+    pub db_size: u64,
+    /// Key and value bytes of the live keys afterwards.
+    pub live_bytes: u64,
+    /// Live keys afterwards.
+    pub live_keys: u64,
+    /// The engine's own counters during the benchmark.
+    pub engine: Option<Counters>,
+}
+
+impl BenchResult {
+    /// Operations per second of wall time.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ops as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+    /// Microseconds per operation per thread.
+    pub fn micros_per_op(&self) -> f64 {
+        self.thread_seconds * 1e6 / self.ops.max(1) as f64
+    }
+    /// MB/s (MiB) of key and value bytes.
+    pub fn mb_per_sec(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / 1048576.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+    /// Device bytes written per user byte written.
+    pub fn write_amp(&self) -> Option<f64> {
+        let io = self.io?;
+        (self.user_bytes_written > 0)
+            .then(|| io.write_bytes as f64 / self.user_bytes_written as f64)
+    }
+    /// Device bytes read per operation.
+    pub fn read_bytes_per_op(&self) -> Option<f64> {
+        let io = self.io?;
+        Some(io.read_bytes as f64 / self.ops.max(1) as f64)
+    }
+    /// Store bytes per live user byte.
+    pub fn space_amp(&self) -> Option<f64> {
+        (self.live_bytes > 0).then(|| self.db_size as f64 / self.live_bytes as f64)
+    }
+    /// The engine's storage bytes written per user byte written.
+    pub fn engine_write_amp(&self) -> Option<f64> {
+        let c = self.engine.as_ref()?;
+        (self.user_bytes_written > 0)
+            .then(|| c.total_written() as f64 / self.user_bytes_written as f64)
+    }
+
+    /// db_bench's line: `name : x micros/op y ops/sec z seconds n operations; m MB/s (..)`.
+    pub fn line(&self) -> String {
+        let mut extra = String::new();
+        if self.bytes > 0 {
+            extra.push_str(&format!("{:6.1} MB/s", self.mb_per_sec()));
+        }
+        if let Some((found, of)) = self.found {
+            if !extra.is_empty() {
+                extra.push(' ');
+            }
+            extra.push_str(&format!("({found} of {of} found)"));
+        }
+        format!(
+            "{:<12} : {:>11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
+            self.name,
+            self.micros_per_op(),
+            self.ops_per_sec() as u64,
+            self.seconds,
+            self.ops,
+            if extra.is_empty() { "" } else { " " },
+            extra
+        )
+    }
+
+    /// The amplification line.
+    pub fn amplification_line(&self) -> String {
+        let na = || "n/a".to_string();
+        let (dw, dc, dr) = match self.io {
+            Some(io) => (
+                mb(io.write_bytes),
+                mb(io.cancelled_write_bytes),
+                mb(io.read_bytes),
+            ),
+            None => (na(), na(), na()),
+        };
+        format!(
+            "amplification: user_written={} device_written={dw} cancelled={dc} device_read={dr} write_amp={} read_bytes/op={} db_size={} space_amp={}",
+            mb(self.user_bytes_written),
+            self.write_amp().map_or_else(na, |w| format!("{w:.2}")),
+            self.read_bytes_per_op()
+                .map_or_else(na, |r| format!("{r:.1}")),
+            mb(self.db_size),
+            self.space_amp().map_or_else(na, |s| format!("{s:.2}")),
+        )
+    }
+
+    /// The engine's own counters by cause, when it keeps them.
+    pub fn engine_line(&self, engine: &str) -> Option<String> {
+        let c = self.engine.as_ref()?;
+        let mut s = format!("{engine} counters: written");
+        for (name, n) in &c.written {
+            s.push_str(&format!(" {name}={}", mb(*n)));
+        }
+        s.push_str(" read");
+        for (name, n) in &c.read {
+            s.push_str(&format!(" {name}={}", mb(*n)));
+        }
+        if let Some(w) = self.engine_write_amp() {
+            s.push_str(&format!(" write_amp={w:.2}"));
+        }
+        // Reads served by the page cache never reach the device; the engine counts them.
+        s.push_str(&format!(
+            " read_bytes/op={:.1}",
+            c.total_read() as f64 / self.ops.max(1) as f64
+        ));
+        Some(s)
+    }
+
+    /// One JSON object (one line) with the result and its setting.
+    pub fn json(&self, setting: &JsonSetting<'_>) -> String {
+        self.json_object(setting).finish()
+    }
+
+    /// The JSON object of [`BenchResult::json`], open for more fields.
+    pub fn json_object(&self, setting: &JsonSetting<'_>) -> JsonObject {
+        let us = |ns: f64| ns / 1000.0;
+        let mut o = JsonObject::new();
+        o.str("benchmark", &self.name)
+            .str("engine", setting.engine)
+            .str("design", setting.design)
+            .u64("num", setting.num)
+            .u64("threads", setting.threads)
+            .opt_u64("key_size", setting.key_size)
+            .u64("value_size", setting.value_size)
+            .u64("ops", self.ops)
+            .f64("seconds", self.seconds)
+            .f64("ops_per_sec", self.ops_per_sec())
+            .f64("micros_per_op", self.micros_per_op())
+            .f64("mb_per_sec", self.mb_per_sec())
+            .u64("user_bytes_written", self.user_bytes_written)
+            .opt_u64("device_bytes_written", self.io.map(|i| i.write_bytes))
+            .opt_u64(
+                "device_bytes_cancelled",
+                self.io.map(|i| i.cancelled_write_bytes),
+            )
+            .opt_u64("device_bytes_read", self.io.map(|i| i.read_bytes))
+            .opt_f64("write_amp", self.write_amp())
+            .opt_f64("read_bytes_per_op", self.read_bytes_per_op())
+            .u64("db_size_bytes", self.db_size)
+            .u64("live_keys", self.live_keys)
+            .opt_f64("space_amp", self.space_amp())
+            .opt_u64("found", self.found.map(|f| f.0))
+            .opt_u64("lookups", self.found.map(|f| f.1));
+        let has = self.hist.count() > 0;
+        let p = |q: f64| has.then(|| us(self.hist.percentile(q)));
+        o.opt_f64("p50_us", p(50.0))
+            .opt_f64("p75_us", p(75.0))
+            .opt_f64("p99_us", p(99.0))
+            .opt_f64("p999_us", p(99.9))
+            .opt_f64("max_us", has.then(|| us(self.hist.max() as f64)));
+        if let Some(c) = &self.engine {
+            let mut w = JsonObject::new();
+            for (name, n) in &c.written {
+                w.u64(name, *n);
+            }
+            let mut r = JsonObject::new();
+            for (name, n) in &c.read {
+                r.u64(name, *n);
+            }
+            o.obj("engine_bytes_written", w)
+                .obj("engine_bytes_read", r)
+                .opt_f64("engine_write_amp", self.engine_write_amp());
+        }
+        o
+    }
+}
+
+/// The settings that go into every JSON line.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonSetting<'a> {
+    /// Engine name.
+    pub engine: &'a str,
+    /// Design preset.
+    pub design: &'a str,
+    /// `--num`.
+    pub num: u64,
+    /// `--threads`.
+    pub threads: u64,
+    /// `--key-size` (`None` when keys vary, as in YCSB).
+    pub key_size: Option<u64>,
+    /// `--value-size`.
+    pub value_size: u64,
+}
+
+/// Bytes as MB (MiB) with one decimal, e.g. `95.4MB`.
+pub fn mb(n: u64) -> String {
+    format!("{:.1}MB", n as f64 / 1048576.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse::{Value, parse};
+
+    fn sample() -> BenchResult {
+        let mut hist = Histogram::new();
+        for i in 1..=100 {
+            hist.add(i * 1000);
+        }
+        BenchResult {
+            name: "readrandom".into(),
+            ops: 2_000_000,
+            seconds: 4.69,
+            thread_seconds: 4.69,
+            bytes: 2_000_000 * 116,
+            found: Some((2_000_000, 2_000_000)),
+            hist,
+            user_bytes_written: 0,
+            io: Some(IoCounters {
+                read_bytes: 4096,
+                write_bytes: 0,
+                cancelled_write_bytes: 0,
+            }),
+            db_size: 200 << 20,
+            live_bytes: 100 << 20,
+            live_keys: 1000,
+            engine: Some(Counters {
+                written: vec![("wal", 0)],
+                read: vec![("get", 8192)],
+            }),
+        }
+    }
+
+    #[test]
+    fn line_matches_db_bench() {
+        let r = sample();
+        assert_eq!(
+            r.line(),
+            "readrandom   :       2.345 micros/op 426439 ops/sec 4.690 seconds 2000000 operations;   47.2 MB/s (2000000 of 2000000 found)"
+        );
+        let w = BenchResult {
+            name: "compact".into(),
+            ops: 1,
+            seconds: 0.5,
+            thread_seconds: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(
+            w.line(),
+            "compact      :  500000.000 micros/op 2 ops/sec 0.500 seconds 1 operations;"
+        );
+    }
+
+    #[test]
+    fn amplification_line_and_na() {
+        let mut r = sample();
+        let a = r.amplification_line();
+        assert!(a.contains("write_amp=n/a"), "{a}");
+        assert!(a.contains("space_amp=2.00"), "{a}");
+        assert!(a.contains("read_bytes/op=0.0"), "{a}");
+        r.io = None;
+        r.user_bytes_written = 1 << 20;
+        let a = r.amplification_line();
+        assert!(
+            a.contains("device_written=n/a") && a.contains("write_amp=n/a"),
+            "{a}"
+        );
+        assert!(a.contains("user_written=1.0MB"), "{a}");
+        let e = r.engine_line("shale").unwrap();
+        assert!(
+            e.contains("read get=0.0MB") && e.contains("write_amp=0.00"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn json_has_the_fields() {
+        let r = sample();
+        let s = JsonSetting {
+            engine: "shale",
+            design: "leveldb",
+            num: 1000,
+            threads: 1,
+            key_size: Some(16),
+            value_size: 100,
+        };
+        let text = r.json(&s);
+        assert_eq!(text.matches('{').count(), text.matches('}').count());
+        let v = parse(&text).unwrap();
+        for k in [
+            "benchmark",
+            "engine",
+            "design",
+            "num",
+            "ops",
+            "seconds",
+            "ops_per_sec",
+            "micros_per_op",
+            "mb_per_sec",
+            "user_bytes_written",
+            "device_bytes_written",
+            "device_bytes_cancelled",
+            "device_bytes_read",
+            "write_amp",
+            "read_bytes_per_op",
+            "db_size_bytes",
+            "space_amp",
+            "found",
+            "p50_us",
+            "p99_us",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k} in {text}");
+        }
+        assert_eq!(v.get("benchmark"), Some(&Value::Str("readrandom".into())));
+        assert_eq!(v.get("found"), Some(&Value::Num(2e6)));
+        assert_eq!(v.get("write_amp"), Some(&Value::Null));
+        match v.get("p50_us") {
+            Some(Value::Num(p)) => assert!((49.0..=52.0).contains(p), "{p}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            v.get("engine_bytes_read").and_then(|r| r.get("get")),
+            Some(&Value::Num(8192.0))
+        );
+        let mut w = r.clone();
+        w.found = None;
+        w.hist = Histogram::new();
+        let v = parse(&w.json(&s)).unwrap();
+        assert_eq!(v.get("found"), Some(&Value::Null));
+        assert_eq!(v.get("p99_us"), Some(&Value::Null));
+    }
+
+    #[test]
+    fn proc_io_parsing() {
+        let text = "rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 512\n";
+        let io = parse_proc_io(text).unwrap();
+        assert_eq!(io.read_bytes, 4096);
+        assert_eq!(io.write_bytes, 8192);
+        assert_eq!(io.cancelled_write_bytes, 512);
+        assert!(parse_proc_io("read_bytes: 1\n").is_none());
+        let later = IoCounters {
+            read_bytes: 5000,
+            write_bytes: 9000,
+            cancelled_write_bytes: 512,
+        };
+        assert_eq!(later.since(&io).write_bytes, 808);
+    }
+
+    #[test]
+    fn dir_size_walks_subdirectories() {
+        let d = std::env::temp_dir().join(format!("shale-cli-dirsize-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("a"), [0u8; 100]).unwrap();
+        std::fs::write(d.join("sub/b"), [0u8; 23]).unwrap();
+        assert_eq!(dir_size(&d), 123);
+        std::fs::remove_dir_all(&d).unwrap();
+        assert_eq!(dir_size(&d), 0);
+    }
+}

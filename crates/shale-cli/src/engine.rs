@@ -1,0 +1,512 @@
+//! The storage engines a benchmark can drive: Shale, and (with the `peers` feature) other
+//! embedded stores, behind one small trait so every workload runs unchanged on each.
+
+use std::path::Path;
+
+use shale::{Compression, Db, IterOptions, Options, WriteBatch, WriteOptions};
+
+use crate::CliError;
+
+/// Result of an engine call.
+pub type EngineResult<T> = Result<T, CliError>;
+
+/// One operation of a write batch.
+#[derive(Debug, Clone, Copy)]
+pub enum Op<'a> {
+    /// Set a key to a value.
+    Put(&'a [u8], &'a [u8]),
+    /// Remove a key.
+    Delete(&'a [u8]),
+}
+
+/// Per-cause byte counters an engine keeps about itself (Shale's `Stats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Bytes written to storage, by cause name.
+    pub written: Vec<(&'static str, u64)>,
+    /// Bytes read from storage, by cause name.
+    pub read: Vec<(&'static str, u64)>,
+}
+
+impl Counters {
+    /// `self - before`, cause by cause (a cause missing from `before` counts from zero).
+    pub fn since(&self, before: &Counters) -> Counters {
+        let diff = |now: &[(&'static str, u64)], then: &[(&'static str, u64)]| {
+            now.iter()
+                .map(|&(name, n)| {
+                    let old = then
+                        .iter()
+                        .find(|&&(c, _)| c == name)
+                        .map_or(0, |&(_, o)| o);
+                    (name, n.saturating_sub(old))
+                })
+                .collect()
+        };
+        Counters {
+            written: diff(&self.written, &before.written),
+            read: diff(&self.read, &before.read),
+        }
+    }
+
+    /// Bytes written for every cause together.
+    pub fn total_written(&self) -> u64 {
+        self.written.iter().map(|&(_, n)| n).sum()
+    }
+
+    /// Bytes read for every cause together.
+    pub fn total_read(&self) -> u64 {
+        self.read.iter().map(|&(_, n)| n).sum()
+    }
+}
+
+/// The operations benchmarks need. Implementations are shared by reference between worker
+/// threads, so every method takes `&self`.
+pub trait Engine: Send + Sync {
+    /// Apply `ops` atomically; with `sync` they are durable when this returns.
+    fn write(&self, ops: &[Op<'_>], sync: bool) -> EngineResult<()>;
+    /// Set one key.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EngineResult<()> {
+        self.write(&[Op::Put(key, value)], sync)
+    }
+    /// Remove one key.
+    fn delete(&self, key: &[u8], sync: bool) -> EngineResult<()> {
+        self.write(&[Op::Delete(key)], sync)
+    }
+    /// The value of `key`, if present.
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
+    /// Position on the first key `>= key`, then call `visit` on that entry and on up to
+    /// `nexts` following ones. Returns the number of entries visited.
+    fn seek(
+        &self,
+        key: &[u8],
+        nexts: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize>;
+    /// Visit up to `limit` entries from the first key forwards (or the last key backwards).
+    /// Returns the number of entries visited.
+    fn scan_all(
+        &self,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64>;
+    /// Write buffered data down to table files.
+    fn flush(&self) -> EngineResult<()>;
+    /// Compact the whole key range.
+    fn compact(&self) -> EngineResult<()>;
+    /// Hand buffered writes to the operating system before I/O counters are read. Engines
+    /// that write through the OS on every write (Shale) need nothing here.
+    fn sync_to_os(&self) -> EngineResult<()> {
+        Ok(())
+    }
+    /// The engine's statistics as text, for the `stats` benchmark.
+    fn stats_text(&self) -> String;
+    /// The engine's own per-cause byte counters, when it keeps them.
+    fn counters(&self) -> Option<Counters> {
+        None
+    }
+    /// Close the store, reporting errors a drop would hide.
+    fn close(self: Box<Self>) -> EngineResult<()>;
+}
+
+/// Which engine to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    /// Shale (this repository).
+    Shale,
+    /// RocksDB, through the `rocksdb` crate (needs the `peers` feature).
+    Rocksdb,
+    /// fjall (needs the `peers` feature).
+    Fjall,
+}
+
+impl EngineKind {
+    /// The name printed in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Shale => "shale",
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Fjall => "fjall",
+        }
+    }
+}
+
+/// Settings that every engine understands.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Shale preset name; other engines ignore it.
+    pub design: String,
+    /// Memtable size in bytes.
+    pub write_buffer_size: usize,
+    /// Block cache size in bytes.
+    pub cache_size: usize,
+    /// Block compression.
+    pub compression: Compression,
+    /// Bloom filter bits per key.
+    pub bloom_bits: usize,
+}
+
+/// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
+#[derive(clap::Args, Debug, Clone)]
+pub struct EngineFlags {
+    /// Engine to benchmark (rocksdb and fjall need the `peers` build feature).
+    #[arg(long, value_enum, default_value = "shale")]
+    pub engine: EngineKind,
+    /// Shale design preset (see --list-designs).
+    #[arg(long, default_value = "leveldb")]
+    pub design: String,
+    /// Block cache bytes.
+    #[arg(long = "cache-size", alias = "cache_size", default_value_t = 64 << 20)]
+    pub cache_size: usize,
+    /// Memtable bytes.
+    #[arg(long = "write-buffer-size", alias = "write_buffer_size", default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Block compression: none or lz4.
+    #[arg(long, alias = "compression_type", default_value = "none")]
+    pub compression: String,
+    /// Bloom filter bits per key.
+    #[arg(long = "bloom-bits", alias = "bloom_bits", default_value_t = 10)]
+    pub bloom_bits: usize,
+}
+
+impl EngineFlags {
+    /// The engine settings these flags describe.
+    ///
+    /// # Errors
+    /// An unknown compression name; for Shale, a design it cannot open.
+    pub fn config(&self) -> EngineResult<EngineConfig> {
+        if self.engine == EngineKind::Shale {
+            Options::preset(&self.design)?;
+        }
+        Ok(EngineConfig {
+            design: self.design.clone(),
+            write_buffer_size: self.write_buffer_size,
+            cache_size: self.cache_size,
+            compression: Compression::parse(&self.compression)?,
+            bloom_bits: self.bloom_bits,
+        })
+    }
+
+    /// The design name for reports (`-` for engines without designs).
+    pub fn design_name(&self) -> &str {
+        if self.engine == EngineKind::Shale {
+            &self.design
+        } else {
+            "-"
+        }
+    }
+}
+
+/// Shale options for `config`.
+///
+/// # Errors
+/// An unknown or unimplemented design.
+pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
+    let mut o = Options::preset(&config.design)?;
+    o.write_buffer_size = config.write_buffer_size;
+    o.block_cache_bytes = config.cache_size;
+    o.table.compression = config.compression;
+    o.table.bloom_bits_per_key = config.bloom_bits;
+    Ok(o)
+}
+
+/// Open the engine `kind` on directory `path`.
+///
+/// # Errors
+/// The engine's open error, or a peer engine asked for in a build without it.
+pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    match kind {
+        EngineKind::Shale => {
+            let db = Db::open(path, shale_options(config)?)?;
+            Ok(Box::new(ShaleEngine { db }))
+        }
+        EngineKind::Rocksdb | EngineKind::Fjall => open_peer(kind, path, config),
+    }
+}
+
+#[cfg(not(feature = "peers"))]
+fn open_peer(
+    kind: EngineKind,
+    _path: &Path,
+    _config: &EngineConfig,
+) -> EngineResult<Box<dyn Engine>> {
+    Err(CliError::msg(format!(
+        "engine {} is not built into this binary; rebuild with `cargo build --release -p shale-cli --features peers`",
+        kind.name()
+    )))
+}
+
+#[cfg(feature = "peers")]
+fn open_peer(
+    kind: EngineKind,
+    path: &Path,
+    config: &EngineConfig,
+) -> EngineResult<Box<dyn Engine>> {
+    crate::peers::open(kind, path, config)
+}
+
+/// Shale behind the [`Engine`] trait.
+pub struct ShaleEngine {
+    db: Db,
+}
+
+impl Engine for ShaleEngine {
+    fn write(&self, ops: &[Op<'_>], sync: bool) -> EngineResult<()> {
+        let mut b = WriteBatch::new();
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => b.put(k, v),
+                Op::Delete(k) => b.delete(k),
+            }
+        }
+        self.db.write_opt(b, WriteOptions { sync })?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+
+    fn seek(
+        &self,
+        key: &[u8],
+        nexts: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        let mut c = self.db.cursor(IterOptions::default())?;
+        c.seek(key)?;
+        let mut n = 0;
+        while c.valid() {
+            visit(c.key(), c.value());
+            n += 1;
+            if n > nexts {
+                break;
+            }
+            c.next()?;
+        }
+        Ok(n)
+    }
+
+    fn scan_all(
+        &self,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        let mut c = self.db.cursor(IterOptions::default())?;
+        if reverse {
+            c.seek_to_last()?;
+        } else {
+            c.seek_to_first()?;
+        }
+        let mut n = 0;
+        while n < limit && c.valid() {
+            visit(c.key(), c.value());
+            n += 1;
+            if reverse {
+                c.prev()?;
+            } else {
+                c.next()?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn flush(&self) -> EngineResult<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> EngineResult<()> {
+        Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn stats_text(&self) -> String {
+        let mut s = self.db.stats().to_string();
+        if let Some(p) = self.db.property("shale.stats") {
+            s.push_str(&p);
+        }
+        s
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let s = self.db.stats();
+        Some(Counters {
+            written: s.written.iter().map(|&(c, n)| (c.name(), n)).collect(),
+            read: s.read.iter().map(|&(c, n)| (c.name(), n)).collect(),
+        })
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_diff_by_name() {
+        let before = Counters {
+            written: vec![("wal", 10), ("flush", 5)],
+            read: vec![("get", 1)],
+        };
+        let after = Counters {
+            written: vec![("wal", 25), ("flush", 5), ("compaction", 7)],
+            read: vec![("get", 4)],
+        };
+        let d = after.since(&before);
+        assert_eq!(
+            d.written,
+            vec![("wal", 15), ("flush", 0), ("compaction", 7)]
+        );
+        assert_eq!(d.total_written(), 22);
+        assert_eq!(d.total_read(), 3);
+    }
+
+    #[test]
+    fn shale_options_follow_the_flags() {
+        let c = EngineConfig {
+            design: "leveldb".into(),
+            write_buffer_size: 1 << 20,
+            cache_size: 8 << 20,
+            compression: Compression::Lz4,
+            bloom_bits: 10,
+        };
+        let o = shale_options(&c).unwrap();
+        assert_eq!(o.write_buffer_size, 1 << 20);
+        assert_eq!(o.block_cache_bytes, 8 << 20);
+        assert_eq!(o.table.compression, Compression::Lz4);
+        let bad = EngineConfig {
+            design: "nope".into(),
+            ..c
+        };
+        assert!(shale_options(&bad).is_err());
+    }
+
+    #[cfg(not(feature = "peers"))]
+    #[test]
+    fn peers_need_the_feature() {
+        let c = EngineConfig {
+            design: "leveldb".into(),
+            write_buffer_size: 1 << 20,
+            cache_size: 0,
+            compression: Compression::None,
+            bloom_bits: 10,
+        };
+        let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--features peers"), "{e}");
+    }
+}
+
+/// An in-memory engine for testing the workloads without a store.
+#[cfg(test)]
+pub mod mem {
+    use std::collections::BTreeMap;
+    use std::sync::RwLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::{Counters, Engine, EngineResult, Op};
+
+    /// A `BTreeMap` behind a lock. With `drop_every = n > 0` it silently loses every n-th
+    /// put, to check that benchmarks notice wrong answers.
+    #[derive(Default)]
+    pub struct MemEngine {
+        map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+        pub drop_every: u64,
+        puts: AtomicU64,
+        written: AtomicU64,
+    }
+
+    impl MemEngine {
+        pub fn lossy(drop_every: u64) -> Self {
+            MemEngine {
+                drop_every,
+                ..Default::default()
+            }
+        }
+        pub fn len(&self) -> usize {
+            self.map.read().unwrap().len()
+        }
+    }
+
+    impl Engine for MemEngine {
+        fn write(&self, ops: &[Op<'_>], _sync: bool) -> EngineResult<()> {
+            let mut m = self.map.write().unwrap();
+            for op in ops {
+                match *op {
+                    Op::Put(k, v) => {
+                        let n = self.puts.fetch_add(1, Ordering::Relaxed) + 1;
+                        self.written
+                            .fetch_add((k.len() + v.len()) as u64, Ordering::Relaxed);
+                        if self.drop_every > 0 && n.is_multiple_of(self.drop_every) {
+                            continue;
+                        }
+                        m.insert(k.to_vec(), v.to_vec());
+                    }
+                    Op::Delete(k) => {
+                        m.remove(k);
+                    }
+                }
+            }
+            Ok(())
+        }
+        fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+            Ok(self.map.read().unwrap().get(key).cloned())
+        }
+        fn seek(
+            &self,
+            key: &[u8],
+            nexts: usize,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> EngineResult<usize> {
+            let m = self.map.read().unwrap();
+            let mut n = 0;
+            for (k, v) in m.range(key.to_vec()..).take(nexts + 1) {
+                visit(k, v);
+                n += 1;
+            }
+            Ok(n)
+        }
+        fn scan_all(
+            &self,
+            reverse: bool,
+            limit: u64,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> EngineResult<u64> {
+            let m = self.map.read().unwrap();
+            let it: Box<dyn Iterator<Item = (&Vec<u8>, &Vec<u8>)>> = if reverse {
+                Box::new(m.iter().rev())
+            } else {
+                Box::new(m.iter())
+            };
+            let mut n = 0;
+            for (k, v) in it.take(limit as usize) {
+                visit(k, v);
+                n += 1;
+            }
+            Ok(n)
+        }
+        fn flush(&self) -> EngineResult<()> {
+            Ok(())
+        }
+        fn compact(&self) -> EngineResult<()> {
+            Ok(())
+        }
+        fn stats_text(&self) -> String {
+            format!("mem: {} keys\n", self.len())
+        }
+        fn counters(&self) -> Option<Counters> {
+            Some(Counters {
+                written: vec![("wal", self.written.load(Ordering::Relaxed))],
+                read: vec![("get", 0)],
+            })
+        }
+        fn close(self: Box<Self>) -> EngineResult<()> {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The `shale` binary end to end. Tests marked `needs engine` run once the engine's `Db`
+//! works (until then `Db::open` returns `Unsupported`).
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on setup errors"
+)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn shale() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_shale"))
+}
+
+/// A fresh directory path under the temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("shale-cli-it-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+    fn db(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    shale().args(args).output().unwrap()
+}
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = shale()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+// ---- Without the engine ----
+
+#[test]
+fn help_and_designs() {
+    let o = run(&["--help"]);
+    ok(&o);
+    for cmd in ["get", "scan", "load", "bench", "ycsb", "verify"] {
+        assert!(stdout(&o).contains(cmd), "{cmd}");
+    }
+    let o = run(&["bench", "--list-designs"]);
+    ok(&o);
+    assert!(stdout(&o).lines().any(|l| l == "leveldb"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = run(&["get", "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--db"));
+    let o = run(&["bench", "--benchmarks=fillseq,nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: unknown benchmark \"nosuch\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["bench", "--num=1001", "--key-size=3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("too small"), "{}", stderr(&o));
+    let o = run(&["put", "--db", "/nonexistent-shale", "bad\\q", "v"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("KEY: bad escape"), "{}", stderr(&o));
+    let o = run(&[
+        "get",
+        "--db",
+        "/nonexistent-shale",
+        "--design",
+        "nosuch",
+        "k",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nosuch"), "{}", stderr(&o));
+}
+
+#[cfg(not(feature = "peers"))]
+#[test]
+fn peer_engines_need_the_feature() {
+    let o = run(&[
+        "bench",
+        "--engine",
+        "rocksdb",
+        "--num=10",
+        "--benchmarks=fillseq",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--features peers"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_refuses_to_wipe_a_foreign_directory() {
+    let d = TempDir::new("foreign");
+    std::fs::create_dir_all(d.path()).unwrap();
+    std::fs::write(d.path().join("notes.txt"), b"keep me").unwrap();
+    let o = run(&["bench", "--db", d.db(), "--num=10", "--benchmarks=fillseq"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("refusing"), "{}", stderr(&o));
+    assert!(d.path().join("notes.txt").exists());
+}
+
+// ---- With the engine ----
+
+#[test]
+#[ignore = "needs engine"]
+fn put_get_delete_round_trip_binary_keys() {
+    let d = TempDir::new("kv");
+    ok(&run(&[
+        "put",
+        "--db",
+        d.db(),
+        "k\\x00\\xff\\x09",
+        "v\\\\1\\x0a",
+    ]));
+    let o = run(&["get", "--db", d.db(), "k\\x00\\xff\\x09"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "v\\\\1\\x0a\n");
+    let o = run(&["get", "--db", d.db(), "absent"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    ok(&run(&[
+        "delete",
+        "--db",
+        d.db(),
+        "--sync",
+        "k\\x00\\xff\\x09",
+    ]));
+    assert_eq!(
+        run(&["get", "--db", d.db(), "k\\x00\\xff\\x09"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn get_on_a_missing_store_is_an_error() {
+    let d = TempDir::new("missing");
+    let o = run(&["get", "--db", d.db(), "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn load_sync_ack_then_scan_and_dump() {
+    let d = TempDir::new("load");
+    let input = b"a1\tx\nb1\ty\\x00\nb2\tz\nb3\t\nc\\x01\tw\n";
+    let o = run_stdin(&["load", "--db", d.db(), "--sync", "--ack"], input);
+    ok(&o);
+    assert_eq!(stdout(&o), "ok a1\nok b1\nok b2\nok b3\nok c\\x01\n");
+
+    let o = run(&["dump", "--db", d.db()]);
+    ok(&o);
+    assert_eq!(stdout(&o).as_bytes(), input);
+
+    let o = run(&["scan", "--db", d.db(), "--prefix", "b"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "b1\ty\\x00\nb2\tz\nb3\t\n");
+    let o = run(&[
+        "scan",
+        "--db",
+        d.db(),
+        "--from",
+        "b2",
+        "--to",
+        "c",
+        "--keys-only",
+    ]);
+    ok(&o);
+    assert_eq!(stdout(&o), "b2\nb3\n");
+    let o = run(&[
+        "scan",
+        "--db",
+        d.db(),
+        "--reverse",
+        "--limit",
+        "2",
+        "--keys-only",
+    ]);
+    ok(&o);
+    assert_eq!(stdout(&o), "c\\x01\nb3\n");
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn load_batches_and_reports_the_bad_line() {
+    let d = TempDir::new("badline");
+    let o = run_stdin(
+        &["load", "--db", d.db(), "--batch", "2"],
+        b"k1\tv1\nk2\tv2\nk3\tv3\nno tab\nk5\tv5\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 4"), "{}", stderr(&o));
+    let o = run(&["dump", "--db", d.db()]);
+    ok(&o);
+    assert_eq!(stdout(&o), "k1\tv1\nk2\tv2\nk3\tv3\n");
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn stats_compact_and_verify() {
+    let d = TempDir::new("verify");
+    let lines: String = (0..5000)
+        .map(|i| format!("key{i:06}\tvalue{i}\n"))
+        .collect();
+    ok(&run_stdin(&["load", "--db", d.db()], lines.as_bytes()));
+    ok(&run(&["compact", "--db", d.db()]));
+    ok(&run(&[
+        "compact",
+        "--db",
+        d.db(),
+        "--from",
+        "key000100",
+        "--to",
+        "key000200",
+    ]));
+    let o = run(&["stats", "--db", d.db()]);
+    ok(&o);
+    assert!(stdout(&o).contains("Level"), "{}", stdout(&o));
+    let o = run(&["verify", "--db", d.db()]);
+    ok(&o);
+    assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
+
+    // Flip a byte in the middle of every table file: verify must name one and fail.
+    let mut flipped = Vec::new();
+    for e in std::fs::read_dir(d.path()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst" || x == "ldb") {
+            let mut bytes = std::fs::read(&p).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x5a;
+            std::fs::write(&p, bytes).unwrap();
+            flipped.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert!(!flipped.is_empty(), "no table files in {}", d.db());
+    let o = run(&["verify", "--db", d.db()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(flipped.iter().any(|f| err.contains(f.as_str())), "{err}");
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn bench_runs_checks_and_writes_json() {
+    let d = TempDir::new("bench");
+    let json = d.path().with_extension("json");
+    let _ = std::fs::remove_file(&json);
+    let o = run(&[
+        "bench",
+        "--db",
+        d.db(),
+        "--num=20000",
+        "--threads=2",
+        "--benchmarks=fillrandom,readrandom,readseq,readreverse,readmissing,seekrandom,overwrite,deleterandom,readrandom,compact,readrandom,stats",
+        "--histogram",
+        "--seek-nexts=5",
+        "--write-buffer-size=262144",
+        &format!("--json={}", json.display()),
+    ]);
+    ok(&o);
+    let out = stdout(&o);
+    assert!(out.contains("Keys:       16 bytes each"), "{out}");
+    assert!(out.contains("(20000 of 20000 found)"), "{out}");
+    assert!(out.contains("amplification: user_written="), "{out}");
+    assert!(out.contains("Percentiles: P50:"), "{out}");
+    let lines = std::fs::read_to_string(&json).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(lines.lines().count(), 11);
+    for l in lines.lines() {
+        assert!(l.starts_with("{\"benchmark\":") && l.ends_with('}'), "{l}");
+        assert!(l.contains("\"engine\":\"shale\""), "{l}");
+    }
+
+    // A second run on the same store keeps it.
+    let o = run(&[
+        "bench",
+        "--db",
+        d.db(),
+        "--use-existing-db",
+        "--num=20000",
+        "--benchmarks=readrandom",
+    ]);
+    ok(&o);
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn ycsb_workloads_run() {
+    for w in ["a", "d", "e", "f"] {
+        let d = TempDir::new(&format!("ycsb-{w}"));
+        let o = run(&[
+            "ycsb",
+            "--db",
+            d.db(),
+            "--workload",
+            w,
+            "--records=2000",
+            "--operations=2000",
+            "--threads=2",
+            "--json=-",
+        ]);
+        ok(&o);
+        let out = stdout(&o);
+        assert!(out.contains("[OVERALL], RunTime(ms), "), "{out}");
+        assert!(out.contains("[OVERALL], Throughput(ops/sec), "), "{out}");
+        assert!(out.contains("[INSERT], Operations, 2000"), "{out}");
+        assert!(!out.contains("NOT_FOUND"), "{out}");
+    }
+}
