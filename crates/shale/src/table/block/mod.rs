@@ -17,7 +17,7 @@ mod builder;
 mod reader;
 
 pub use builder::BlockBuilder;
-pub use reader::{Block, BlockIter};
+pub use reader::{Block, BlockCursor, BlockIter};
 
 #[cfg(test)]
 mod tests;

@@ -141,13 +141,19 @@ fn reset_reuses_the_iterator() {
     let (ba, bb) = (build(&a, 4), build(&b, 4));
     let mut it = iter(&ba);
     it.seek_to_last().unwrap();
-    it.reset(bb, 4096);
+    it.cursor().reset(bb, 4096);
     assert!(!it.valid());
-    assert_eq!(it.block_offset(), 4096);
+    assert_eq!(it.cursor().block_offset(), 4096);
     it.seek_to_first().unwrap();
     assert_eq!(it.key(), &b[0].0[..]);
-    let k = it.take_key();
-    assert_eq!(k, b[0].0);
+    it.next().unwrap();
+    // the second key shares a prefix, so it lives in the buffer and is handed over
+    let k = it.cursor().take_key();
+    assert_eq!(k, b[1].0);
+    assert!(!it.valid());
+    // a key read in place is copied
+    it.seek_to_first().unwrap();
+    assert_eq!(it.cursor().take_key(), b[0].0);
 }
 
 #[test]

@@ -91,7 +91,12 @@ pub fn decode_block(buf: &[u8], verify: bool) -> std::result::Result<Arc<[u8]>, 
 fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
     let (len, n) = decode_varint64(stored)?;
     let payload = stored.get(n..).unwrap_or_default();
-    let limit = MAX_UNCOMPRESSED_BLOCK.min(payload.len().saturating_mul(MAX_LZ4_RATIO) + 64);
+    let limit = MAX_UNCOMPRESSED_BLOCK.min(
+        payload
+            .len()
+            .saturating_mul(MAX_LZ4_RATIO)
+            .saturating_add(64),
+    );
     let len = usize::try_from(len)
         .ok()
         .filter(|&l| l <= limit)

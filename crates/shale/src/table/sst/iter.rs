@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::env::ReadCause;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::table::block::BlockIter;
+use crate::table::block::BlockCursor;
 
 use super::reader::Table;
 
@@ -20,15 +20,15 @@ use super::reader::Table;
 pub struct TableIter {
     table: Arc<Table>,
     cause: ReadCause,
-    index: BlockIter,
-    data: Option<BlockIter>,
+    index: BlockCursor,
+    data: Option<BlockCursor>,
     /// True when `data` holds the block the index cursor points at.
     data_loaded: bool,
 }
 
 impl TableIter {
     pub(super) fn new(table: Arc<Table>, cause: ReadCause) -> TableIter {
-        let index = table.index_iter();
+        let index = table.index_cursor();
         TableIter {
             table,
             cause,
@@ -50,54 +50,60 @@ impl TableIter {
             self.data_loaded = false;
             return Ok(());
         }
-        let handle = match self.table.decode_handle(&self.index) {
-            Ok(h) => h,
+        let loaded = self.table.decode_handle(self.index.value()).and_then(|h| {
+            if self.data_loaded
+                && let Some(d) = &self.data
+                && d.block_offset() == h.offset
+            {
+                return Ok(None);
+            }
+            self.table.read_block(h, self.cause).map(|b| Some((h, b)))
+        });
+        match loaded {
+            Ok(None) => {}
+            Ok(Some((h, block))) => {
+                match &mut self.data {
+                    Some(d) => d.reset(block, h.offset),
+                    None => self.data = Some(BlockCursor::new(block, h.offset)),
+                }
+                self.data_loaded = true;
+            }
             Err(e) => {
-                self.invalidate();
+                self.data_loaded = false;
                 return Err(e);
             }
-        };
-        if self.data_loaded
-            && let Some(d) = &self.data
-            && d.block_offset() == handle.offset
-        {
-            return Ok(());
         }
-        let block = match self.table.read_block(handle, self.cause) {
-            Ok(b) => b,
-            Err(e) => {
-                self.invalidate();
-                return Err(e);
-            }
-        };
-        match &mut self.data {
-            Some(d) => d.reset(block, handle.offset),
-            None => {
-                self.data = Some(block.iter(Arc::clone(self.table.path_arc()), handle.offset));
-            }
-        }
-        self.data_loaded = true;
         Ok(())
     }
 
-    fn invalidate(&mut self) {
-        self.data_loaded = false;
+    /// Move the index cursor; on error the iterator becomes invalid.
+    fn on_index(
+        &mut self,
+        f: impl FnOnce(&mut BlockCursor) -> std::result::Result<(), String>,
+    ) -> Result<()> {
+        let r = f(&mut self.index);
+        r.map_err(|d| {
+            self.data_loaded = false;
+            self.table.corruption(self.index.block_offset(), d)
+        })
     }
 
-    /// Run a movement on the data cursor; on error the iterator becomes invalid.
-    fn on_data(&mut self, f: impl FnOnce(&mut BlockIter) -> Result<()>) -> Result<()> {
+    /// Move the data cursor; on error the iterator becomes invalid.
+    #[inline]
+    fn on_data(
+        &mut self,
+        f: impl FnOnce(&mut BlockCursor) -> std::result::Result<(), String>,
+    ) -> Result<()> {
         match &mut self.data {
-            Some(d) if self.data_loaded => {
-                let r = f(d);
-                if r.is_err() {
-                    self.data_loaded = false;
-                }
-                r
-            }
+            Some(d) if self.data_loaded => f(d).map_err(|detail| {
+                self.data_loaded = false;
+                self.table.corruption(d.block_offset(), detail)
+            }),
             _ => Ok(()),
         }
     }
 
+    #[inline]
     fn data_valid(&self) -> bool {
         self.data_loaded && self.data.as_ref().is_some_and(|d| d.valid())
     }
@@ -109,7 +115,7 @@ impl TableIter {
                 self.data_loaded = false;
                 return Ok(());
             }
-            self.index.next().inspect_err(|_| self.invalidate())?;
+            self.on_index(|i| i.next_entry())?;
             self.load_block()?;
             self.on_data(|d| d.seek_to_first())?;
         }
@@ -123,7 +129,7 @@ impl TableIter {
                 self.data_loaded = false;
                 return Ok(());
             }
-            self.index.prev().inspect_err(|_| self.invalidate())?;
+            self.on_index(|i| i.prev_entry())?;
             self.load_block()?;
             self.on_data(|d| d.seek_to_last())?;
         }
@@ -138,25 +144,24 @@ impl InternalIterator for TableIter {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.index
-            .seek_to_first()
-            .inspect_err(|_| self.invalidate())?;
+        self.on_index(|i| i.seek_to_first())?;
         self.load_block()?;
         self.on_data(|d| d.seek_to_first())?;
         self.skip_empty_forward()
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        self.index
-            .seek_to_last()
-            .inspect_err(|_| self.invalidate())?;
+        self.on_index(|i| i.seek_to_last())?;
         self.load_block()?;
         self.on_data(|d| d.seek_to_last())?;
         self.skip_empty_backward()
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.index.seek(target).inspect_err(|_| self.invalidate())?;
+        if let Err(e) = self.table.seek_index(&mut self.index, target) {
+            self.data_loaded = false;
+            return Err(e);
+        }
         self.load_block()?;
         self.on_data(|d| d.seek(target))?;
         self.skip_empty_forward()
@@ -165,7 +170,7 @@ impl InternalIterator for TableIter {
     #[inline]
     fn next(&mut self) -> Result<()> {
         debug_assert!(self.valid());
-        self.on_data(|d| d.next())?;
+        self.on_data(|d| d.next_entry())?;
         if self.data_valid() {
             return Ok(());
         }
@@ -174,7 +179,7 @@ impl InternalIterator for TableIter {
 
     fn prev(&mut self) -> Result<()> {
         debug_assert!(self.valid());
-        self.on_data(|d| d.prev())?;
+        self.on_data(|d| d.prev_entry())?;
         self.skip_empty_backward()
     }
 

@@ -13,6 +13,7 @@
 mod block_codec;
 mod builder;
 mod footer;
+mod index;
 mod iter;
 mod properties;
 mod reader;

@@ -16,11 +16,12 @@ use crate::env::{ReadCause, ReadFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::iter::InternalIterator;
 use crate::key;
-use crate::table::block::{Block, BlockIter};
+use crate::table::block::{Block, BlockCursor, BlockIter};
 use crate::table::bloom::BloomFilter;
 
 use super::block_codec::decode_block;
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
+use super::index::IndexSearch;
 use super::iter::TableIter;
 use super::properties::TableProperties;
 
@@ -33,6 +34,7 @@ pub struct Table {
     verify_checksums: bool,
     footer: Footer,
     index: Block,
+    index_search: IndexSearch,
     filter: Option<BloomFilter>,
     props: TableProperties,
 }
@@ -82,6 +84,7 @@ impl Table {
         let props_raw = read_meta(footer.properties)?;
         let props = TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
         let index = Block::new(read_meta(footer.index)?).at(&path, footer.index.offset)?;
+        let index_search = IndexSearch::build(&index).at(&path, footer.index.offset)?;
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -96,6 +99,7 @@ impl Table {
             verify_checksums,
             footer,
             index,
+            index_search,
             filter,
             props,
         })
@@ -144,30 +148,34 @@ impl Table {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let mut index = self.index_iter();
-        index.seek(seek_key)?;
-        let mut data: Option<BlockIter> = None;
-        while index.valid() {
-            let handle = self.decode_handle(&index)?;
+        let index_off = self.footer.index.offset;
+        let mut i = self
+            .index_search
+            .find(&self.index, seek_key)
+            .at(&self.path, index_off)?;
+        let mut data: Option<BlockCursor> = None;
+        while i < self.index_search.len() {
+            let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
+            let handle = self.decode_handle(hv)?;
             let block = self.read_block(handle, cause)?;
-            let it = match &mut data {
-                Some(it) => {
-                    it.reset(block, handle.offset);
-                    it
+            let c = match &mut data {
+                Some(c) => {
+                    c.reset(block, handle.offset);
+                    c
                 }
-                None => data.insert(block.iter(Arc::clone(&self.path), handle.offset)),
+                None => data.insert(BlockCursor::new(block, handle.offset)),
             };
-            it.seek(seek_key)?;
-            if it.valid() {
-                if key::user_key(it.key()) != user_key {
+            c.seek(seek_key).at(&self.path, handle.offset)?;
+            if c.valid() {
+                if key::user_key(c.key()) != user_key {
                     return Ok(None);
                 }
-                let value = it.value().to_vec();
-                return Ok(Some((it.take_key(), value)));
+                let value = c.value().to_vec();
+                return Ok(Some((c.take_key(), value)));
             }
             // Every key of this block is below seek_key, which can only happen when
             // seek_key equals the block's separator; the answer starts the next block.
-            index.next()?;
+            i += 1;
         }
         Ok(None)
     }
@@ -195,7 +203,7 @@ impl Table {
         let mut data_end = 0u64;
         let mut blocks = 0u64;
         while index.valid() {
-            let handle = self.decode_handle(&index)?;
+            let handle = self.decode_handle(index.value())?;
             let sep = index.key();
             let bad = |d: String| Error::corruption(self.path.to_path_buf(), handle.offset, d);
             if blocks > 0 && key::compare_internal(&prev_sep, sep) != Ordering::Less {
@@ -229,6 +237,11 @@ impl Table {
                 if key::compare_internal(k, sep) == Ordering::Greater {
                     return Err(bad("a key sorts after the block's index separator".into()));
                 }
+                if entries == 0 && k != self.props.smallest.as_slice() {
+                    return Err(bad(
+                        "the first key differs from the properties' smallest key".into(),
+                    ));
+                }
                 let new_user_key = entries == 0 || key::user_key(&prev_key) != parsed.user_key;
                 if new_user_key && !self.may_contain(parsed.user_key) {
                     return Err(bad(
@@ -261,6 +274,23 @@ impl Table {
         Ok(())
     }
 
+    /// Position `index` (a cursor over the index block) on the first separator `>= target`.
+    #[inline]
+    pub(super) fn seek_index(&self, index: &mut BlockCursor, target: &[u8]) -> Result<()> {
+        let i = self
+            .index_search
+            .find(&self.index, target)
+            .at(&self.path, self.footer.index.offset)?;
+        index
+            .seek_to_entry(i)
+            .at(&self.path, self.footer.index.offset)
+    }
+
+    /// A cursor over the in-memory index block.
+    pub(super) fn index_cursor(&self) -> BlockCursor {
+        BlockCursor::new(self.index.clone(), self.footer.index.offset)
+    }
+
     /// An iterator over the in-memory index block.
     pub(super) fn index_iter(&self) -> BlockIter {
         self.index
@@ -269,9 +299,8 @@ impl Table {
 
     /// The data block handle at the index iterator's position, checked to lie in the file.
     #[inline]
-    pub(super) fn decode_handle(&self, index: &BlockIter) -> Result<BlockHandle> {
-        let h =
-            BlockHandle::decode_varint(index.value()).at(&self.path, self.footer.index.offset)?;
+    pub(super) fn decode_handle(&self, index_value: &[u8]) -> Result<BlockHandle> {
+        let h = BlockHandle::decode_varint(index_value).at(&self.path, self.footer.index.offset)?;
         h.check_within(self.file.len().saturating_sub(FOOTER_LEN as u64), "data")
             .at(&self.path, self.footer.index.offset)?;
         Ok(h)
@@ -296,8 +325,9 @@ impl Table {
         Ok(block)
     }
 
-    pub(super) fn path_arc(&self) -> &Arc<Path> {
-        &self.path
+    /// Attach this table's path to a block decoding failure at `offset`.
+    pub(super) fn corruption(&self, offset: u64, detail: String) -> Error {
+        Error::corruption(self.path.to_path_buf(), offset, detail)
     }
 }
 

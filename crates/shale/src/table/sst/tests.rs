@@ -431,3 +431,32 @@ fn flipped_bytes_give_errors_or_the_truth() {
         assert_eq!(detected, positions.len());
     }
 }
+
+/// The worked example of `docs/format/sst.md`: these bytes are quoted there.
+#[test]
+fn worked_example_bytes() {
+    let (fs, env) = TestFs::env();
+    let es: Entries = vec![
+        (
+            make_internal_key(b"apple", 1, ValueKind::Value),
+            b"red".to_vec(),
+        ),
+        (
+            make_internal_key(b"apricot", 2, ValueKind::Value),
+            b"orange".to_vec(),
+        ),
+    ];
+    let path = Path::new("/000001.sst");
+    write(&env, path, &es, &TableOptions::default());
+    let bytes = fs.get(path);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let expected = "000d036170706c650101000000000000726564020d067269636f740102000000\
+                    0000006f72616e6765000000000100000000f1db5aab8500458030220808070050\
+                    c4f99001010202010010010005010106010207011c0801090901010a01360b0109\
+                    0c01000d0280200e01100f010a030d6170706c650101000000000000040f617072\
+                    69636f74010200000000000000700e16fa0009026202ffffffffffffff00310000\
+                    000001000000000deec6d43600000000000000090000000000000094000000000000\
+                    00160000000000000044000000000000004b0000000000000001000000e8fff315\
+                    5348414c45535354";
+    assert_eq!(hex, expected);
+}
