@@ -407,6 +407,7 @@ impl BlockCursor {
                     .get(self.key_off..self.key_off + h.shared)
                     .unwrap_or_default();
                 self.key_buf.clear();
+                self.key_buf.reserve(h.shared + h.non_shared);
                 self.key_buf.extend_from_slice(prev);
                 self.key_pinned = false;
             } else {

@@ -460,3 +460,33 @@ fn worked_example_bytes() {
                     5348414c45535354";
     assert_eq!(hex, expected);
 }
+
+#[test]
+fn shared_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Table>();
+    send_sync::<crate::cache::table_cache::TableCache>();
+    send::<TableIter>();
+    send::<TableBuilder>();
+
+    let (_fs, env, path, es) = setup(3000, Compression::Lz4);
+    let t = open(&env, &path, Some(Arc::new(BlockCache::new(1 << 20))), false).unwrap();
+    std::thread::scope(|s| {
+        for start in 0..2 {
+            let (t, es) = (&t, &es);
+            s.spawn(move || {
+                for (k, v) in es.iter().skip(start).step_by(2) {
+                    let p = key::parse_internal_key(k).unwrap();
+                    let got = t.get(
+                        p.user_key,
+                        &key::seek_key(p.user_key, p.seq),
+                        ReadCause::Get,
+                    );
+                    assert_eq!(got.unwrap(), Some((k.clone(), v.clone())));
+                }
+                assert_eq!(collect_forward(t).unwrap(), *es);
+            });
+        }
+    });
+}
