@@ -1,0 +1,340 @@
+//! Reads a table file: open (footer, index, filter, properties), point lookups, verify.
+//!
+//! A [`Table`] keeps its index block and filter in memory for its lifetime; data blocks are
+//! read on demand, through the shared block cache when there is one (keyed by file number
+//! and block offset).
+//!
+//! Thread-safety: a `Table` is immutable after open and shared between readers
+//! (`Arc<Table>`); every method takes `&self`.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cache::block_cache::BlockCache;
+use crate::env::{ReadCause, ReadFile};
+use crate::error::{CorruptionContext, Error, Result};
+use crate::iter::InternalIterator;
+use crate::key;
+use crate::table::block::{Block, BlockCursor, BlockIter};
+use crate::table::bloom::BloomFilter;
+
+use super::block_codec::decode_block;
+use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
+use super::index::IndexSearch;
+use super::iter::TableIter;
+use super::properties::TableProperties;
+
+/// An open table file.
+pub struct Table {
+    file: ReadFile,
+    path: Arc<Path>,
+    file_number: u64,
+    cache: Option<Arc<BlockCache>>,
+    verify_checksums: bool,
+    footer: Footer,
+    index: Block,
+    index_search: IndexSearch,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("entries", &self.props.num_entries)
+            .finish()
+    }
+}
+
+impl Table {
+    /// Open a table: read and check the footer, then the index, filter and properties
+    /// blocks (their checksums are always verified). Reads are counted as
+    /// [`ReadCause::Recovery`].
+    ///
+    /// `verify_checksums` decides whether data block reads check their checksums.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a truncated file, a bad footer or metadata block; I/O errors.
+    pub fn open(
+        file: ReadFile,
+        file_number: u64,
+        cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Result<Table> {
+        let path: Arc<Path> = Arc::from(file.path());
+        let len = file.len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                path.to_path_buf(),
+                0,
+                format!("file of {len} bytes is shorter than the {FOOTER_LEN}-byte table footer"),
+            ));
+        }
+        let footer_off = len - FOOTER_LEN as u64;
+        let raw = file.read_at(footer_off, FOOTER_LEN, ReadCause::Recovery)?;
+        let footer = Footer::decode(&raw, len).at(&path, footer_off)?;
+
+        let read_meta = |h: BlockHandle| -> Result<Arc<[u8]>> {
+            let buf = read_stored(&file, &path, h, ReadCause::Recovery)?;
+            decode_block(&buf, true).at(&path, h.offset)
+        };
+        let props_raw = read_meta(footer.properties)?;
+        let props = TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
+        let index = Block::new(read_meta(footer.index)?).at(&path, footer.index.offset)?;
+        let index_search = IndexSearch::build(&index).at(&path, footer.index.offset)?;
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let data = read_meta(footer.filter)?.to_vec();
+            Some(BloomFilter::new(data).at(&path, footer.filter.offset)?)
+        };
+        Ok(Table {
+            file,
+            path,
+            file_number,
+            cache,
+            verify_checksums,
+            footer,
+            index,
+            index_search,
+            filter,
+            props,
+        })
+    }
+
+    /// The table's properties, as written by its builder.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The file number this table was opened under.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// The path of the table file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// False only if the table certainly holds no entry for `user_key` (bloom filter). True
+    /// when the table has no filter.
+    #[inline]
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The first entry whose internal key is `>= seek_key`, if its user key is `user_key`.
+    ///
+    /// `seek_key` is normally `key::seek_key(user_key, snapshot)`. A negative bloom check
+    /// answers without I/O. Allocates only the returned key and value.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a bad index entry or data block; I/O errors.
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        cause: ReadCause,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let index_off = self.footer.index.offset;
+        let mut i = self
+            .index_search
+            .find(&self.index, seek_key)
+            .at(&self.path, index_off)?;
+        let mut data: Option<BlockCursor> = None;
+        while i < self.index_search.len() {
+            let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
+            let handle = self.decode_handle(hv)?;
+            let block = self.read_block(handle, cause)?;
+            let c = match &mut data {
+                Some(c) => {
+                    c.reset(block, handle.offset);
+                    c
+                }
+                None => data.insert(BlockCursor::new(block, handle.offset)),
+            };
+            c.seek(seek_key).at(&self.path, handle.offset)?;
+            if c.valid() {
+                if key::user_key(c.key()) != user_key {
+                    return Ok(None);
+                }
+                let value = c.value().to_vec();
+                return Ok(Some((c.take_key(), value)));
+            }
+            // Every key of this block is below seek_key, which can only happen when
+            // seek_key equals the block's separator; the answer starts the next block.
+            i += 1;
+        }
+        Ok(None)
+    }
+
+    /// A two-level iterator over every entry; blocks are fetched through the block cache and
+    /// their bytes counted under `cause`.
+    pub fn iter(self: &Arc<Self>, cause: ReadCause) -> TableIter {
+        TableIter::new(Arc::clone(self), cause)
+    }
+
+    /// Read every block, checking every checksum (whatever `verify_checksums` says), that
+    /// keys are internal keys in strictly increasing order, that each index separator lies
+    /// between its block and the next, that the filter knows every key, and that the entry
+    /// count matches the properties.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and the offset of the bad block.
+    pub fn verify(&self) -> Result<()> {
+        let cause = ReadCause::Other;
+        let mut index = self.index_iter();
+        index.seek_to_first()?;
+        let mut prev_key: Vec<u8> = Vec::new();
+        let mut prev_sep: Vec<u8> = Vec::new();
+        let mut entries = 0u64;
+        let mut data_end = 0u64;
+        let mut blocks = 0u64;
+        while index.valid() {
+            let handle = self.decode_handle(index.value())?;
+            let sep = index.key();
+            let bad = |d: String| Error::corruption(self.path.to_path_buf(), handle.offset, d);
+            if blocks > 0 && key::compare_internal(&prev_sep, sep) != Ordering::Less {
+                return Err(bad("index separators are not increasing".into()));
+            }
+            if handle.offset != data_end {
+                return Err(bad(format!(
+                    "data block starts at {}, expected {data_end} (right after the previous one)",
+                    handle.offset
+                )));
+            }
+            data_end = handle.end().unwrap_or(u64::MAX);
+            let buf = read_stored(&self.file, &self.path, handle, cause)?;
+            let block = Block::new(decode_block(&buf, true).map_err(bad)?).map_err(bad)?;
+            let mut it = block.iter(Arc::clone(&self.path), handle.offset);
+            it.seek_to_first()?;
+            if !it.valid() {
+                return Err(bad("data block holds no entries".into()));
+            }
+            if blocks > 0 && key::compare_internal(it.key(), &prev_sep) != Ordering::Greater {
+                return Err(bad(
+                    "the block's first key does not sort after the previous separator".into(),
+                ));
+            }
+            while it.valid() {
+                let k = it.key();
+                let parsed = key::parse_internal_key(k).map_err(bad)?;
+                if entries > 0 && key::compare_internal(&prev_key, k) != Ordering::Less {
+                    return Err(bad("keys are not in increasing order".into()));
+                }
+                if key::compare_internal(k, sep) == Ordering::Greater {
+                    return Err(bad("a key sorts after the block's index separator".into()));
+                }
+                if entries == 0 && k != self.props.smallest.as_slice() {
+                    return Err(bad(
+                        "the first key differs from the properties' smallest key".into(),
+                    ));
+                }
+                let new_user_key = entries == 0 || key::user_key(&prev_key) != parsed.user_key;
+                if new_user_key && !self.may_contain(parsed.user_key) {
+                    return Err(bad(
+                        "the bloom filter does not know a key of the block".into()
+                    ));
+                }
+                prev_key.clear();
+                prev_key.extend_from_slice(k);
+                entries += 1;
+                it.next()?;
+            }
+            prev_sep.clear();
+            prev_sep.extend_from_slice(sep);
+            blocks += 1;
+            index.next()?;
+        }
+        let bad =
+            |d: String| Error::corruption(self.path.to_path_buf(), self.footer.index.offset, d);
+        if entries != self.props.num_entries {
+            return Err(bad(format!(
+                "the data blocks hold {entries} entries, the properties say {}",
+                self.props.num_entries
+            )));
+        }
+        if entries > 0 && (prev_key != self.props.largest) {
+            return Err(bad(
+                "the last key differs from the properties' largest key".into()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Position `index` (a cursor over the index block) on the first separator `>= target`.
+    #[inline]
+    pub(super) fn seek_index(&self, index: &mut BlockCursor, target: &[u8]) -> Result<()> {
+        let i = self
+            .index_search
+            .find(&self.index, target)
+            .at(&self.path, self.footer.index.offset)?;
+        index
+            .seek_to_entry(i)
+            .at(&self.path, self.footer.index.offset)
+    }
+
+    /// A cursor over the in-memory index block.
+    pub(super) fn index_cursor(&self) -> BlockCursor {
+        BlockCursor::new(self.index.clone(), self.footer.index.offset)
+    }
+
+    /// An iterator over the in-memory index block.
+    pub(super) fn index_iter(&self) -> BlockIter {
+        self.index
+            .iter(Arc::clone(&self.path), self.footer.index.offset)
+    }
+
+    /// The data block handle at the index iterator's position, checked to lie in the file.
+    #[inline]
+    pub(super) fn decode_handle(&self, index_value: &[u8]) -> Result<BlockHandle> {
+        let h = BlockHandle::decode_varint(index_value).at(&self.path, self.footer.index.offset)?;
+        h.check_within(self.file.len().saturating_sub(FOOTER_LEN as u64), "data")
+            .at(&self.path, self.footer.index.offset)?;
+        Ok(h)
+    }
+
+    /// A data block, from the cache or the file. Compaction reads do not fill the cache:
+    /// they touch each block once and would push out blocks that readers reuse.
+    pub(super) fn read_block(&self, h: BlockHandle, cause: ReadCause) -> Result<Block> {
+        if let Some(c) = &self.cache
+            && let Some(data) = c.get(self.file_number, h.offset)
+        {
+            return Block::new(data).at(&self.path, h.offset);
+        }
+        let buf = read_stored(&self.file, &self.path, h, cause)?;
+        let data = decode_block(&buf, self.verify_checksums).at(&self.path, h.offset)?;
+        let block = Block::new(Arc::clone(&data)).at(&self.path, h.offset)?;
+        if let Some(c) = &self.cache
+            && cause != ReadCause::Compaction
+        {
+            c.insert(self.file_number, h.offset, data);
+        }
+        Ok(block)
+    }
+
+    /// Attach this table's path to a block decoding failure at `offset`.
+    pub(super) fn corruption(&self, offset: u64, detail: String) -> Error {
+        Error::corruption(self.path.to_path_buf(), offset, detail)
+    }
+}
+
+/// Read a block and its trailer; the handle must lie within the file.
+fn read_stored(file: &ReadFile, path: &Path, h: BlockHandle, cause: ReadCause) -> Result<Vec<u8>> {
+    h.check_within(file.len(), "block").at(path, h.offset)?;
+    let len = usize::try_from(h.size + BLOCK_TRAILER_LEN as u64)
+        .map_err(|_| Error::corruption(path, h.offset, "block too large for this machine"))?;
+    file.read_at(h.offset, len, cause)
+}
