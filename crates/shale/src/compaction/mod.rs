@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::options::TableOptions;
-use crate::table::sst::builder::TableBuilder;
+use crate::table::sst::TableBuilder;
 use crate::table::table_file_name;
 use crate::version::FileMeta;
 
@@ -44,7 +44,7 @@ pub struct CompactionContext<'a> {
     pub snapshots: &'a [SeqNo],
     /// Draw a new file number for an output (the engine keeps it from being deleted as
     /// obsolete until the edit is committed).
-    pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    pub new_file_number: &'a dyn Fn() -> u64,
     /// Set when the store is closing: long compactions stop early with an error.
     pub stop: &'a AtomicBool,
     /// Counted cause of the bytes written.

@@ -7,7 +7,7 @@ use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::manifest;
 use crate::options::Options;
-use crate::table::sst::reader::Table;
+use crate::table::sst::Table;
 use crate::wal::WriteBatch;
 use crate::wal::LogReader;
 

@@ -167,7 +167,6 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
 pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -> Result<()> {
     let opts = &inner.options;
     let mut delayed = false;
-    let mut force = force;
     loop {
         let l0 = inner.super_version().version.level(0).len();
         if !delayed && !force && l0 >= opts.level0_slowdown_trigger {
@@ -200,9 +199,7 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
             continue;
         }
         drop(bg);
-        switch_memtable(inner, wal)?;
-        force = false;
-        return Ok(());
+        return switch_memtable(inner, wal);
     }
 }
 
