@@ -50,12 +50,10 @@ impl<T, const BASE_BITS: u32> Arena<T, BASE_BITS> {
         1u64 << (chunk as u32 + BASE_BITS)
     }
 
-    /// The slots of the chunk holding `index`, starting at `index`; `None` if that chunk was
-    /// never allocated (which a published index never hits).
+    /// Chunk number `chunk`, if allocated.
     #[inline]
-    pub(crate) fn tail(&self, index: u32) -> Option<&[T]> {
-        let (chunk, offset) = Self::locate(index);
-        self.chunks.get(chunk)?.get()?.get(offset..)
+    pub(crate) fn chunk(&self, chunk: usize) -> Option<&[T]> {
+        self.chunks.get(chunk)?.get().map(|c| &c[..])
     }
 
     /// The slot at `index`, if its chunk is allocated.
@@ -110,7 +108,8 @@ mod tests {
         assert!(a.slot(0).is_none());
         assert_eq!(a.ensure_chunk(0, || AtomicU32::new(7)), 16);
         assert_eq!(a.ensure_chunk(0, || AtomicU32::new(7)), 0);
-        assert_eq!(a.tail(1).map(<[_]>::len), Some(3));
+        assert_eq!(a.chunk(0).map(<[_]>::len), Some(4));
+        assert!(a.chunk(1).is_none());
         assert!(a.slot(4).is_none());
         assert_eq!(a.ensure_chunk(MAX_CHUNKS, || AtomicU32::new(0)), 0);
     }

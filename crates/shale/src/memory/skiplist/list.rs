@@ -2,29 +2,31 @@
 //!
 //! # Layout
 //!
-//! Nodes live in a word arena ([`Arena`] of `AtomicU32`). A node is identified by the index
-//! of its first word and occupies `HDR + height` consecutive words in one chunk:
+//! Nodes live in a word arena ([`Arena`] of `AtomicU64`). A node of height `h` whose user
+//! key has `n` bytes occupies `h + 2 + w` consecutive words of one chunk, where
+//! `w = clamp(ceil(n / 8), 1, INLINE_WORDS)`, and is identified by the index of its header
+//! word. The tower sits *below* the header (as in RocksDB's `InlineSkipList`), so finding
+//! level `i` or the key needs no height:
 //!
 //! ```text
-//! word:  0          1          2          3 ..= 3+height-1
-//!        prefix_hi  prefix_lo  entry_no   next[0] .. next[height-1]
+//! id-h .. id-1             id                        id+1      id+2 .. id+1+w
+//! next[h-1] .. next[0]     key_len<<32 | entry_no    trailer   user key, 8 bytes a word
 //! ```
 //!
-//! `prefix` is the first 8 bytes of the user key, zero-padded, big-endian: comparing two
-//! prefixes as integers orders keys exactly as bytewise comparison does whenever the
-//! prefixes differ, so a search touches only the node's words (one cache line) for almost
-//! every comparison and reads the key bytes only on a prefix tie. `entry_no` indexes the
-//! entry arena, whose slot holds one allocation `varint(ikey_len) | internal key | value`.
-//! `next[i]` is the successor at level `i`; 0 means none. Node 0 is the head (a full-height
-//! tower; its other words are unused), which is never anyone's successor, so 0 can be null.
-//! An average node (height 4/3 with p = 1/4) takes about 17 bytes of tower.
+//! Key words hold the user key big-endian and zero-padded, so comparing words as integers,
+//! then lengths, is bytewise comparison: a search reads only the node's own cache line,
+//! whatever the key format (db_bench's `%016d` keys share their first 10 bytes). Only keys
+//! longer than `INLINE_WORDS * 8` bytes that tie on that much fall back to the entry bytes.
+//! `entry_no` indexes the entry arena, whose slot holds one allocation, `internal key |
+//! value`, for `key()`/`value()`. `next[i]` is the successor at level `i`; 0 means none.
+//! The head is a full-height tower at a fixed index; word 0 is never a node, so 0 is null.
 //!
 //! # Why readers never see a half-built node (proof sketch)
 //!
 //! Inserts are serialized by `writer` (a mutex), so there is one writer at a time; the
 //! argument is LevelDB's.
 //!
-//! 1. The writer fills every word of a new node `n` (prefix, entry number, all `next[i]`)
+//! 1. The writer fills every word of a new node `n` (header, trailer, key, all `next[i]`)
 //!    and sets its entry slot and any new chunk *before* the first store that makes `n`
 //!    reachable. That store, `prev[0].next[0] = n`, is a `Release` store, as are the stores
 //!    linking `n` at higher levels.
@@ -32,7 +34,7 @@
 //!    words exist from construction). If it reads `n`, that load synchronizes with the
 //!    `Release` store that wrote `n`, so everything the writer did before that store (1.)
 //!    happens-before the reader's loads of `n`'s words and entry: it sees them whole.
-//! 3. After publication, the only word of `n` that ever changes is `next[i]`, and only from
+//! 3. After publication, the only words of `n` that ever change are `next[i]`, and only from
 //!    one successor `s` to a new node `m` with `n < m < s` whose own `next[i]` is already
 //!    `s`. So each level is a sorted list at every instant, and a reader following `next[i]`
 //!    sees either `n -> s` or `n -> m -> s`, both sorted.
@@ -52,25 +54,27 @@
 
 use std::cmp::Ordering;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
 use super::arena::Arena;
-use crate::format::{decode_varint64, put_varint64, varint_len};
 use crate::key::{self, MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind};
 
 /// Tallest tower. With p = 1/4, 12 levels serve 4^12 = 16M entries at full speed.
 pub(crate) const MAX_HEIGHT: usize = 12;
-/// Words before the tower: prefix_hi, prefix_lo, entry_no.
-const HDR: usize = 3;
-/// The head node, and null in a `next` word.
+/// Most user-key words kept in a node; longer keys compare their tail from the entry.
+const INLINE_WORDS: usize = 8;
+const INLINE_BYTES: usize = INLINE_WORDS * 8;
+/// Null in a `next` word (word 0 is never a node's header).
 pub(crate) const NIL: u32 = 0;
+/// The head's header: its tower fills words `0..MAX_HEIGHT`.
+const HEAD: u32 = MAX_HEIGHT as u32;
 /// Malloc's per-allocation overhead, charged per entry.
 const ALLOC_OVERHEAD: usize = 16;
 
-/// Node words; first chunk 2^14 words (64 KiB).
-type Words = Arena<AtomicU32, 14>;
+/// Node words; first chunk 2^13 words (64 KiB).
+type Words = Arena<AtomicU64, 13>;
 /// Entry slots; first chunk 2^10 slots (24 KiB).
 type Entries = Arena<OnceLock<Box<[u8]>>, 10>;
 
@@ -96,10 +100,28 @@ impl Writer {
     }
 }
 
+/// Key word `j` of `k`: bytes `8j..8j+8`, zero-padded, big-endian.
+#[inline]
+fn key_word(k: &[u8], j: usize) -> u64 {
+    let s = k.get(j * 8..).unwrap_or(&[]);
+    if let Some(w) = s.first_chunk::<8>() {
+        return u64::from_be_bytes(*w);
+    }
+    let mut b = [0u8; 8];
+    b[..s.len()].copy_from_slice(s);
+    u64::from_be_bytes(b)
+}
+
+/// Number of key words a node stores for a user key of `len` bytes.
+#[inline]
+fn inline_words(len: usize) -> usize {
+    len.div_ceil(8).clamp(1, INLINE_WORDS)
+}
+
 /// A search key split once so that each comparison is cheap.
 #[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
-    prefix: u64,
+    word0: u64,
     user_key: &'a [u8],
     trailer: u64,
 }
@@ -108,7 +130,7 @@ impl<'a> Target<'a> {
     /// The internal key `(user_key, trailer)`.
     pub(crate) fn new(user_key: &'a [u8], trailer: u64) -> Self {
         Target {
-            prefix: key_prefix(user_key),
+            word0: key_word(user_key, 0),
             user_key,
             trailer,
         }
@@ -120,56 +142,45 @@ impl<'a> Target<'a> {
     }
 }
 
-/// First 8 bytes of `k`, zero-padded, as a big-endian integer: a monotone image of the
-/// bytewise order.
-#[inline]
-fn key_prefix(k: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = k.len().min(8);
-    b[..n].copy_from_slice(&k[..n]);
-    u64::from_be_bytes(b)
-}
-
-/// Split an entry into internal key and value.
-#[inline]
-fn split_entry(e: &[u8]) -> (&[u8], &[u8]) {
-    let (len, hdr) = match e.first() {
-        Some(&b) if b < 0x80 => (usize::from(b), 1),
-        _ => decode_varint64(e).map_or((0, e.len()), |(v, n)| (v as usize, n)),
-    };
-    let body = e.get(hdr..).unwrap_or(&[]);
-    if len <= body.len() {
-        body.split_at(len)
-    } else {
-        (body, &[])
-    }
-}
-
-/// A borrowed view of one node's words.
+/// A borrowed view of one node: its chunk and the offset of its header.
 #[derive(Clone, Copy)]
 struct Node<'a> {
-    w: &'a [AtomicU32],
+    chunk: &'a [AtomicU64],
+    at: usize,
 }
 
 impl<'a> Node<'a> {
     #[inline]
-    fn word(&self, i: usize) -> u32 {
-        self.w.get(i).map_or(0, |a| a.load(Relaxed))
+    fn word(&self, i: usize) -> u64 {
+        self.chunk.get(self.at + i).map_or(0, |a| a.load(Relaxed))
+    }
+
+    /// (user key length, entry number).
+    #[inline]
+    fn header(&self) -> (usize, u32) {
+        let h = self.word(0);
+        ((h >> 32) as usize, h as u32)
     }
 
     #[inline]
-    fn prefix(&self) -> u64 {
-        (u64::from(self.word(0)) << 32) | u64::from(self.word(1))
+    fn trailer(&self) -> u64 {
+        self.word(1)
     }
 
     #[inline]
-    fn entry_no(&self) -> u32 {
-        self.word(2)
+    fn key_word(&self, j: usize) -> u64 {
+        self.word(2 + j)
+    }
+
+    #[inline]
+    fn next_slot(&self, level: usize) -> Option<&'a AtomicU64> {
+        self.chunk.get(self.at.checked_sub(level + 1)?)
     }
 
     #[inline]
     fn next(&self, level: usize) -> u32 {
-        self.w.get(HDR + level).map_or(NIL, |a| a.load(Acquire))
+        self.next_slot(level)
+            .map_or(NIL, |a| a.load(Acquire) as u32)
     }
 }
 
@@ -187,7 +198,7 @@ pub(crate) struct SkipList {
 impl SkipList {
     pub(crate) fn new() -> Self {
         let words = Words::new();
-        let mut bytes = words.ensure_chunk(0, || AtomicU32::new(0));
+        let mut bytes = words.ensure_chunk(0, || AtomicU64::new(0));
         bytes += std::mem::size_of::<Self>();
         SkipList {
             words,
@@ -196,7 +207,8 @@ impl SkipList {
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(bytes),
             writer: Mutex::new(Writer {
-                next_word: (HDR + MAX_HEIGHT) as u64,
+                // The head: tower, header, trailer, one key word.
+                next_word: u64::from(HEAD) + 3,
                 next_entry: 0,
                 rng: 0x9e37_79b9_7f4a_7c15,
             }),
@@ -213,49 +225,68 @@ impl SkipList {
 
     #[inline]
     fn node(&self, id: u32) -> Node<'_> {
+        let (chunk, at) = Words::locate(id);
         Node {
-            w: self.words.tail(id).unwrap_or(&[]),
+            chunk: self.words.chunk(chunk).unwrap_or(&[]),
+            at,
         }
     }
 
-    /// The entry bytes of node `id` (empty for the head or a bad index).
+    /// The entry bytes (internal key, value) of a node; empty for the head.
     #[inline]
-    fn entry_of(&self, n: Node<'_>) -> &[u8] {
-        self.entries
-            .slot(n.entry_no())
+    fn entry_of(&self, n: Node<'_>) -> (usize, &[u8]) {
+        let (klen, entry_no) = n.header();
+        let e = self
+            .entries
+            .slot(entry_no)
             .and_then(OnceLock::get)
-            .map_or(&[][..], |b| &b[..])
+            .map_or(&[][..], |b| &b[..]);
+        (klen, e)
     }
 
     /// Internal key and value of node `id`.
     #[inline]
     pub(crate) fn key_value(&self, id: u32) -> (&[u8], &[u8]) {
-        if id == NIL {
+        if id == NIL || id == HEAD {
             return (&[], &[]);
         }
-        split_entry(self.entry_of(self.node(id)))
+        let (klen, e) = self.entry_of(self.node(id));
+        e.split_at(e.len().min(klen + TRAILER_LEN))
     }
 
     /// Order of node `n`'s internal key relative to `t`, as [`key::compare_internal`].
     #[inline]
     fn cmp_node(&self, n: Node<'_>, t: &Target<'_>) -> Ordering {
-        let p = n.prefix();
-        if p != t.prefix {
-            return p.cmp(&t.prefix);
+        let w0 = n.key_word(0);
+        if w0 != t.word0 {
+            return w0.cmp(&t.word0);
         }
-        let ikey = split_entry(self.entry_of(n)).0;
-        match key::user_key(ikey).cmp(t.user_key) {
-            Ordering::Equal => t.trailer.cmp(&key::trailer(ikey)),
-            o => o,
+        let (klen, _) = n.header();
+        let tlen = t.user_key.len();
+        let words = inline_words(klen).min(inline_words(tlen));
+        for j in 1..words {
+            let (a, b) = (n.key_word(j), key_word(t.user_key, j));
+            if a != b {
+                return a.cmp(&b);
+            }
         }
+        // Equal so far. Unless both keys go on past the inline words, the shorter one has
+        // been compared whole and is a prefix of the other.
+        let by_key = if klen.min(tlen) > INLINE_BYTES {
+            let (_, e) = self.entry_of(n);
+            key::user_key(e.get(..klen + TRAILER_LEN).unwrap_or(e)).cmp(t.user_key)
+        } else {
+            klen.cmp(&tlen)
+        };
+        by_key.then_with(|| t.trailer.cmp(&n.trailer()))
     }
 
     /// First node `>= t` (NIL if none), recording in `prev[i]` the last node `< t` at each
     /// level below the current height.
     #[inline]
     fn find_ge(&self, t: &Target<'_>, prev: &mut [u32; MAX_HEIGHT]) -> u32 {
-        let mut x_id = NIL;
-        let mut x = self.node(NIL);
+        let mut x_id = HEAD;
+        let mut x = self.node(HEAD);
         let mut level = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
         // A node already found `>= t` one level up; meeting it again needs no comparison.
         let mut known_ge = NIL;
@@ -282,7 +313,7 @@ impl SkipList {
 
     /// First node `>= t`, or NIL.
     pub(crate) fn seek(&self, t: &Target<'_>) -> u32 {
-        let mut prev = [NIL; MAX_HEIGHT];
+        let mut prev = [HEAD; MAX_HEIGHT];
         self.find_ge(t, &mut prev)
     }
 
@@ -298,7 +329,7 @@ impl SkipList {
 
     /// First node, or NIL.
     pub(crate) fn first(&self) -> u32 {
-        self.node(NIL).next(0)
+        self.node(HEAD).next(0)
     }
 
     /// Successor of node `id` at level 0, or NIL.
@@ -313,8 +344,8 @@ impl SkipList {
     /// list; NIL if it holds for none.
     #[inline]
     fn descend(&self, go_right: impl Fn(Node<'_>) -> bool) -> u32 {
-        let mut x_id = NIL;
-        let mut x = self.node(NIL);
+        let mut x_id = HEAD;
+        let mut x = self.node(HEAD);
         let mut level = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
         loop {
             let next = x.next(level);
@@ -327,7 +358,7 @@ impl SkipList {
                 }
             }
             if level == 0 {
-                return x_id;
+                return if x_id == HEAD { NIL } else { x_id };
             }
             level -= 1;
         }
@@ -337,69 +368,69 @@ impl SkipList {
     ///
     /// # Panics
     ///
-    /// If the list outgrows its `u32` indexes (2^32 tower words or entries, i.e. tens of
-    /// GiB), far beyond any configured write buffer.
+    /// If the list outgrows its `u32` indexes (2^32 words or entries, i.e. tens of GiB),
+    /// far beyond any configured write buffer.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
         // Build the entry before taking the lock, so the lock covers only the link.
-        let ikey_len = user_key.len() + TRAILER_LEN;
-        let total = varint_len(ikey_len as u64) + ikey_len + value.len();
+        let total = user_key.len() + TRAILER_LEN + value.len();
         let mut buf = Vec::with_capacity(total);
-        put_varint64(&mut buf, ikey_len as u64);
         buf.extend_from_slice(user_key);
         buf.extend_from_slice(&trailer.to_le_bytes());
         buf.extend_from_slice(value);
         let entry = buf.into_boxed_slice();
         let target = Target::new(user_key, trailer);
+        let kwords = inline_words(user_key.len());
 
         let mut w = self.writer.lock();
-        let mut prev = [NIL; MAX_HEIGHT];
+        let mut prev = [HEAD; MAX_HEIGHT];
         self.find_ge(&target, &mut prev);
         let height = w.random_height();
-        let max = self.max_height.load(Relaxed);
-        if height > max {
-            // prev[max..height] are NIL: the head, the predecessor on levels nobody used yet.
+        if height > self.max_height.load(Relaxed) {
+            // prev[max..height] are HEAD, the predecessor on levels nobody used yet.
             self.max_height.store(height, Relaxed);
         }
         let mut charged = total + ALLOC_OVERHEAD;
 
-        let entry_no = w.next_entry;
-        let (echunk, _) = Entries::locate(index_u32(entry_no));
+        let entry_no = index_u32(w.next_entry);
+        let (echunk, _) = Entries::locate(entry_no);
         charged += self.entries.ensure_chunk(echunk, OnceLock::new);
         w.next_entry += 1;
-        if let Some(slot) = self.entries.slot(index_u32(entry_no)) {
-            // A fresh slot: set cannot fail; if it somehow did, the node would read as empty.
+        if let Some(slot) = self.entries.slot(entry_no) {
+            // A fresh slot: set cannot fail; if it somehow did, the entry would read empty.
             let _ = slot.set(entry);
         }
 
-        let need = (HDR + height) as u64;
-        let mut id = w.next_word;
-        let (chunk, _) = Words::locate(index_u32(id));
-        if id + need > Words::chunk_start(chunk) + Words::chunk_len(chunk) {
-            // Towers never straddle chunks: skip the tail and start the next chunk.
-            id = Words::chunk_start(chunk + 1);
+        let need = (height + 2 + kwords) as u64;
+        let mut start = w.next_word;
+        let (mut chunk, _) = Words::locate(index_u32(start));
+        // Nodes never straddle chunks: skip to the first chunk start where this one fits.
+        while start + need > Words::chunk_start(chunk) + Words::chunk_len(chunk) {
+            chunk += 1;
+            start = Words::chunk_start(chunk);
         }
-        let (chunk, _) = Words::locate(index_u32(id));
-        charged += self.words.ensure_chunk(chunk, || AtomicU32::new(0));
-        index_u32(id + need - 1);
-        w.next_word = id + need;
-        let id = index_u32(id);
+        charged += self.words.ensure_chunk(chunk, || AtomicU64::new(0));
+        index_u32(start + need - 1);
+        w.next_word = start + need;
+        let id = index_u32(start + height as u64);
 
         let node = self.node(id);
-        let prefix = target.prefix;
-        let init = [(prefix >> 32) as u32, prefix as u32, index_u32(entry_no)];
-        for (slot, v) in node.w.iter().zip(init) {
+        let klen = user_key.len() as u64;
+        let header = (klen << 32) | u64::from(entry_no);
+        let words = [header, trailer].into_iter();
+        let words = words.chain((0..kwords).map(|j| key_word(user_key, j)));
+        for (slot, v) in node.chunk.iter().skip(node.at).zip(words) {
             slot.store(v, Relaxed);
         }
         for (i, &p) in prev.iter().enumerate().take(height) {
-            if let Some(slot) = node.w.get(HDR + i) {
-                slot.store(self.node(p).next(i), Relaxed);
+            if let Some(slot) = node.next_slot(i) {
+                slot.store(u64::from(self.node(p).next(i)), Relaxed);
             }
         }
         // Publish bottom-up; each Release store pairs with readers' Acquire loads in `next`.
         for (i, &p) in prev.iter().enumerate().take(height) {
-            if let Some(slot) = self.node(p).w.get(HDR + i) {
-                slot.store(id, std::sync::atomic::Ordering::Release);
+            if let Some(slot) = self.node(p).next_slot(i) {
+                slot.store(u64::from(id), std::sync::atomic::Ordering::Release);
             }
         }
         self.len.store(self.len.load(Relaxed) + 1, Relaxed);
@@ -408,20 +439,24 @@ impl SkipList {
         drop(w);
     }
 
-    /// The newest entry for `user_key` at or below `trailer`'s sequence number: its kind
-    /// and value, or `None` when the key has no such version.
+    /// The newest entry for `user_key` with a sequence number `<= snapshot`: its kind and
+    /// value, or `None` when the key has no such version.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
         let trailer = key::pack_trailer(snapshot.min(MAX_SEQNO), ValueKind::FOR_SEEK);
-        let id = self.seek(&Target::new(user_key, trailer));
+        let t = Target::new(user_key, trailer);
+        let id = self.seek(&t);
         if id == NIL {
             return None;
         }
-        let (ikey, value) = self.key_value(id);
-        if key::user_key(ikey) != user_key {
+        // The node is >= (user_key, snapshot); it is a version of user_key iff its key
+        // compares equal when the trailer is ignored.
+        let n = self.node(id);
+        let same_key = self.cmp_node(n, &Target::new(user_key, n.trailer())) == Ordering::Equal;
+        if !same_key {
             return None;
         }
-        let kind = ValueKind::from_u8((key::trailer(ikey) & 0xff) as u8)?;
-        Some((kind, value))
+        let kind = ValueKind::from_u8((n.trailer() & 0xff) as u8)?;
+        Some((kind, self.key_value(id).1))
     }
 }
 

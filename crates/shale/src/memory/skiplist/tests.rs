@@ -462,22 +462,11 @@ fn readers_run_concurrently_with_the_writer() {
     assert_eq!(mem.len(), N);
 }
 
-/// Run with `cargo test --release -p shale --lib skiplist -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_random_inserts_and_gets() {
-    const N: usize = 1_000_000;
-    let mut rng = Rng(1);
-    let keys: Vec<[u8; 16]> = (0..N)
-        .map(|_| {
-            let mut k = [0u8; 16];
-            k[..8].copy_from_slice(&rng.next().to_be_bytes());
-            k[8..].copy_from_slice(&rng.next().to_be_bytes());
-            k
-        })
-        .collect();
+/// Insert `keys` (fresh memtable each round), then get every third and scan; prints costs.
+fn bench_keys(name: &str, keys: &[Vec<u8>]) {
+    let n = keys.len();
     let value = [b'v'; 100];
-    for round in 0..3 {
+    for round in 0..2 {
         let mem = SkipListMemTable::new();
         let start = Instant::now();
         for (i, k) in keys.iter().enumerate() {
@@ -492,56 +481,92 @@ fn bench_random_inserts_and_gets() {
             }
         }
         let gets = start.elapsed();
-        let n_gets = N.div_ceil(3);
+        let n_gets = n.div_ceil(3);
         assert_eq!(found, n_gets * 100);
         let mem = Arc::new(mem);
         let start = Instant::now();
         let mut it = mem.iter_owned();
         it.seek_to_first().unwrap();
-        let mut n = 0;
+        let mut seen = 0;
         while it.valid() {
-            n += it.key().len();
+            seen += 1;
             it.next().unwrap();
         }
         let scan = start.elapsed();
-        assert_eq!(n, N * 24);
+        assert_eq!(seen, n);
         println!(
-            "round {round}: insert {:.0} ns/op, get {:.0} ns/op, scan {:.1} ns/entry, {} MiB",
-            ins.as_nanos() as f64 / N as f64,
+            "{name} round {round}: insert {:.0} ns/op, get {:.0} ns/op, scan {:.0} ns/entry, \
+             {} MiB",
+            ins.as_nanos() as f64 / n as f64,
             gets.as_nanos() as f64 / n_gets as f64,
-            scan.as_nanos() as f64 / N as f64,
+            scan.as_nanos() as f64 / n as f64,
             mem.approximate_bytes() >> 20
         );
     }
 }
 
+/// 1M random 16-byte keys with 100-byte values, in two key formats: random binary and
+/// db_bench's `%016d` (which shares its first 10 bytes). Run with
+/// `cargo test --release -p shale --lib skiplist -- --ignored --nocapture`.
 #[test]
 #[ignore]
-fn bench_baseline_btreemap() {
-    const N: usize = 1_000_000;
+fn bench_random_inserts_and_gets() {
+    let n_env = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok());
+    let n: usize = n_env.unwrap_or(1_000_000);
     let mut rng = Rng(1);
-    let keys: Vec<[u8; 16]> = (0..N)
-        .map(|_| {
-            let mut k = [0u8; 16];
-            k[..8].copy_from_slice(&rng.next().to_be_bytes());
-            k[8..].copy_from_slice(&rng.next().to_be_bytes());
-            k
-        })
+    let binary: Vec<Vec<u8>> = (0..n)
+        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
         .collect();
-    for _ in 0..2 {
-    let start = Instant::now();
-    let mut m = BTreeMap::new();
-    for (i, k) in keys.iter().enumerate() {
-        m.insert(key::make_internal_key(k, i as u64, ValueKind::Value), vec![b'v'; 100]);
+    bench_keys("binary16", &binary);
+    let decimal: Vec<Vec<u8>> = (0..n)
+        .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
+        .collect();
+    bench_keys("dbbench16", &decimal);
+}
+
+fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10_000_000
+}
+
+#[test]
+#[ignore]
+fn exp_ab() {
+    let n: usize = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let variants: Vec<usize> = std::env::var("EXP").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    let mut rng = Rng(1);
+    let binary: Vec<Vec<u8>> = (0..n)
+        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
+        .collect();
+    let decimal: Vec<Vec<u8>> = (0..n)
+        .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
+        .collect();
+    let value = [b'v'; 100];
+    let mut best = vec![[u64::MAX; 4]; variants.len()];
+    for _rep in 0..5 {
+        for (vi, &v) in variants.iter().enumerate() {
+            let _ = v;
+            for (ki, keys) in [&binary, &decimal].into_iter().enumerate() {
+                let mem = SkipListMemTable::new();
+                let t0 = Instant::now();
+                for (i, k) in keys.iter().enumerate() {
+                    mem.insert(k, i as u64 + 1, ValueKind::Value, &value);
+                }
+                let t1 = t0.elapsed().as_nanos() as u64;
+                let mut found = 0;
+                for k in keys.iter() {
+                    if mem.get_ref(k, MAX_SEQNO).is_some() { found += 1; }
+                }
+                let t2 = t0.elapsed().as_nanos() as u64;
+                assert_eq!(found, n);
+                best[vi][ki * 2] = best[vi][ki * 2].min((t1) / n as u64);
+                best[vi][ki * 2 + 1] = best[vi][ki * 2 + 1].min((t2 - t1) / n as u64);
+            }
+        }
     }
-    println!("btreemap insert {:.0} ns/op", start.elapsed().as_nanos() as f64 / N as f64);
-    // random pointer chase over 64 MiB
-    let n = 1 << 24;
-    let mut perm: Vec<u32> = (0..n as u32).collect();
-    for i in (1..n).rev() { perm.swap(i, rng.below(i as u64 + 1) as usize); }
-    let start = Instant::now();
-    let mut x = 0u32;
-    for _ in 0..1_000_000 { x = perm[x as usize]; }
-    println!("chase {:.0} ns/op ({x})", start.elapsed().as_nanos() as f64 / 1e6);
+    for (vi, v) in variants.iter().enumerate() {
+        println!("variant {v}: binary ins {} get {} | dbbench ins {} get {}", best[vi][0], best[vi][1], best[vi][2], best[vi][3]);
     }
 }
