@@ -1,0 +1,116 @@
+//! An append-only arena of geometrically growing chunks, addressed by `u32` index.
+//!
+//! Chunk `k` holds `2^(k + BASE_BITS)` slots, so chunk `k` starts at index
+//! `2^BASE_BITS * (2^k - 1)` and an index maps to its chunk with one `leading_zeros`. Chunks
+//! are allocated once (by the writer, through `OnceLock::get_or_init`) and never move or
+//! shrink, so a slot reference handed to a reader stays valid for the arena's lifetime. The
+//! arena does not track which slots are in use: its owner does, and never hands out an index
+//! before the slot behind it has been written and published (see the proof sketch in
+//! `list.rs`).
+//!
+//! Thread-safety: `Sync` when `T` is; slots are shared references, so `T` brings its own
+//! interior mutability (`AtomicU32`, `OnceLock`).
+
+use std::sync::OnceLock;
+
+/// Enough chunks to address every `u32` index for any `BASE_BITS >= 1`.
+const MAX_CHUNKS: usize = 32;
+
+/// A segmented arena of `T`; see the module docs.
+pub(crate) struct Arena<T, const BASE_BITS: u32> {
+    chunks: [OnceLock<Box<[T]>>; MAX_CHUNKS],
+}
+
+impl<T, const BASE_BITS: u32> Arena<T, BASE_BITS> {
+    /// An arena with no chunks allocated.
+    pub(crate) fn new() -> Self {
+        Arena {
+            chunks: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// The chunk holding `index` and the offset of `index` inside it.
+    #[inline]
+    pub(crate) fn locate(index: u32) -> (usize, usize) {
+        let j = u64::from(index) + (1u64 << BASE_BITS);
+        let log2 = 63 - j.leading_zeros();
+        let chunk = log2 - BASE_BITS;
+        (chunk as usize, (j - (1u64 << log2)) as usize)
+    }
+
+    /// First index of chunk `chunk`.
+    #[inline]
+    pub(crate) fn chunk_start(chunk: usize) -> u64 {
+        ((1u64 << chunk) - 1) << BASE_BITS
+    }
+
+    /// Number of slots in chunk `chunk`.
+    #[inline]
+    pub(crate) fn chunk_len(chunk: usize) -> u64 {
+        1u64 << (chunk as u32 + BASE_BITS)
+    }
+
+    /// Chunk number `chunk`, if allocated.
+    #[inline]
+    pub(crate) fn chunk(&self, chunk: usize) -> Option<&[T]> {
+        self.chunks.get(chunk)?.get().map(|c| &c[..])
+    }
+
+    /// The slot at `index`, if its chunk is allocated.
+    #[inline]
+    pub(crate) fn slot(&self, index: u32) -> Option<&T> {
+        let (chunk, offset) = Self::locate(index);
+        self.chunks.get(chunk)?.get()?.get(offset)
+    }
+
+    /// Make sure chunk `chunk` exists, building its slots with `init`. Returns the bytes
+    /// newly allocated (0 if it already existed or `chunk` is out of range).
+    pub(crate) fn ensure_chunk(&self, chunk: usize, init: impl FnMut() -> T) -> usize {
+        let Some(cell) = self.chunks.get(chunk) else {
+            return 0;
+        };
+        let mut made = 0;
+        cell.get_or_init(|| {
+            let len = Self::chunk_len(chunk) as usize;
+            made = len * std::mem::size_of::<T>();
+            std::iter::repeat_with(init).take(len).collect()
+        });
+        made
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn locate_matches_chunk_bounds() {
+        type A = Arena<AtomicU32, 4>;
+        assert_eq!(A::locate(0), (0, 0));
+        assert_eq!(A::locate(15), (0, 15));
+        assert_eq!(A::locate(16), (1, 0));
+        assert_eq!(A::locate(47), (1, 31));
+        assert_eq!(A::locate(48), (2, 0));
+        for chunk in 0..20 {
+            let start = A::chunk_start(chunk) as u32;
+            assert_eq!(A::locate(start), (chunk, 0));
+            let last = (A::chunk_start(chunk) + A::chunk_len(chunk) - 1) as u32;
+            assert_eq!(A::locate(last), (chunk, A::chunk_len(chunk) as usize - 1));
+        }
+        let (c, _) = A::locate(u32::MAX);
+        assert!(c < MAX_CHUNKS);
+    }
+
+    #[test]
+    fn slots_appear_after_ensure() {
+        let a: Arena<AtomicU32, 2> = Arena::new();
+        assert!(a.slot(0).is_none());
+        assert_eq!(a.ensure_chunk(0, || AtomicU32::new(7)), 16);
+        assert_eq!(a.ensure_chunk(0, || AtomicU32::new(7)), 0);
+        assert_eq!(a.chunk(0).map(<[_]>::len), Some(4));
+        assert!(a.chunk(1).is_none());
+        assert!(a.slot(4).is_none());
+        assert_eq!(a.ensure_chunk(MAX_CHUNKS, || AtomicU32::new(0)), 0);
+    }
+}

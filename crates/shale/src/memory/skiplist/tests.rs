@@ -1,0 +1,572 @@
+//! Tests of the skiplist memtable against a sorted-vector model.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::time::Instant;
+
+use super::SkipListMemTable;
+use crate::iter::{InternalIterator, VecIter};
+use crate::key::{self, MAX_SEQNO, SeqNo, ValueKind};
+use crate::memory::{MemLookup, MemTable};
+
+/// splitmix64: a tiny deterministic generator so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Keys that share long prefixes, differ only past byte 8, or only in trailing zero bytes,
+/// so the 8-byte prefix shortcut is exercised on ties.
+fn tricky_key(rng: &mut Rng) -> Vec<u8> {
+    let len = rng.below(14) as usize;
+    (0..len)
+        .map(|i| match rng.below(4) {
+            0 => 0,
+            1 => b'a' + (i % 2) as u8,
+            2 => 0xff,
+            _ => b'a' + rng.below(3) as u8,
+        })
+        .collect()
+}
+
+fn value_for(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
+    let mut v = format!("{seq}:").into_bytes();
+    v.extend_from_slice(user_key);
+    v
+}
+
+/// Model: internal key -> value, sorted as the memtable must be.
+#[derive(Default)]
+struct Model {
+    entries: BTreeMap<(Vec<u8>, std::cmp::Reverse<u64>), Vec<u8>>,
+}
+
+impl Model {
+    fn insert(&mut self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        let t = key::pack_trailer(seq, kind);
+        self.entries
+            .insert((user_key.to_vec(), std::cmp::Reverse(t)), value.to_vec());
+    }
+    fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+        let from = key::pack_trailer(snapshot.min(MAX_SEQNO), ValueKind::FOR_SEEK);
+        let ((k, t), v) = self
+            .entries
+            .range((user_key.to_vec(), std::cmp::Reverse(from))..)
+            .next()?;
+        if k != user_key {
+            return None;
+        }
+        match ValueKind::from_u8((t.0 & 0xff) as u8)? {
+            ValueKind::Delete => Some(MemLookup::Deleted),
+            kind => Some(MemLookup::Found(kind, v.clone())),
+        }
+    }
+    fn vec_iter(&self) -> VecIter {
+        VecIter::new(
+            self.entries
+                .iter()
+                .map(|((k, t), v)| {
+                    let mut ik = k.clone();
+                    ik.extend_from_slice(&t.0.to_le_bytes());
+                    (ik, v.clone())
+                })
+                .collect(),
+        )
+    }
+}
+
+fn random_kind(rng: &mut Rng) -> ValueKind {
+    match rng.below(5) {
+        0 => ValueKind::Delete,
+        1 => ValueKind::ValuePointer,
+        _ => ValueKind::Value,
+    }
+}
+
+/// Fill a memtable and a model with the same `n` random entries (unique seqs, shuffled).
+fn build(seed: u64, n: usize, key: impl Fn(&mut Rng) -> Vec<u8>) -> (Arc<SkipListMemTable>, Model) {
+    let mut rng = Rng(seed);
+    let mut seqs: Vec<SeqNo> = (1..=n as u64).collect();
+    for i in (1..seqs.len()).rev() {
+        seqs.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mem = Arc::new(SkipListMemTable::new());
+    let mut model = Model::default();
+    for seq in seqs {
+        let k = key(&mut rng);
+        let kind = random_kind(&mut rng);
+        let v = if kind == ValueKind::Delete {
+            Vec::new()
+        } else {
+            value_for(&k, seq)
+        };
+        mem.insert(&k, seq, kind, &v);
+        model.insert(&k, seq, kind, &v);
+    }
+    (mem, model)
+}
+
+fn collect_forward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first().unwrap();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+fn collect_backward(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_last().unwrap();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev().unwrap();
+    }
+    out.reverse();
+    out
+}
+
+fn same_position(a: &dyn InternalIterator, b: &dyn InternalIterator, what: &str) {
+    assert_eq!(a.valid(), b.valid(), "{what}: validity");
+    if a.valid() {
+        assert_eq!(a.key(), b.key(), "{what}: key");
+        assert_eq!(a.value(), b.value(), "{what}: value");
+    }
+}
+
+#[test]
+fn empty_table() {
+    let mem = Arc::new(SkipListMemTable::new());
+    assert!(mem.is_empty());
+    assert_eq!(mem.len(), 0);
+    assert!(mem.approximate_bytes() > 0);
+    assert_eq!(mem.get(b"k", MAX_SEQNO), None);
+    assert_eq!(mem.get(b"", 0), None);
+    let mut it = Arc::clone(&mem).iter();
+    assert!(!it.valid());
+    assert_eq!(it.key(), b"");
+    it.seek_to_first().unwrap();
+    assert!(!it.valid());
+    it.seek_to_last().unwrap();
+    assert!(!it.valid());
+    it.seek(&key::seek_key(b"k", 5)).unwrap();
+    assert!(!it.valid());
+    it.seek_for_prev(&key::seek_key(b"k", 5)).unwrap();
+    assert!(!it.valid());
+    // Moving an unpositioned iterator leaves it unpositioned rather than panicking.
+    it.next().unwrap();
+    it.prev().unwrap();
+    assert!(!it.valid());
+}
+
+#[test]
+fn random_entries_match_model() {
+    for seed in 0..4 {
+        let (mem, model) = build(seed, 3000, tricky_key);
+        assert_eq!(mem.len(), 3000);
+        let expected = collect_forward(&mut model.vec_iter());
+        assert_eq!(expected.len(), model.entries.len());
+        let mut it = Arc::clone(&mem).iter();
+        assert_eq!(collect_forward(&mut *it), expected);
+        assert_eq!(collect_backward(&mut *it), expected);
+        // Sorted by the engine's comparator, not just equal to a model built on it.
+        for w in expected.windows(2) {
+            assert_eq!(key::compare_internal(&w[0].0, &w[1].0), Ordering::Less);
+        }
+
+        let mut rng = Rng(seed ^ 0xabc);
+        for _ in 0..3000 {
+            let k = tricky_key(&mut rng);
+            let snap = match rng.below(4) {
+                0 => MAX_SEQNO,
+                1 => 0,
+                _ => rng.below(3200),
+            };
+            assert_eq!(mem.get(&k, snap), model.get(&k, snap), "get {k:?} @ {snap}");
+        }
+    }
+}
+
+#[test]
+fn iterator_moves_match_reference() {
+    let (mem, model) = build(42, 2000, tricky_key);
+    let mut rng = Rng(7);
+    let mut it = mem.iter_owned();
+    let mut reference = model.vec_iter();
+    for step in 0..20_000 {
+        let op = rng.below(10);
+        match op {
+            0 => {
+                it.seek_to_first().unwrap();
+                reference.seek_to_first().unwrap();
+            }
+            1 => {
+                it.seek_to_last().unwrap();
+                reference.seek_to_last().unwrap();
+            }
+            2 | 3 => {
+                let t = key::make_internal_key(
+                    &tricky_key(&mut rng),
+                    rng.below(2100),
+                    random_kind(&mut rng),
+                );
+                it.seek(&t).unwrap();
+                reference.seek(&t).unwrap();
+            }
+            4 => {
+                let t = key::make_internal_key(
+                    &tricky_key(&mut rng),
+                    rng.below(2100),
+                    random_kind(&mut rng),
+                );
+                it.seek_for_prev(&t).unwrap();
+                reference.seek_for_prev(&t).unwrap();
+            }
+            5 => {
+                // Seek to an existing key exactly, then step back: exercises the
+                // equal-key path of seek_for_prev.
+                reference.seek_to_first().unwrap();
+                if reference.valid() {
+                    let k = reference.key().to_vec();
+                    it.seek_for_prev(&k).unwrap();
+                    reference.seek_for_prev(&k).unwrap();
+                }
+            }
+            6..=7 => {
+                if reference.valid() {
+                    it.next().unwrap();
+                    reference.next().unwrap();
+                }
+            }
+            _ => {
+                if reference.valid() {
+                    it.prev().unwrap();
+                    reference.prev().unwrap();
+                }
+            }
+        }
+        same_position(&it, &reference, &format!("step {step} op {op}"));
+    }
+}
+
+#[test]
+fn many_versions_of_one_key() {
+    let mem = SkipListMemTable::new();
+    let mut rng = Rng(3);
+    let mut seqs: Vec<SeqNo> = (1..=500).map(|s| s * 2).collect();
+    for i in (1..seqs.len()).rev() {
+        seqs.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    for &s in &seqs {
+        let kind = if s % 6 == 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Value
+        };
+        mem.insert(b"the-key", s, kind, &value_for(b"the-key", s));
+    }
+    assert_eq!(mem.get(b"the-key", 0), None);
+    assert_eq!(mem.get(b"the-key", 1), None);
+    for snap in 2..=1001 {
+        let newest = snap - snap % 2;
+        let expect = if newest % 6 == 0 {
+            MemLookup::Deleted
+        } else {
+            MemLookup::Found(ValueKind::Value, value_for(b"the-key", newest))
+        };
+        assert_eq!(mem.get(b"the-key", snap), Some(expect), "snapshot {snap}");
+    }
+    assert_eq!(mem.get(b"the-ke", MAX_SEQNO), None);
+    assert_eq!(mem.get(b"the-key\0", MAX_SEQNO), None);
+    // Newest first.
+    let mem = Arc::new(mem);
+    let mut it = mem.iter_owned();
+    it.seek_to_first().unwrap();
+    let mut last = u64::MAX;
+    let mut n = 0;
+    while it.valid() {
+        let p = key::parse_internal_key(it.key()).unwrap();
+        assert!(p.seq < last);
+        last = p.seq;
+        n += 1;
+        it.next().unwrap();
+    }
+    assert_eq!(n, 500);
+}
+
+#[test]
+fn prefix_ties_and_long_entries() {
+    let keys: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"\0".to_vec(),
+        b"a".to_vec(),
+        b"a\0".to_vec(),
+        b"a\0\0\0\0\0\0\0".to_vec(),
+        b"a\0\0\0\0\0\0\0\0".to_vec(),
+        b"abcdefgh".to_vec(),
+        b"abcdefgh\0".to_vec(),
+        b"abcdefgha".to_vec(),
+        b"abcdefghb".to_vec(),
+        vec![0xff; 8],
+        vec![0xff; 9],
+        vec![b'x'; 300], // internal key longer than a one-byte varint
+    ];
+    let mem = SkipListMemTable::new();
+    let mut model = Model::default();
+    for (i, k) in keys.iter().enumerate().rev() {
+        let big = vec![i as u8; 70_000];
+        mem.insert(k, i as u64 + 1, ValueKind::Value, &big);
+        model.insert(k, i as u64 + 1, ValueKind::Value, &big);
+    }
+    assert!(mem.approximate_bytes() > 13 * 70_000);
+    for k in &keys {
+        assert_eq!(mem.get(k, MAX_SEQNO), model.get(k, MAX_SEQNO));
+        assert!(mem.get(k, MAX_SEQNO).is_some());
+    }
+    let mem = Arc::new(mem);
+    assert_eq!(
+        collect_forward(&mut *Arc::clone(&mem).iter()),
+        collect_forward(&mut model.vec_iter())
+    );
+    assert_eq!(
+        collect_backward(&mut mem.iter_owned()),
+        collect_forward(&mut model.vec_iter())
+    );
+}
+
+#[test]
+fn grows_across_arena_chunks() {
+    // Enough towers and entries to need several chunks of both arenas.
+    let (mem, model) = build(9, 60_000, |r| r.next().to_be_bytes().to_vec());
+    assert_eq!(
+        collect_forward(&mut mem.iter_owned()),
+        collect_forward(&mut model.vec_iter())
+    );
+    let before = mem.approximate_bytes();
+    mem.insert(b"one-more", 70_000, ValueKind::Value, b"v");
+    assert!(mem.approximate_bytes() > before);
+    assert_eq!(mem.len(), 60_001);
+}
+
+#[test]
+fn readers_run_concurrently_with_the_writer() {
+    const N: usize = 20_000;
+    let mem = Arc::new(SkipListMemTable::new());
+    // The i-th insert writes key_of(i) at seq i + 1.
+    let key_of = |i: usize| {
+        let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        format!("{:016x}-{}", h, i % 7).into_bytes()
+    };
+    let inserted = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..N {
+                let k = key_of(i);
+                mem.insert(
+                    &k,
+                    i as u64 + 1,
+                    ValueKind::Value,
+                    &value_for(&k, i as u64 + 1),
+                );
+                inserted.store(i + 1, AtomicOrdering::Release);
+            }
+            done.store(true, AtomicOrdering::Release);
+        });
+        for r in 0..3u64 {
+            let mem = Arc::clone(&mem);
+            let (inserted, done) = (&inserted, &done);
+            s.spawn(move || {
+                let mut rng = Rng(r);
+                let mut scans = 0;
+                let mut last_len = 0;
+                loop {
+                    let finished = done.load(AtomicOrdering::Acquire);
+                    // Every entry the writer has finished must be visible to get.
+                    let known = inserted.load(AtomicOrdering::Acquire);
+                    for _ in 0..50 {
+                        if known == 0 {
+                            break;
+                        }
+                        let i = rng.below(known as u64) as usize;
+                        let k = key_of(i);
+                        let seq = i as u64 + 1;
+                        assert_eq!(
+                            mem.get(&k, MAX_SEQNO),
+                            Some(MemLookup::Found(ValueKind::Value, value_for(&k, seq)))
+                        );
+                        assert_eq!(mem.get(&k, seq - 1), None);
+                    }
+                    // A scan is sorted, every value matches its key, and it sees at least
+                    // every entry finished before it began.
+                    let before = inserted.load(AtomicOrdering::Acquire);
+                    let mut it = Arc::clone(&mem).iter();
+                    if scans % 2 == 0 {
+                        it.seek_to_first().unwrap();
+                    } else {
+                        it.seek(&key::seek_key(b"8", MAX_SEQNO)).unwrap();
+                    }
+                    let mut prev: Option<Vec<u8>> = None;
+                    let mut n = 0;
+                    while it.valid() {
+                        let p = key::parse_internal_key(it.key()).unwrap();
+                        assert_eq!(it.value(), value_for(p.user_key, p.seq).as_slice());
+                        if let Some(prev) = &prev {
+                            assert_eq!(key::compare_internal(prev, it.key()), Ordering::Less);
+                        }
+                        prev = Some(it.key().to_vec());
+                        n += 1;
+                        it.next().unwrap();
+                    }
+                    if scans % 2 == 0 {
+                        assert!(n >= before && n >= last_len, "scan saw {n} < {before}");
+                        last_len = n;
+                    }
+                    // Backwards from the end is sorted too.
+                    it.seek_to_last().unwrap();
+                    let mut steps = 0;
+                    let mut later: Option<Vec<u8>> = None;
+                    while it.valid() && steps < 100 {
+                        if let Some(later) = &later {
+                            assert_eq!(key::compare_internal(it.key(), later), Ordering::Less);
+                        }
+                        later = Some(it.key().to_vec());
+                        steps += 1;
+                        it.prev().unwrap();
+                    }
+                    scans += 1;
+                    if finished {
+                        // The writer finished before this round began: nothing is missing.
+                        let mut it = Arc::clone(&mem).iter();
+                        assert_eq!(collect_forward(&mut *it).len(), N);
+                        break;
+                    }
+                }
+                assert!(scans > 0);
+            });
+        }
+    });
+    assert_eq!(mem.len(), N);
+}
+
+/// Insert `keys` (fresh memtable each round), then get every third and scan; prints costs.
+fn bench_keys(name: &str, keys: &[Vec<u8>]) {
+    let n = keys.len();
+    let value = [b'v'; 100];
+    for round in 0..2 {
+        let mem = SkipListMemTable::new();
+        let start = Instant::now();
+        for (i, k) in keys.iter().enumerate() {
+            mem.insert(k, i as u64 + 1, ValueKind::Value, &value);
+        }
+        let ins = start.elapsed();
+        let start = Instant::now();
+        let mut found = 0;
+        for k in keys.iter().step_by(3) {
+            if let Some((ValueKind::Value, v)) = mem.get_ref(k, MAX_SEQNO) {
+                found += v.len();
+            }
+        }
+        let gets = start.elapsed();
+        let n_gets = n.div_ceil(3);
+        assert_eq!(found, n_gets * 100);
+        let mem = Arc::new(mem);
+        let start = Instant::now();
+        let mut it = mem.iter_owned();
+        it.seek_to_first().unwrap();
+        let mut seen = 0;
+        while it.valid() {
+            seen += 1;
+            it.next().unwrap();
+        }
+        let scan = start.elapsed();
+        assert_eq!(seen, n);
+        println!(
+            "{name} round {round}: insert {:.0} ns/op, get {:.0} ns/op, scan {:.0} ns/entry, \
+             {} MiB",
+            ins.as_nanos() as f64 / n as f64,
+            gets.as_nanos() as f64 / n_gets as f64,
+            scan.as_nanos() as f64 / n as f64,
+            mem.approximate_bytes() >> 20
+        );
+    }
+}
+
+/// 1M random 16-byte keys with 100-byte values, in two key formats: random binary and
+/// db_bench's `%016d` (which shares its first 10 bytes). Run with
+/// `cargo test --release -p shale --lib skiplist -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_random_inserts_and_gets() {
+    let n_env = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok());
+    let n: usize = n_env.unwrap_or(1_000_000);
+    let mut rng = Rng(1);
+    let binary: Vec<Vec<u8>> = (0..n)
+        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
+        .collect();
+    bench_keys("binary16", &binary);
+    let decimal: Vec<Vec<u8>> = (0..n)
+        .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
+        .collect();
+    bench_keys("dbbench16", &decimal);
+}
+
+fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let rest = &s[s.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10_000_000
+}
+
+#[test]
+#[ignore]
+fn exp_ab() {
+    let n: usize = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let variants: Vec<usize> = std::env::var("EXP").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    let mut rng = Rng(1);
+    let binary: Vec<Vec<u8>> = (0..n)
+        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
+        .collect();
+    let decimal: Vec<Vec<u8>> = (0..n)
+        .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
+        .collect();
+    let value = [b'v'; 100];
+    let mut best = vec![[u64::MAX; 4]; variants.len()];
+    for _rep in 0..5 {
+        for (vi, &v) in variants.iter().enumerate() {
+            let _ = v;
+            for (ki, keys) in [&binary, &decimal].into_iter().enumerate() {
+                let mem = SkipListMemTable::new();
+                let t0 = Instant::now();
+                for (i, k) in keys.iter().enumerate() {
+                    mem.insert(k, i as u64 + 1, ValueKind::Value, &value);
+                }
+                let t1 = t0.elapsed().as_nanos() as u64;
+                let mut found = 0;
+                for k in keys.iter() {
+                    if mem.get_ref(k, MAX_SEQNO).is_some() { found += 1; }
+                }
+                let t2 = t0.elapsed().as_nanos() as u64;
+                assert_eq!(found, n);
+                best[vi][ki * 2] = best[vi][ki * 2].min((t1) / n as u64);
+                best[vi][ki * 2 + 1] = best[vi][ki * 2 + 1].min((t2 - t1) / n as u64);
+            }
+        }
+    }
+    for (vi, v) in variants.iter().enumerate() {
+        println!("variant {v}: binary ins {} get {} | dbbench ins {} get {}", best[vi][0], best[vi][1], best[vi][2], best[vi][3]);
+    }
+}
