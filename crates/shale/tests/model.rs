@@ -225,6 +225,17 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
     }
     // Final full comparison, then once more after a reopen.
     let d = db.take().expect("db");
+    let st = d.stats();
+    eprintln!(
+        "preset {preset} seed {seed}: {} flushes, {} compactions since the last open; levels {}",
+        st.flushes,
+        st.compactions,
+        d.property("shale.levels").unwrap_or_default()
+    );
+    assert!(
+        st.levels.iter().skip(1).any(|l| l.files > 0),
+        "preset {preset} seed {seed}: the run should push data below level 0"
+    );
     assert_eq!(scan(&d, IterOptions::default(), false), expected_range(&model, None, None, None));
     snapshots.clear();
     d.close().expect("close");
