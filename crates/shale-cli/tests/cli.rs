@@ -143,7 +143,6 @@ fn bench_refuses_to_wipe_a_foreign_directory() {
 // ---- With the engine ----
 
 #[test]
-#[ignore = "needs engine"]
 fn put_get_delete_round_trip_binary_keys() {
     let d = TempDir::new("kv");
     ok(&run(&[
@@ -175,7 +174,6 @@ fn put_get_delete_round_trip_binary_keys() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn get_on_a_missing_store_is_an_error() {
     let d = TempDir::new("missing");
     let o = run(&["get", "--db", d.db(), "k"]);
@@ -184,7 +182,6 @@ fn get_on_a_missing_store_is_an_error() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn load_sync_ack_then_scan_and_dump() {
     let d = TempDir::new("load");
     let input = b"a1\tx\nb1\ty\\x00\nb2\tz\nb3\t\nc\\x01\tw\n";
@@ -225,7 +222,6 @@ fn load_sync_ack_then_scan_and_dump() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn load_batches_and_reports_the_bad_line() {
     let d = TempDir::new("badline");
     let o = run_stdin(
@@ -240,7 +236,6 @@ fn load_batches_and_reports_the_bad_line() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn stats_compact_and_verify() {
     let d = TempDir::new("verify");
     let lines: String = (0..5000)
@@ -285,7 +280,6 @@ fn stats_compact_and_verify() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn bench_runs_checks_and_writes_json() {
     let d = TempDir::new("bench");
     let json = d.path().with_extension("json");
@@ -329,7 +323,6 @@ fn bench_runs_checks_and_writes_json() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn ycsb_workloads_run() {
     for w in ["a", "d", "e", "f"] {
         let d = TempDir::new(&format!("ycsb-{w}"));
