@@ -22,6 +22,8 @@ pub mod values;
 pub mod version;
 pub mod wal;
 
+pub use db::{
+    Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch, verify,
+};
 pub use error::{Error, Result};
-pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch, verify};
 pub use options::{Compression, Options, WriteOptions};

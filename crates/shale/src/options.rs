@@ -158,7 +158,14 @@ impl Default for Options {
 }
 
 /// Every preset name, including those whose designs have not landed yet.
-pub const PRESETS: [&str; 6] = ["leveldb", "pebblesdb", "wisckey", "flodb", "lwc", "lsm-trie"];
+pub const PRESETS: [&str; 6] = [
+    "leveldb",
+    "pebblesdb",
+    "wisckey",
+    "flodb",
+    "lwc",
+    "lsm-trie",
+];
 
 impl Options {
     /// The presets that can be opened today.

@@ -96,12 +96,14 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
         match rng.random_range(0..100) {
             0..=34 => {
                 let (k, v) = (key(&mut rng), value(&mut rng, step));
-                d.put(&k, &v).unwrap_or_else(|e| panic!("{}: put: {e}", ctx()));
+                d.put(&k, &v)
+                    .unwrap_or_else(|e| panic!("{}: put: {e}", ctx()));
                 model.insert(k, v);
             }
             35..=44 => {
                 let k = key(&mut rng);
-                d.delete(&k).unwrap_or_else(|e| panic!("{}: delete: {e}", ctx()));
+                d.delete(&k)
+                    .unwrap_or_else(|e| panic!("{}: delete: {e}", ctx()));
                 model.remove(&k);
             }
             45..=51 => {
@@ -148,7 +150,12 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                 };
                 let got = scan(d, opts, reverse);
                 let want = expected_range(&model, lo.as_deref(), hi.as_deref(), prefix.as_deref());
-                assert_eq!(got, want, "{}: scan lo={lo:?} hi={hi:?} prefix={prefix:?} reverse={reverse}", ctx());
+                assert_eq!(
+                    got,
+                    want,
+                    "{}: scan lo={lo:?} hi={hi:?} prefix={prefix:?} reverse={reverse}",
+                    ctx()
+                );
             }
             80..=83 => {
                 if snapshots.len() < 4 {
@@ -158,16 +165,22 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                 }
             }
             84..=87 => {
-                if let Some((snap, frozen)) = snapshots.get(rng.random_range(0..snapshots.len().max(1))) {
+                if let Some((snap, frozen)) =
+                    snapshots.get(rng.random_range(0..snapshots.len().max(1)))
+                {
                     let k = key(&mut rng);
-                    let got = d.get_at(&k, snap).unwrap_or_else(|e| panic!("{}: get_at: {e}", ctx()));
+                    let got = d
+                        .get_at(&k, snap)
+                        .unwrap_or_else(|e| panic!("{}: get_at: {e}", ctx()));
                     assert_eq!(got.as_ref(), frozen.get(&k), "{}: get_at {:?}", ctx(), k);
                     let got = scan(d, IterOptions::default().at(snap), rng.random_bool(0.5));
                     let want = expected_range(frozen, None, None, None);
                     assert_eq!(got, want, "{}: scan at snapshot", ctx());
                 }
             }
-            88..=90 => d.flush().unwrap_or_else(|e| panic!("{}: flush: {e}", ctx())),
+            88..=90 => d
+                .flush()
+                .unwrap_or_else(|e| panic!("{}: flush: {e}", ctx())),
             91..=92 => {
                 let (a, b) = (key(&mut rng), key(&mut rng));
                 let (a, b) = if a <= b { (a, b) } else { (b, a) };
@@ -191,7 +204,12 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                         Some(k) => {
                             assert!(c.valid(), "{}: cursor should be at {:?}", ctx(), k);
                             assert_eq!(c.key(), k.as_slice(), "{}: cursor key", ctx());
-                            assert_eq!(Some(&c.value().to_vec()), model.get(*k), "{}: cursor value", ctx());
+                            assert_eq!(
+                                Some(&c.value().to_vec()),
+                                model.get(*k),
+                                "{}: cursor value",
+                                ctx()
+                            );
                         }
                         None => {
                             assert!(!c.valid(), "{}: cursor should be exhausted", ctx());
@@ -215,7 +233,8 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                 // Reopen: snapshots die with the handle.
                 snapshots.clear();
                 let old = db.take().expect("db");
-                old.close().unwrap_or_else(|e| panic!("{}: close: {e}", ctx()));
+                old.close()
+                    .unwrap_or_else(|e| panic!("{}: close: {e}", ctx()));
                 db = Some(
                     Db::open(dir, small_options(preset, &env))
                         .unwrap_or_else(|e| panic!("{}: reopen: {e}", ctx())),
@@ -236,7 +255,10 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
         st.levels.iter().skip(1).any(|l| l.files > 0),
         "preset {preset} seed {seed}: the run should push data below level 0"
     );
-    assert_eq!(scan(&d, IterOptions::default(), false), expected_range(&model, None, None, None));
+    assert_eq!(
+        scan(&d, IterOptions::default(), false),
+        expected_range(&model, None, None, None)
+    );
     snapshots.clear();
     d.close().expect("close");
     let d = Db::open(dir, small_options(preset, &env)).expect("final reopen");

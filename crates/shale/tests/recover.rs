@@ -198,7 +198,10 @@ fn second_open_is_locked() {
     // Also with the in-memory file system.
     let env = Env::memory();
     let a = Db::open("/x", opts(&env)).unwrap();
-    assert!(matches!(Db::open("/x", opts(&env)), Err(Error::Locked { .. })));
+    assert!(matches!(
+        Db::open("/x", opts(&env)),
+        Err(Error::Locked { .. })
+    ));
     drop(a);
     assert!(Db::open("/x", opts(&env)).is_ok());
 }
@@ -216,8 +219,14 @@ fn bad_input_gets_clear_errors() {
     assert_eq!(db.stats().user_ops_written, 0);
     let mut o = opts(&env);
     o.level0_slowdown_trigger = 1;
-    assert!(matches!(Db::open("/other", o), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Db::open("/other", o),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut o = opts(&env);
     o.create_if_missing = false;
-    assert!(matches!(Db::open("/nothing", o), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Db::open("/nothing", o),
+        Err(Error::InvalidArgument(_))
+    ));
 }

@@ -94,9 +94,8 @@ pub fn merge_into_tables(
                 return Err(Error::Closed);
             }
             let ikey = input.key();
-            let parsed = parse_internal_key(ikey).map_err(|d| {
-                Error::corruption(ctx.dir, 0, format!("compaction input: {d}"))
-            })?;
+            let parsed = parse_internal_key(ikey)
+                .map_err(|d| Error::corruption(ctx.dir, 0, format!("compaction input: {d}")))?;
             stats.entries_in += 1;
             let new_key = !has_current || parsed.user_key != current_key.as_slice();
             if new_key {
@@ -165,7 +164,10 @@ pub fn merge_into_tables(
         // Best effort: the files are not referenced by any version, and the next sweep of
         // obsolete files would remove them anyway.
         for f in &outputs {
-            let _ = ctx.env.fs().remove_file(&ctx.dir.join(table_file_name(f.number)));
+            let _ = ctx
+                .env
+                .fs()
+                .remove_file(&ctx.dir.join(table_file_name(f.number)));
         }
         return Err(e);
     }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::open::{FileKind, parse_file_name};
 use super::{DbInner, SuperVersion};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::WriteCause;
@@ -15,7 +16,6 @@ use crate::layout::{Plan, PlanKind};
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 use crate::version::FileMeta;
-use super::open::{FileKind, parse_file_name};
 
 /// Write a memtable to a new table file, synced (a memtable is bounded in size, so one file
 /// holds it). Returns nothing for an empty memtable.
@@ -202,7 +202,9 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Run one plan: execute it and commit its edit.
 fn run_plan(inner: &DbInner, plan: &Plan) -> Result<()> {
-    let edit = match with_context(inner, WriteCause::Compaction, |ctx| inner.layout.compact(plan, ctx)) {
+    let edit = match with_context(inner, WriteCause::Compaction, |ctx| {
+        inner.layout.compact(plan, ctx)
+    }) {
         Ok(e) => e,
         Err(e) => {
             if !matches!(e, Error::Closed) {

@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
-use crate::compaction::CompactionContext;
 use super::{BgState, Counters, DbInner, SuperVersion, WalState};
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
+use crate::compaction::CompactionContext;
 use crate::env::{ReadCause, WriteCause};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -25,9 +25,9 @@ use crate::memory::{MemTable, new_memtable};
 use crate::options::Options;
 use crate::values::new_value_store;
 use crate::version::set::VersionSet;
-use crate::wal::WriteBatch;
 use crate::wal::LogReader;
 use crate::wal::LogWriter;
+use crate::wal::WriteBatch;
 
 /// The kinds of file a store directory holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,8 +109,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         }
     }
 
-    let block_cache =
-        (options.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let block_cache = (options.block_cache_bytes > 0)
+        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
     let tables = Arc::new(TableCache::new(
         env.clone(),
         dir.to_path_buf(),
@@ -260,7 +260,10 @@ mod tests {
     fn file_names() {
         assert_eq!(parse_file_name("000012.sst"), Some(FileKind::Table(12)));
         assert_eq!(parse_file_name("000007.log"), Some(FileKind::Log(7)));
-        assert_eq!(parse_file_name("MANIFEST-000003"), Some(FileKind::Manifest(3)));
+        assert_eq!(
+            parse_file_name("MANIFEST-000003"),
+            Some(FileKind::Manifest(3))
+        );
         assert_eq!(parse_file_name("CURRENT.tmp"), Some(FileKind::Temp));
         assert_eq!(parse_file_name("CURRENT"), None);
         assert_eq!(parse_file_name("LOCK"), None);

@@ -74,7 +74,10 @@ fn merged(inner: &DbInner, sv: &Arc<SuperVersion>) -> Result<MergingIterator> {
     Ok(MergingIterator::new(children))
 }
 
-fn prepare(inner: &DbInner, options: IterOptions) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned) {
+fn prepare(
+    inner: &DbInner,
+    options: IterOptions,
+) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned) {
     let seq = match &options.snapshot {
         Some(s) => s.sequence(),
         None => inner.last_seq.load(Ordering::Acquire),
@@ -195,6 +198,10 @@ impl Cursor {
         self.settle(r)
     }
     /// Move forward. Requires `valid()`.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor moves in place and reports errors; DbIterator is the Iterator"
+    )]
     pub fn next(&mut self) -> Result<()> {
         let r = self.it.next();
         self.settle(r)

@@ -29,7 +29,10 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     Stats {
         user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
         user_ops_written: c.user_ops.load(Ordering::Relaxed),
-        written: WriteCause::ALL.iter().map(|&w| (w, io.written(w))).collect(),
+        written: WriteCause::ALL
+            .iter()
+            .map(|&w| (w, io.written(w)))
+            .collect(),
         read: ReadCause::ALL.iter().map(|&r| (r, io.read(r))).collect(),
         levels,
         flushes: c.flushes.load(Ordering::Relaxed),

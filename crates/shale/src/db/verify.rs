@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::manifest;
 use crate::options::Options;
 use crate::table::sst::Table;
-use crate::wal::WriteBatch;
 use crate::wal::LogReader;
+use crate::wal::WriteBatch;
 
 /// What [`verify`] checked.
 #[derive(Clone, Debug, Default)]

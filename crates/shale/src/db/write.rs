@@ -16,8 +16,8 @@ use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::memory::new_memtable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::wal::WriteBatch;
 use crate::wal::LogWriter;
+use crate::wal::WriteBatch;
 
 /// A group is cut at this many bytes of log payload (a small batch is not held back behind
 /// a huge group).

@@ -247,9 +247,8 @@ impl Env {
     /// Read a whole (small) file, counted under `cause`.
     pub fn read_all(&self, path: &Path, cause: ReadCause) -> Result<Vec<u8>> {
         let f = self.open(path)?;
-        let len = usize::try_from(f.len()).map_err(|_| {
-            crate::Error::corruption(path, 0, "file too large to read into memory")
-        })?;
+        let len = usize::try_from(f.len())
+            .map_err(|_| crate::Error::corruption(path, 0, "file too large to read into memory"))?;
         let mut buf = vec![0u8; len];
         f.read_exact_at(&mut buf, 0, cause)?;
         Ok(buf)
@@ -312,7 +311,9 @@ pub struct ReadFile {
 
 impl fmt::Debug for ReadFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadFile").field("path", &self.path).finish()
+        f.debug_struct("ReadFile")
+            .field("path", &self.path)
+            .finish()
     }
 }
 

@@ -98,7 +98,11 @@ impl InternalIterator for VecIter {
         self.pos.is_some()
     }
     fn seek_to_first(&mut self) -> crate::Result<()> {
-        self.pos = if self.entries.is_empty() { None } else { Some(0) };
+        self.pos = if self.entries.is_empty() {
+            None
+        } else {
+            Some(0)
+        };
         Ok(())
     }
     fn seek_to_last(&mut self) -> crate::Result<()> {

@@ -62,7 +62,12 @@ impl VersionSet {
     /// CURRENT at it (so MANIFESTs never grow across restarts).
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
-    pub fn recover(env: &Env, dir: &Path, num_levels: usize, format_tag: &str) -> Result<Recovered> {
+    pub fn recover(
+        env: &Env,
+        dir: &Path,
+        num_levels: usize,
+        format_tag: &str,
+    ) -> Result<Recovered> {
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
         let edits = manifest::read_manifest(env, dir, number)?;
@@ -101,7 +106,10 @@ impl VersionSet {
         }
         // Every file the MANIFEST mentions must be below next_file, or numbers would repeat.
         let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
-        let next_file = next_file.max(max_file + 1).max(log_number + 1).max(number + 1);
+        let next_file = next_file
+            .max(max_file + 1)
+            .max(log_number + 1)
+            .max(number + 1);
         let next = Arc::new(AtomicU64::new(next_file));
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(version);
@@ -135,20 +143,17 @@ impl VersionSet {
     }
 
     /// Create the version set of a new, empty store in `dir`.
-    pub fn create(env: &Env, dir: &Path, num_levels: usize, format_tag: &str) -> Result<VersionSet> {
+    pub fn create(
+        env: &Env,
+        dir: &Path,
+        num_levels: usize,
+        format_tag: &str,
+    ) -> Result<VersionSet> {
         let next = Arc::new(AtomicU64::new(1));
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::new(num_levels));
-        let manifest = Self::write_new_manifest(
-            env,
-            dir,
-            manifest_number,
-            &current,
-            0,
-            &next,
-            0,
-            format_tag,
-        )?;
+        let manifest =
+            Self::write_new_manifest(env, dir, manifest_number, &current, 0, &next, 0, format_tag)?;
         Ok(VersionSet {
             env: env.clone(),
             dir: dir.to_path_buf(),
@@ -224,7 +229,11 @@ impl VersionSet {
     ///
     /// On error nothing is installed; the caller must treat the store as read-only, since the
     /// MANIFEST may hold a partial record.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit, last_sequence: SeqNo) -> Result<Arc<Version>> {
+    pub fn log_and_apply(
+        &mut self,
+        mut edit: VersionEdit,
+        last_sequence: SeqNo,
+    ) -> Result<Arc<Version>> {
         let manifest_path = self
             .dir
             .join(manifest::manifest_file_name(self.manifest_number));

@@ -84,25 +84,3 @@ pub(crate) fn parse(desc: &str) -> Result<Version, String> {
     }
     Version::new(DEFAULT_LEVELS).apply(&edit)
 }
-
-/// Print a version in the same format (sizes in bytes, seqs explicit).
-pub(crate) fn print(v: &Version) -> String {
-    let mut out = String::new();
-    for level in 0..v.num_levels() {
-        let files = v.level(level);
-        if files.is_empty() {
-            continue;
-        }
-        out.push_str(&format!("L{level}:"));
-        for f in files {
-            out.push_str(&format!(
-                " {}:{}-{}",
-                f.number,
-                String::from_utf8_lossy(f.smallest_user_key()),
-                String::from_utf8_lossy(f.largest_user_key())
-            ));
-        }
-        out.push('\n');
-    }
-    out
-}

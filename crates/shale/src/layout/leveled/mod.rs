@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use super::{Layout, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
-use crate::error::Result;
 use crate::env::ReadCause;
+use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::iter::concat::ConcatIterator;
+use crate::iter::concat::{ConcatIterator, FileOpener};
 use crate::iter::merging::MergingIterator;
 use crate::key::compare_internal;
 use crate::manifest::VersionEdit;
@@ -52,7 +52,7 @@ fn find_file<'a>(files: &'a [Arc<FileMeta>], seek_key: &[u8]) -> Option<&'a Arc<
 /// An opener for a level iterator: tables come from the cache, reads count under `cause`.
 fn opener(
     ctx: &ReadContext<'_>,
-) -> Arc<dyn Fn(&FileMeta) -> Result<Box<dyn InternalIterator>> + Send + Sync> {
+) -> FileOpener {
     let tables = Arc::clone(ctx.tables);
     let cause = ctx.cause;
     Arc::new(move |f: &FileMeta| {
@@ -140,7 +140,8 @@ impl Layout for Leveled {
         }
         if plan.kind == PlanKind::Move {
             for (_, f) in plan.input_files() {
-                edit.new_files.push((plan.output_level as u32, (**f).clone()));
+                edit.new_files
+                    .push((plan.output_level as u32, (**f).clone()));
             }
             return Ok(edit);
         }

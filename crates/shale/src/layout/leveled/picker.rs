@@ -73,7 +73,11 @@ pub fn pick(v: &Version, cfg: &PickerConfig) -> Option<Plan> {
     let files = v.level(level);
     let chosen = files.iter().min_by_key(|f| {
         let overlap: u64 = v
-            .overlapping(level + 1, Some(f.smallest_user_key()), Some(f.largest_user_key()))
+            .overlapping(
+                level + 1,
+                Some(f.smallest_user_key()),
+                Some(f.largest_user_key()),
+            )
             .iter()
             .map(|g| g.size)
             .sum();
@@ -98,7 +102,11 @@ fn plan_level0(v: &Version, reason: String) -> Plan {
 
 /// Compact one file of `level >= 1` into the next level; a move when nothing overlaps.
 fn plan_file(v: &Version, level: usize, f: Arc<FileMeta>, reason: String) -> Plan {
-    let below = v.overlapping(level + 1, Some(f.smallest_user_key()), Some(f.largest_user_key()));
+    let below = v.overlapping(
+        level + 1,
+        Some(f.smallest_user_key()),
+        Some(f.largest_user_key()),
+    );
     let kind = if below.is_empty() {
         PlanKind::Move
     } else {

@@ -511,7 +511,9 @@ fn bench_keys(name: &str, keys: &[Vec<u8>]) {
 #[test]
 #[ignore]
 fn bench_random_inserts_and_gets() {
-    let n_env = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok());
+    let n_env = std::env::var("SKIPLIST_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let n: usize = n_env.unwrap_or(1_000_000);
     let mut rng = Rng(1);
     let binary: Vec<Vec<u8>> = (0..n)
@@ -534,8 +536,15 @@ fn thread_cpu_ns() -> u64 {
 #[test]
 #[ignore]
 fn exp_ab() {
-    let n: usize = std::env::var("SKIPLIST_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let variants: Vec<usize> = std::env::var("EXP").unwrap().split(',').map(|v| v.parse().unwrap()).collect();
+    let n: usize = std::env::var("SKIPLIST_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let variants: Vec<usize> = std::env::var("EXP")
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
     let mut rng = Rng(1);
     let binary: Vec<Vec<u8>> = (0..n)
         .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
@@ -557,7 +566,9 @@ fn exp_ab() {
                 let t1 = t0.elapsed().as_nanos() as u64;
                 let mut found = 0;
                 for k in keys.iter() {
-                    if mem.get_ref(k, MAX_SEQNO).is_some() { found += 1; }
+                    if mem.get_ref(k, MAX_SEQNO).is_some() {
+                        found += 1;
+                    }
                 }
                 let t2 = t0.elapsed().as_nanos() as u64;
                 assert_eq!(found, n);
@@ -567,6 +578,9 @@ fn exp_ab() {
         }
     }
     for (vi, v) in variants.iter().enumerate() {
-        println!("variant {v}: binary ins {} get {} | dbbench ins {} get {}", best[vi][0], best[vi][1], best[vi][2], best[vi][3]);
+        println!(
+            "variant {v}: binary ins {} get {} | dbbench ins {} get {}",
+            best[vi][0], best[vi][1], best[vi][2], best[vi][3]
+        );
     }
 }
