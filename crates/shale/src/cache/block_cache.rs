@@ -44,7 +44,7 @@ struct Node {
 
 /// One shard: an LRU list over a slab. `head` is the most recently used node.
 struct Shard {
-    map: HashMap<Key, usize>,
+    map: HashMap<Key, usize, super::IntHashBuilder>,
     nodes: Vec<Node>,
     free: Vec<usize>,
     head: usize,
@@ -56,7 +56,7 @@ struct Shard {
 impl Shard {
     fn new(capacity: usize) -> Shard {
         Shard {
-            map: HashMap::new(),
+            map: HashMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,

@@ -32,7 +32,7 @@ pub struct TableCache {
     capacity: usize,
     block_cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
-    tables: RwLock<HashMap<u64, Entry>>,
+    tables: RwLock<HashMap<u64, Entry, super::IntHashBuilder>>,
     clock: AtomicU64,
 }
 
@@ -62,7 +62,7 @@ impl TableCache {
             capacity: max_open_files.max(1),
             block_cache,
             verify_checksums,
-            tables: RwLock::new(HashMap::new()),
+            tables: RwLock::new(HashMap::default()),
             clock: AtomicU64::new(0),
         }
     }
