@@ -280,11 +280,7 @@ impl Db {
 
     /// A point-in-time view for consistent reads; released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        // Register under the write queue's lock so no write can publish between reading the
-        // sequence number and registering it.
-        let _q = self.inner.queue.lock();
-        let seq = self.inner.last_seq.load(Ordering::Acquire);
-        self.inner.snapshots.acquire(seq);
+        let seq = self.inner.snapshots.acquire_current(&self.inner.last_seq);
         Snapshot {
             inner: Arc::new(api::SnapshotInner {
                 seq,

@@ -78,6 +78,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     }
     let lock = fs.lock(&dir.join("LOCK"))?;
     let layout = new_layout(&options);
+    let min_next_file = fs
+        .list_dir(dir)?
+        .iter()
+        .filter_map(|n| match parse_file_name(n)? {
+            FileKind::Table(n) | FileKind::Log(n) | FileKind::Manifest(n) => Some(n + 1),
+            FileKind::Temp => None,
+        })
+        .max()
+        .unwrap_or(1);
     let has_current = fs.exists(&dir.join("CURRENT"))?;
     let (mut versions, log_number, mut last_seq) = if has_current {
         if options.error_if_exists {
@@ -86,7 +95,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(&env, dir, options.num_levels, layout.name())?;
+        let r = VersionSet::recover(&env, dir, options.num_levels, layout.name(), min_next_file)?;
         (r.set, r.log_number, r.last_sequence)
     } else {
         if !options.create_if_missing {
@@ -96,7 +105,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             )));
         }
         (
-            VersionSet::create(&env, dir, options.num_levels, layout.name())?,
+            VersionSet::create(
+                &env,
+                dir,
+                options.num_levels,
+                layout.name(),
+                min_next_file,
+            )?,
             0,
             0,
         )

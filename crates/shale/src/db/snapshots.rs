@@ -1,6 +1,7 @@
 //! The registry of live snapshots: compaction keeps every version a snapshot can still see.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -13,7 +14,22 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub(crate) fn acquire(&self, seq: SeqNo) {
+    /// Register a snapshot at the current value of `last_seq`, read under this list's lock.
+    ///
+    /// Why under the lock: compaction reads the list (also under the lock) after fixing its
+    /// inputs, and every input entry is at or below `last_seq` at that moment. Either the
+    /// compaction reads the list first, and then every input is at or below our sequence
+    /// number and the newest of each key (all we could need) is kept anyway; or it reads the
+    /// list after us and sees our snapshot.
+    pub(crate) fn acquire_current(&self, last_seq: &AtomicU64) -> SeqNo {
+        let mut live = self.live.lock();
+        let seq = last_seq.load(Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        seq
+    }
+
+    #[cfg(test)]
+    fn acquire(&self, seq: SeqNo) {
         *self.live.lock().entry(seq).or_insert(0) += 1;
     }
 

@@ -62,11 +62,15 @@ impl VersionSet {
     /// CURRENT at it (so MANIFESTs never grow across restarts).
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
+    /// `min_next_file` is one more than the largest file number found in the directory:
+    /// logs created after the last edit are not in the MANIFEST, and their numbers must not
+    /// be handed out again (a new log would truncate an old one before it is retired).
     pub fn recover(
         env: &Env,
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
+        min_next_file: u64,
     ) -> Result<Recovered> {
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
@@ -107,6 +111,7 @@ impl VersionSet {
         // Every file the MANIFEST mentions must be below next_file, or numbers would repeat.
         let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
         let next_file = next_file
+            .max(min_next_file)
             .max(max_file + 1)
             .max(log_number + 1)
             .max(number + 1);
@@ -148,8 +153,9 @@ impl VersionSet {
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
+        min_next_file: u64,
     ) -> Result<VersionSet> {
-        let next = Arc::new(AtomicU64::new(1));
+        let next = Arc::new(AtomicU64::new(min_next_file.max(1)));
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::new(num_levels));
         let manifest =
