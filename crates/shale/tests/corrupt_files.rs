@@ -13,11 +13,7 @@
 //! Never a wrong value, never a panic (a panic hook catches those of background threads
 //! too). Run with `SHALE_FLIP_STRIDE=1` to flip every byte of every file (slow).
 
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test setup failures fail the test"
-)]
+#![expect(clippy::unwrap_used, reason = "test setup failures fail the test")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
@@ -447,10 +443,15 @@ fn flip_everything(compression: Compression, wal_stride: usize, table_stride: us
     );
     assert_eq!(
         kinds_seen,
-        ["CURRENT", "MANIFEST", "WAL", "table"].into_iter().collect()
+        ["CURRENT", "MANIFEST", "WAL", "table"]
+            .into_iter()
+            .collect()
     );
     let t = &tallies["table"];
-    assert_eq!(t.verify_detected, t.flips, "verify must find every flip in a table");
+    assert_eq!(
+        t.verify_detected, t.flips,
+        "verify must find every flip in a table"
+    );
 }
 
 #[test]
