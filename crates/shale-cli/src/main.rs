@@ -11,6 +11,7 @@ mod escape;
 mod json;
 #[cfg(feature = "peers")]
 mod peers;
+mod stress;
 mod ycsb;
 
 use std::fmt;
@@ -106,6 +107,8 @@ enum Command {
     Bench(Box<bench::BenchArgs>),
     /// YCSB core workloads A-F.
     Ycsb(Box<ycsb::YcsbArgs>),
+    /// Mixed concurrent workload with an expected-state file, verifiable after a kill -9.
+    Stress(Box<stress::StressArgs>),
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -121,6 +124,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Compact(a) => cmd_kv::compact(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Ycsb(a) => ycsb::run(&a),
+        Command::Stress(a) => stress::run(&a),
     }
 }
 

@@ -11,6 +11,8 @@ pub mod db;
 pub mod env;
 pub mod error;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod key;
 pub mod layout;

@@ -13,11 +13,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::env::{Env, ReadCause, WriteCause, WriteFile};
-use crate::error::{CorruptionContext, Result};
+use crate::error::{CorruptionContext, Error, Result};
 use crate::wal::{LogReader, LogWriter};
 
 mod current;
 mod edit;
+mod tail;
 #[cfg(test)]
 mod test_fs;
 
@@ -92,7 +93,8 @@ impl ManifestWriter {
 /// Every edit of `dir/MANIFEST-{number:06}`, in order.
 ///
 /// A torn tail (a crash during the last append) is dropped, as in the WAL: the edit that
-/// was being written had not committed.
+/// was being written had not committed. A dropped tail that does not look torn (a whole
+/// record with a bad checksum, see `tail.rs`) is corruption: that edit may have committed.
 ///
 /// # Errors
 /// [`crate::Error::Corruption`] naming the file and offset for damage in the middle of the
@@ -101,7 +103,7 @@ impl ManifestWriter {
 pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEdit>> {
     let path = dir.join(manifest_file_name(number));
     let file = env.open(&path)?;
-    let mut reader = LogReader::new(file, ReadCause::Recovery);
+    let mut reader = LogReader::new(file.clone(), ReadCause::Recovery);
     let mut edits = Vec::new();
     let mut record = Vec::new();
     while reader.next_record(&mut record)? {
@@ -109,6 +111,23 @@ pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEd
             .map_err(|m| format!("MANIFEST record does not decode as a version edit: {m}"))
             .at(&path, reader.last_record_offset())?;
         edits.push(edit);
+    }
+    let dropped = reader.dropped_tail_bytes();
+    if dropped > 0 {
+        let start = reader.valid_end_offset();
+        let len = usize::try_from(dropped)
+            .map_err(|_| Error::corruption(&path, start, "MANIFEST tail too large"))?;
+        let tail = file.read_at(start, len, ReadCause::Recovery)?;
+        if !tail::looks_torn(&tail, start) {
+            return Err(Error::corruption(
+                &path,
+                start,
+                format!(
+                    "the last {dropped} bytes hold a damaged record, not an interrupted append: \
+                     its edit may have committed, so it cannot be dropped"
+                ),
+            ));
+        }
     }
     Ok(edits)
 }
@@ -195,6 +214,25 @@ mod tests {
             let edits = read_manifest(&env, Path::new("/db"), 3).unwrap();
             assert_eq!(edits.len(), 39, "cut {cut}");
         }
+    }
+
+    #[test]
+    fn flip_in_the_last_record_is_corruption_not_a_torn_tail() {
+        let (fs, env) = TestFs::env();
+        let spans = write(&env, 40);
+        let path = Path::new("/db/MANIFEST-000003");
+        let last = spans[39];
+        fs.modify(path, |b| b[last.1 as usize - 3] ^= 0x04);
+        match read_manifest(&env, Path::new("/db"), 3).unwrap_err() {
+            Error::Corruption { file, offset, .. } => {
+                assert_eq!(file, path);
+                assert!(offset >= last.0 && offset < last.1, "{offset} in {last:?}");
+            }
+            e => panic!("{e}"),
+        }
+        // Zeros from the record on (a lost page or preallocated space) are still a torn tail.
+        fs.modify(path, |b| b[last.0 as usize..].fill(0));
+        assert_eq!(read_manifest(&env, Path::new("/db"), 3).unwrap().len(), 39);
     }
 
     #[test]

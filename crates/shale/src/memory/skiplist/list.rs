@@ -198,8 +198,10 @@ pub(crate) struct SkipList {
 impl SkipList {
     pub(crate) fn new() -> Self {
         let words = Words::new();
-        let mut bytes = words.ensure_chunk(0, || AtomicU64::new(0));
-        bytes += std::mem::size_of::<Self>();
+        words.ensure_chunk(0, || AtomicU64::new(0));
+        // Charged by what entries use, not by chunk capacity: the first chunk alone is
+        // 64 KiB, and a write buffer smaller than that would otherwise be "full" while empty.
+        let bytes = std::mem::size_of::<Self>() + (HEAD as usize + 3) * 8;
         SkipList {
             words,
             entries: Entries::new(),
@@ -394,7 +396,8 @@ impl SkipList {
 
         let entry_no = index_u32(w.next_entry);
         let (echunk, _) = Entries::locate(entry_no);
-        charged += self.entries.ensure_chunk(echunk, OnceLock::new);
+        self.entries.ensure_chunk(echunk, OnceLock::new);
+        charged += std::mem::size_of::<OnceLock<Box<[u8]>>>();
         w.next_entry += 1;
         if let Some(slot) = self.entries.slot(entry_no) {
             // A fresh slot: set cannot fail; if it somehow did, the entry would read empty.
@@ -409,7 +412,8 @@ impl SkipList {
             chunk += 1;
             start = Words::chunk_start(chunk);
         }
-        charged += self.words.ensure_chunk(chunk, || AtomicU64::new(0));
+        self.words.ensure_chunk(chunk, || AtomicU64::new(0));
+        charged += need as usize * 8;
         index_u32(start + need - 1);
         w.next_word = start + need;
         let id = index_u32(start + height as u64);

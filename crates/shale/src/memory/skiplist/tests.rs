@@ -153,6 +153,12 @@ fn empty_table() {
     assert!(mem.is_empty());
     assert_eq!(mem.len(), 0);
     assert!(mem.approximate_bytes() > 0);
+    // The smallest write buffer the options accept (4 KiB) must hold entries.
+    assert!(
+        mem.approximate_bytes() < 4096,
+        "{}",
+        mem.approximate_bytes()
+    );
     assert_eq!(mem.get(b"k", MAX_SEQNO), None);
     assert_eq!(mem.get(b"", 0), None);
     let mut it = Arc::clone(&mem).iter();
