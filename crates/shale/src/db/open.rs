@@ -105,13 +105,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             )));
         }
         (
-            VersionSet::create(
-                &env,
-                dir,
-                options.num_levels,
-                layout.name(),
-                min_next_file,
-            )?,
+            VersionSet::create(&env, dir, options.num_levels, layout.name(), min_next_file)?,
             0,
             0,
         )

@@ -50,9 +50,7 @@ fn find_file<'a>(files: &'a [Arc<FileMeta>], seek_key: &[u8]) -> Option<&'a Arc<
 }
 
 /// An opener for a level iterator: tables come from the cache, reads count under `cause`.
-fn opener(
-    ctx: &ReadContext<'_>,
-) -> FileOpener {
+fn opener(ctx: &ReadContext<'_>) -> FileOpener {
     let tables = Arc::clone(ctx.tables);
     let cause = ctx.cause;
     Arc::new(move |f: &FileMeta| {
