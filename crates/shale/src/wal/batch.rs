@@ -93,6 +93,9 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
+        // One reservation per entry instead of several doublings of a small vector.
+        let need = 1 + 10 + key.len() + value.map_or(0, |v| 10 + v.len());
+        self.rep.reserve(need);
         self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, key);
         if let Some(v) = value {
