@@ -105,6 +105,11 @@ pub trait Engine: Send + Sync {
     fn counters(&self) -> Option<Counters> {
         None
     }
+    /// Lines describing how the engine is configured, for the settings block of a run
+    /// (Shale's settings are the flags themselves, so it adds none).
+    fn describe(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Close the store, reporting errors a drop would hide.
     fn close(self: Box<Self>) -> EngineResult<()>;
 }

@@ -1,9 +1,16 @@
 //! Peer engines (RocksDB, fjall) behind the [`Engine`](crate::engine::Engine) trait.
 //!
-//! Built only with the `peers` feature. The peer crates are not dependencies yet: each
-//! engine is added here as a type implementing `Engine`, and `open` dispatches to it.
+//! Built only with the `peers` feature. Each peer is configured from Shale's own defaults
+//! (`Options::default()`, the `leveldb` design) plus the flags in [`EngineConfig`], so a
+//! comparison differs in the engine and not in the tuning; where a peer has no equivalent
+//! setting, its [`describe`](crate::engine::Engine::describe) lines say so.
+
+mod fjall_db;
+mod rocks;
 
 use std::path::Path;
+
+use shale::Options;
 
 use crate::CliError;
 use crate::engine::{Engine, EngineConfig, EngineKind, EngineResult};
@@ -11,14 +18,157 @@ use crate::engine::{Engine, EngineConfig, EngineKind, EngineResult};
 /// Open the peer engine `kind` on `path`.
 ///
 /// # Errors
-/// Until the peer crates are wired in, every peer reports that it is missing.
-pub fn open(
-    kind: EngineKind,
-    _path: &Path,
-    _config: &EngineConfig,
-) -> EngineResult<Box<dyn Engine>> {
-    Err(CliError::msg(format!(
-        "engine {} is declared but its crate is not wired in yet (crates/shale-cli/src/peers.rs)",
-        kind.name()
-    )))
+/// The peer's open error; `EngineKind::Shale` is not a peer.
+pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    let tuning = Tuning::new(config);
+    match kind {
+        EngineKind::Rocksdb => Ok(Box::new(rocks::RocksEngine::open(path, &tuning)?)),
+        EngineKind::Fjall => Ok(Box::new(fjall_db::FjallEngine::open(path, &tuning)?)),
+        EngineKind::Shale => Err(CliError::msg("shale is not a peer engine")),
+    }
+}
+
+/// The settings a peer is given: the flags, and Shale's defaults for everything the flags
+/// do not cover.
+#[derive(Debug, Clone)]
+pub(crate) struct Tuning {
+    /// The benchmark flags.
+    pub config: EngineConfig,
+    /// Shale's defaults, the source of every structural setting (levels, triggers, sizes).
+    pub shale: Options,
+}
+
+impl Tuning {
+    fn new(config: &EngineConfig) -> Tuning {
+        Tuning {
+            config: config.clone(),
+            shale: Options::default(),
+        }
+    }
+}
+
+/// `n` bytes as MiB for the settings lines.
+pub(crate) fn mib(n: u64) -> String {
+    if n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{:.2} MiB", n as f64 / 1048576.0)
+    }
+}
+
+/// Wrap a peer's error with what was being done.
+pub(crate) fn peer_err(engine: &str, what: &str, e: impl std::fmt::Display) -> CliError {
+    CliError::msg(format!("{engine}: {what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Op, open as open_engine};
+    use shale::Compression;
+
+    fn config(compression: Compression) -> EngineConfig {
+        EngineConfig {
+            design: "leveldb".into(),
+            write_buffer_size: 1 << 20,
+            cache_size: 4 << 20,
+            compression,
+            bloom_bits: 10,
+        }
+    }
+
+    fn key(i: u32) -> Vec<u8> {
+        format!("key{i:06}").into_bytes()
+    }
+
+    /// Every method, on a store large enough to flush several tables.
+    fn exercise(kind: EngineKind, compression: Compression) {
+        let dir = std::env::temp_dir().join(format!(
+            "shale-peers-test-{}-{}-{compression:?}",
+            kind.name(),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let value = vec![b'v'; 100];
+        {
+            let e = open_engine(kind, &dir, &config(compression)).unwrap();
+            assert!(!e.describe().is_empty());
+            for chunk in (0..20_000u32).collect::<Vec<_>>().chunks(100) {
+                let keys: Vec<Vec<u8>> = chunk.iter().map(|&i| key(i)).collect();
+                let ops: Vec<Op<'_>> = keys.iter().map(|k| Op::Put(k, &value)).collect();
+                e.write(&ops, false).unwrap();
+            }
+            e.put(&key(5), b"five", true).unwrap();
+            e.delete(&key(6), false).unwrap();
+            e.flush().unwrap();
+            assert_eq!(e.get(&key(5)).unwrap().as_deref(), Some(&b"five"[..]));
+            assert_eq!(e.get(&key(6)).unwrap(), None);
+            assert_eq!(e.get(&key(7)).unwrap(), Some(value.clone()));
+            assert_eq!(e.get(b"nope").unwrap(), None);
+
+            let mut seen = Vec::new();
+            let n = e
+                .seek(&key(5), 2, &mut |k, _| seen.push(k.to_vec()))
+                .unwrap();
+            assert_eq!(n, 3);
+            assert_eq!(seen, vec![key(5), key(7), key(8)]);
+            assert_eq!(e.seek(b"zzz", 10, &mut |_, _| {}).unwrap(), 0);
+
+            e.compact().unwrap();
+            let mut last = None;
+            let n = e
+                .scan_all(true, 3, &mut |k, _| last = Some(k.to_vec()))
+                .unwrap();
+            assert_eq!(n, 3);
+            assert_eq!(last, Some(key(19_997)));
+            let mut count = 0;
+            let mut prev: Option<Vec<u8>> = None;
+            e.scan_all(false, u64::MAX, &mut |k, _| {
+                assert!(prev.as_deref().is_none_or(|p| p < k));
+                prev = Some(k.to_vec());
+                count += 1;
+            })
+            .unwrap();
+            assert_eq!(count, 19_999);
+            e.sync_to_os().unwrap();
+            assert!(!e.stats_text().is_empty());
+            e.close().unwrap();
+        }
+        // Reopen: the data survived.
+        let e = open_engine(kind, &dir, &config(compression)).unwrap();
+        assert_eq!(e.get(&key(5)).unwrap().as_deref(), Some(&b"five"[..]));
+        assert_eq!(e.get(&key(19_999)).unwrap(), Some(value));
+        e.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rocksdb_round_trip() {
+        exercise(EngineKind::Rocksdb, Compression::None);
+        exercise(EngineKind::Rocksdb, Compression::Lz4);
+    }
+
+    #[test]
+    fn fjall_round_trip() {
+        exercise(EngineKind::Fjall, Compression::None);
+        exercise(EngineKind::Fjall, Compression::Lz4);
+    }
+
+    #[test]
+    fn rocksdb_counts_wal_and_flush_bytes() {
+        let dir = std::env::temp_dir().join(format!("shale-peers-ctr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = open_engine(EngineKind::Rocksdb, &dir, &config(Compression::None)).unwrap();
+        let before = e.counters().unwrap();
+        for i in 0..1000 {
+            e.put(&key(i), &[b'x'; 100], false).unwrap();
+        }
+        e.flush().unwrap();
+        let d = e.counters().unwrap().since(&before);
+        let get = |name: &str| d.written.iter().find(|c| c.0 == name).map(|c| c.1);
+        assert!(get("wal").unwrap() >= 100_000, "{d:?}");
+        assert!(get("flush").unwrap() >= 100_000, "{d:?}");
+        e.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -135,9 +135,13 @@ pub fn wipe_store_dir(dir: &Path) -> CliResult<()> {
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
+    let has = |name: &str| names.iter().any(|n| n == name);
+    // LevelDB-style stores (Shale, RocksDB) have CURRENT/LOCK/MANIFEST; fjall has neither
+    // but its `version` file and `keyspaces` directory.
     let is_store = names
         .iter()
-        .any(|n| n == "CURRENT" || n == "LOCK" || n.starts_with("MANIFEST"));
+        .any(|n| n == "CURRENT" || n == "LOCK" || n.starts_with("MANIFEST"))
+        || (has("version") && has("keyspaces"));
     if !names.is_empty() && !is_store {
         return Err(CliError::msg(format!(
             "refusing to wipe {}: it is not empty and holds no store (no CURRENT, LOCK or MANIFEST); \
@@ -173,7 +177,7 @@ pub fn with_progress<T>(name: &str, counter: &AtomicU64, f: impl FnOnce() -> T) 
     })
 }
 
-fn settings_block(a: &BenchArgs, reads: u64, dir: &Path) -> String {
+fn settings_block(a: &BenchArgs, reads: u64, dir: &Path, engine_lines: &[String]) -> String {
     let mbf = |n: f64| n / 1048576.0;
     let entry = (a.key_size + a.value_size) as f64;
     let compressed = (a.key_size as f64) + a.value_size as f64 * 0.5;
@@ -215,6 +219,10 @@ fn settings_block(a: &BenchArgs, reads: u64, dir: &Path) -> String {
     s.push_str(&format!("Threads:    {}\n", a.threads));
     s.push_str(&format!("Sync:       {}\n", a.sync));
     s.push_str(&format!("DB path:    [{}]\n", dir.display()));
+    for l in engine_lines {
+        s.push_str(l);
+        s.push('\n');
+    }
     s.push_str(&"-".repeat(48));
     s.push('\n');
     s
@@ -284,9 +292,9 @@ pub fn run(a: &BenchArgs) -> CliResult {
         wipe_store_dir(&dir)?;
     }
     let mut json = open_json(a.json.as_deref())?;
-    print!("{}", settings_block(a, reads, &dir));
-    std::io::stdout().flush()?;
     let eng = engine::open(a.store.engine, &dir, &config)?;
+    print!("{}", settings_block(a, reads, &dir, &eng.describe()));
+    std::io::stdout().flush()?;
     let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json);
     let closed = eng.close();
     if temporary {
@@ -461,6 +469,12 @@ mod tests {
         std::fs::create_dir_all(&base).unwrap();
         std::fs::write(base.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
         std::fs::write(base.join("000003.sst"), b"x").unwrap();
+        wipe_store_dir(&base).unwrap();
+        assert!(!base.exists());
+        // A fjall database: removed.
+        std::fs::create_dir_all(base.join("keyspaces")).unwrap();
+        std::fs::write(base.join("version"), b"FJL3").unwrap();
+        std::fs::write(base.join("0.jnl"), b"x").unwrap();
         wipe_store_dir(&base).unwrap();
         assert!(!base.exists());
         // Something else: kept.

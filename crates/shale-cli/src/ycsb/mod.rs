@@ -366,6 +366,9 @@ fn run_phases(
         a.store.design_name(),
         dir.display()
     )?;
+    for l in ctx.engine.describe() {
+        writeln!(out, "# {l}")?;
+    }
     let mut live_bytes = if a.phase == Phase::Run {
         record_bytes(a.records, ctx.value_size)
     } else {
