@@ -247,8 +247,9 @@ pub(crate) fn compaction_thread(inner: Arc<DbInner>) {
         }
         loop {
             let _c = inner.compaction_lock.lock();
-            let version = inner.super_version().version.clone();
-            let Some(plan) = inner.layout.pick(&version) else {
+            // The version is dropped before the plan runs: the sweep after the commit must
+            // not see it as live, or the inputs would outlive the compaction.
+            let Some(plan) = inner.layout.pick(&inner.super_version().version) else {
                 break;
             };
             if run_plan(&inner, &plan).is_err() || inner.shutting_down.load(Ordering::Acquire) {
@@ -281,8 +282,10 @@ pub(crate) fn compact_range(
     // (as LevelDB does); level-0 data goes at least to level 1.
     for level in 0..deepest.max(1).min(levels - 1) {
         inner.check_writable()?;
-        let version = inner.super_version().version.clone();
-        if let Some(plan) = inner.layout.pick_range(&version, level, begin, end) {
+        let plan = inner
+            .layout
+            .pick_range(&inner.super_version().version, level, begin, end);
+        if let Some(plan) = plan {
             run_plan(inner, &plan)?;
         }
     }
