@@ -15,6 +15,7 @@
 mod arena;
 mod iter;
 mod list;
+mod node;
 #[cfg(test)]
 mod tests;
 
