@@ -4,6 +4,11 @@
 //! `SHALE_MODEL_SEEDS=500 cargo test --release --test model -- --nocapture`, or one seed
 //! with `SHALE_MODEL_SEED=1234`. A failure prints the seed and the step.
 
+#![allow(
+    clippy::expect_used,
+    reason = "a test helper's failure is a test failure"
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -34,7 +39,7 @@ fn key(rng: &mut StdRng) -> Vec<u8> {
     let n: u32 = rng.random_range(0..400);
     let mut k = format!("k{:03}", n % 200).into_bytes();
     if n >= 200 {
-        k.push(if n % 2 == 0 { 0x00 } else { 0xff });
+        k.push(if n.is_multiple_of(2) { 0x00 } else { 0xff });
     }
     k
 }

@@ -1,6 +1,11 @@
 //! Recovery: reopen after a clean close, after losing unsynced data, after a torn log tail,
 //! and refusal of a second open and of a log corrupted in the middle.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test helper's failure is a test failure"
+)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! `list.rs`).
 //!
 //! Thread-safety: `Sync` when `T` is; slots are shared references, so `T` brings its own
-//! interior mutability (`AtomicU32`, `OnceLock`).
+//! interior mutability (`AtomicU64`, `OnceLock`).
 
 use std::sync::OnceLock;
 

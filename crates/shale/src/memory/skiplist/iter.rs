@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::SkipListMemTable;
-use super::list::{NIL, Target};
+use super::node::{NIL, Target};
 use crate::iter::InternalIterator;
 
 /// A positioned cursor over a [`SkipListMemTable`]; holds the memtable alive.

@@ -1,20 +1,25 @@
 //! The skiplist memtable (LevelDB's memory component), in safe Rust.
 //!
 //! Entries are kept in a skiplist ordered by [`crate::key::compare_internal`] (user key
-//! ascending, then sequence number descending). Towers live in an append-only arena of
-//! `AtomicU32` words addressed by `u32` index, each node carrying the first 8 bytes of its
-//! user key so that most comparisons never leave the node; each entry (internal key and
-//! value) is one allocation. `list.rs` documents the layout and argues why lock-free readers
-//! never see a half-built node.
+//! ascending, then sequence number descending). Nodes are runs of `AtomicU64` words in an
+//! append-only arena addressed by `u32` index; a node holds its tower, its key's first 64
+//! bytes and its trailer, and each tower link carries a 3-byte hint about the successor's
+//! key, so that most comparisons read no node at all (`node.rs`). Each entry's bytes,
+//! `internal key | value`, are one allocation, which `key()` and `value()` borrow.
+//! `list.rs` argues why lock-free readers never see a half-built node.
 //!
 //! Thread-safety: inserts are serialized (the trait's contract; an internal mutex also makes
 //! racing inserts safe, just serial); `get` and iterators run concurrently with an insert and
 //! see each entry whole or not at all. Entries are never removed: the memtable is dropped as
 //! a whole once flushed, and an iterator keeps it alive.
+//!
+//! Cost (1M random 16-byte keys, 100-byte values): a search steps onto ~17 nodes, each
+//! usually a cache miss; that, not comparison work, is the price of an insert or a get.
 
 mod arena;
 mod iter;
 mod list;
+mod node;
 #[cfg(test)]
 mod tests;
 

@@ -354,6 +354,37 @@ fn prefix_ties_and_long_entries() {
 }
 
 #[test]
+fn long_keys_with_shared_prefixes_match_model() {
+    // Keys longer than the 64 inline bytes that tie on them, keys ending inside and just
+    // past the inline bytes, and versions of one long key: the paths that compare entries.
+    let base = [b'p'; 72];
+    let key = |r: &mut Rng| {
+        let mut k = base[..56 + r.below(16) as usize].to_vec();
+        for _ in 0..r.below(4) {
+            k.push(b'a' + r.below(3) as u8);
+        }
+        k
+    };
+    for seed in 0..3 {
+        let (mem, model) = build(100 + seed, 1500, key);
+        assert_eq!(
+            collect_forward(&mut mem.iter_owned()),
+            collect_forward(&mut model.vec_iter())
+        );
+        assert_eq!(
+            collect_backward(&mut mem.iter_owned()),
+            collect_forward(&mut model.vec_iter())
+        );
+        let mut rng = Rng(seed);
+        for _ in 0..1500 {
+            let k = key(&mut rng);
+            let snap = rng.below(1600);
+            assert_eq!(mem.get(&k, snap), model.get(&k, snap), "get {k:?} @ {snap}");
+        }
+    }
+}
+
+#[test]
 fn grows_across_arena_chunks() {
     // Enough towers and entries to need several chunks of both arenas.
     let (mem, model) = build(9, 60_000, |r| r.next().to_be_bytes().to_vec());
@@ -530,63 +561,4 @@ fn bench_random_inserts_and_gets() {
         .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
         .collect();
     bench_keys("dbbench16", &decimal);
-}
-
-fn thread_cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let rest = &s[s.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10_000_000
-}
-
-#[test]
-#[ignore]
-fn exp_ab() {
-    let n: usize = std::env::var("SKIPLIST_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let variants: Vec<usize> = std::env::var("EXP")
-        .unwrap()
-        .split(',')
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let mut rng = Rng(1);
-    let binary: Vec<Vec<u8>> = (0..n)
-        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
-        .collect();
-    let decimal: Vec<Vec<u8>> = (0..n)
-        .map(|_| format!("{:016}", rng.below(n as u64)).into_bytes())
-        .collect();
-    let value = [b'v'; 100];
-    let mut best = vec![[u64::MAX; 4]; variants.len()];
-    for _rep in 0..5 {
-        for (vi, &v) in variants.iter().enumerate() {
-            let _ = v;
-            for (ki, keys) in [&binary, &decimal].into_iter().enumerate() {
-                let mem = SkipListMemTable::new();
-                let t0 = Instant::now();
-                for (i, k) in keys.iter().enumerate() {
-                    mem.insert(k, i as u64 + 1, ValueKind::Value, &value);
-                }
-                let t1 = t0.elapsed().as_nanos() as u64;
-                let mut found = 0;
-                for k in keys.iter() {
-                    if mem.get_ref(k, MAX_SEQNO).is_some() {
-                        found += 1;
-                    }
-                }
-                let t2 = t0.elapsed().as_nanos() as u64;
-                assert_eq!(found, n);
-                best[vi][ki * 2] = best[vi][ki * 2].min((t1) / n as u64);
-                best[vi][ki * 2 + 1] = best[vi][ki * 2 + 1].min((t2 - t1) / n as u64);
-            }
-        }
-    }
-    for (vi, v) in variants.iter().enumerate() {
-        println!(
-            "variant {v}: binary ins {} get {} | dbbench ins {} get {}",
-            best[vi][0], best[vi][1], best[vi][2], best[vi][3]
-        );
-    }
 }
