@@ -22,7 +22,7 @@ else
   cargo build --release -p shale-cli
   peers=()
 fi
-bin=./target/release/shale
+bin=${CARGO_TARGET_DIR:-./target}/release/shale
 mkdir -p bench-out
 out=bench-out/results.jsonl
 : > "$out"
