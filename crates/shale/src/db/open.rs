@@ -102,6 +102,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         )
     };
 
+    versions.set_max_manifest_bytes(options.max_manifest_bytes);
+
     // Remove leftovers of an interrupted CURRENT update.
     for name in fs.list_dir(dir)? {
         if parse_file_name(&name) == Some(FileKind::Temp) {
