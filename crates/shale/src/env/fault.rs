@@ -14,8 +14,8 @@
 //!   state survive: none, a torn prefix, a random subset of pages, a torn last append, and
 //!   the directory entries never synced.
 //! - **Observe op `k`** with a hook ([`FaultControl::set_hook`]) that runs before every
-//!   mutating operation with the op and the `MemFs`: a test can fork the file system at
-//!   every step of one run.
+//!   mutating operation with an [`OpView`]: a test can capture a `CrashState` at every op
+//!   of one run.
 //! - **Read faults**: fail the `n`-th read ([`FaultControl::fail_read_at`]), or flip one bit
 //!   of the data returned by reads of matching files ([`FaultControl::flip_read_bits`]).
 //!
@@ -127,9 +127,39 @@ impl fmt::Display for Op {
     }
 }
 
-/// Runs before every mutating operation, with the operation and the file system as it is
-/// just before it. Must not call into the [`FaultFs`].
-pub type OpHook = Arc<dyn Fn(&Op, &MemFs) + Send + Sync>;
+/// Runs before every mutating operation, with a view of the operation and of the file
+/// system just before it. Must not call into the [`FaultFs`].
+pub type OpHook = Arc<dyn Fn(&OpView<'_>) + Send + Sync>;
+
+/// What a hook sees: the operation about to run, and the file system before it.
+pub struct OpView<'a> {
+    op: &'a Op,
+    mem: &'a MemFs,
+    last_appends: &'a HashMap<PathBuf, (u64, u64)>,
+}
+
+impl OpView<'_> {
+    /// The operation about to run.
+    pub fn op(&self) -> &Op {
+        self.op
+    }
+    /// The file system (reading it is fine; changing it is not).
+    pub fn mem(&self) -> &MemFs {
+        self.mem
+    }
+    /// Fork the file system into a [`CrashState`] for a crash at this operation.
+    pub fn capture(&self) -> CrashState {
+        CrashState {
+            op: self.op.clone(),
+            fs: self.mem.fork(),
+            last_appends: self.last_appends.clone(),
+        }
+    }
+}
+
+/// Chooses an operation to fail by what it is rather than by its number (numbers differ
+/// between runs of a multi-threaded workload). May keep state, to skip matches.
+pub type OpPredicate = Arc<dyn Fn(&Op) -> bool + Send + Sync>;
 
 /// What survives of the bytes appended to a file after its last sync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,8 +170,10 @@ pub enum UnsyncedData {
     Keep,
     /// A random prefix, cut at any byte (the writeback stopped in the middle of a page).
     TornPrefix,
-    /// Each 4 KiB page independently with probability 1/2; a lost page before a kept one
-    /// reads as zeros (as a hole does on a real file system).
+    /// Each 4 KiB page (aligned to file offsets; the page holding the synced end counts
+    /// with its unsynced part) independently with probability 1/2; a lost page before a kept
+    /// one reads as zeros (as a hole does on a real file system), and the last kept page may
+    /// be torn.
     RandomPages,
     /// Everything before the last append to the file, and a random prefix of the last
     /// append (a torn final write).
@@ -209,7 +241,7 @@ impl CrashState {
                         let cut = rng.below(len as u64 + 1) as usize;
                         unsynced.get(..cut).unwrap_or_default().to_vec()
                     }
-                    UnsyncedData::RandomPages => random_pages(unsynced, &mut rng),
+                    UnsyncedData::RandomPages => random_pages(synced, unsynced, &mut rng),
                     UnsyncedData::TearLastAppend => {
                         // Keep the unsynced bytes before the last append, and a prefix of
                         // the part of it that reached the file (file offsets, made relative
@@ -227,24 +259,31 @@ impl CrashState {
     }
 }
 
-/// Keep each page with probability 1/2; zeros stand in for lost pages before the last kept
-/// one, and the last kept page may be torn.
-fn random_pages(unsynced: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let pages: Vec<&[u8]> = unsynced.chunks(PAGE_SIZE).collect();
-    let kept: Vec<bool> = pages.iter().map(|_| rng.below(2) == 1).collect();
+/// Keep each page with probability 1/2, pages being aligned to file offsets (the unsynced
+/// tail starts at file offset `synced`, so its first piece is the rest of a page). A lost
+/// piece before the last kept one reads as zeros; the last kept piece may be torn.
+fn random_pages(synced: u64, unsynced: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let page = PAGE_SIZE as u64;
+    let first = (page - synced % page) as usize;
+    let mut pieces: Vec<&[u8]> = Vec::new();
+    let (head, rest) = unsynced.split_at(first.min(unsynced.len()));
+    pieces.push(head);
+    pieces.extend(rest.chunks(PAGE_SIZE));
+    let kept: Vec<bool> = pieces.iter().map(|_| rng.below(2) == 1).collect();
     let Some(last) = kept.iter().rposition(|&k| k) else {
         return Vec::new();
     };
-    let mut out = Vec::with_capacity((last + 1) * PAGE_SIZE);
-    for (page, &keep) in pages.iter().zip(&kept).take(last + 1) {
+    let mut out = Vec::with_capacity(unsynced.len());
+    let mut last_start = 0;
+    for (piece, &keep) in pieces.iter().zip(&kept).take(last + 1) {
+        last_start = out.len();
         if keep {
-            out.extend_from_slice(page);
+            out.extend_from_slice(piece);
         } else {
-            out.resize(out.len() + page.len(), 0);
+            out.resize(out.len() + piece.len(), 0);
         }
     }
     let tear = rng.below(PAGE_SIZE as u64) as usize;
-    let last_start = last * PAGE_SIZE;
     if tear > 0 {
         out.truncate(last_start + tear.min(out.len() - last_start));
     }
@@ -285,6 +324,7 @@ struct FlipRule {
 struct Control {
     ops: u64,
     fail: Option<(u64, FailMode)>,
+    fail_when: Option<(OpPredicate, FailMode)>,
     /// Set once a from-then-on fault or a crash has begun.
     failing: bool,
     injected: Vec<Op>,
@@ -389,7 +429,11 @@ impl Shared {
             path: path.to_path_buf(),
         };
         if let Some(hook) = c.hook.clone() {
-            hook(&op, &self.mem);
+            hook(&OpView {
+                op: &op,
+                mem: &self.mem,
+                last_appends: &c.last_appends,
+            });
         }
         if c.crash_at == Some(index) {
             c.crash = Some(CrashState {
@@ -399,17 +443,23 @@ impl Shared {
             });
             c.failing = true;
         }
-        let fail = c.failing
-            || match c.fail {
-                Some((k, mode)) if k == index => {
-                    if mode == FailMode::FromThenOn {
-                        c.failing = true;
-                    }
-                    true
-                }
-                _ => false,
-            };
-        if fail {
+        let by_number = matches!(c.fail, Some((k, _)) if k == index);
+        let by_predicate = match &c.fail_when {
+            Some((pred, _)) => pred(&op),
+            None => false,
+        };
+        let mode = if by_number {
+            c.fail.map(|(_, m)| m)
+        } else if by_predicate {
+            // A predicate fires once: later matches are not failed again.
+            c.fail_when.take().map(|(_, m)| m)
+        } else {
+            None
+        };
+        if mode == Some(FailMode::FromThenOn) {
+            c.failing = true;
+        }
+        if c.failing || mode.is_some() {
             let e = injected(kind, path, format!("injected fault at op {index}"));
             c.injected.push(op);
             return Err(e);
@@ -464,6 +514,13 @@ impl FaultControl {
         self.shared.control.lock().fail = Some((k, mode));
     }
 
+    /// Fail the first mutating operation for which `pred` returns true (and, with
+    /// [`FailMode::FromThenOn`], every later one). The predicate sees every operation until
+    /// it fires, then is dropped.
+    pub fn fail_when(&self, pred: OpPredicate, mode: FailMode) {
+        self.shared.control.lock().fail_when = Some((pred, mode));
+    }
+
     /// Crash at mutating op `k`: fork the file system just before it into a
     /// [`CrashState`] (see [`FaultControl::take_crash`]) and fail it and every later op.
     pub fn crash_at(&self, k: u64) {
@@ -500,6 +557,7 @@ impl FaultControl {
         {
             let mut c = self.shared.control.lock();
             c.fail = None;
+            c.fail_when = None;
             c.failing = false;
             c.crash_at = None;
         }
@@ -580,8 +638,9 @@ impl FileSystem for FaultFs {
     }
 
     fn remove_file(&self, path: &Path) -> Result<()> {
-        self.shared
-            .mutate(OpKind::RemoveFile, path, |_| self.shared.mem.remove_file(path))
+        self.shared.mutate(OpKind::RemoveFile, path, |_| {
+            self.shared.mem.remove_file(path)
+        })
     }
 
     fn create_dir_all(&self, path: &Path) -> Result<()> {

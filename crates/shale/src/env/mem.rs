@@ -73,6 +73,10 @@ struct Shared {
     crashes: AtomicU64,
 }
 
+/// Chooses what survives of one file's unsynced tail in [`MemFs::crash_image_with`]:
+/// called with the path, the synced length and the unsynced bytes.
+pub type TailFn<'a> = dyn FnMut(&Path, u64, &[u8]) -> Vec<u8> + 'a;
+
 /// An in-memory file system with a crash model; see the module documentation.
 #[derive(Clone)]
 pub struct MemFs {
@@ -275,11 +279,7 @@ impl MemFs {
     /// and the bytes after it, and returns the bytes that survive in their place (a prefix of them, or pages with zeros where pages were lost);
     /// anything longer than `unsynced` is cut to its length. With `false` and a `tail` that
     /// returns nothing this is [`MemFs::snapshot_durable`]. `self` is not changed.
-    pub fn crash_image_with(
-        &self,
-        keep_live_names: bool,
-        tail: &mut dyn FnMut(&Path, u64, &[u8]) -> Vec<u8>,
-    ) -> MemFs {
+    pub fn crash_image_with(&self, keep_live_names: bool, tail: &mut TailFn<'_>) -> MemFs {
         let state = self.shared.state.lock();
         let names = if keep_live_names {
             &state.live

@@ -89,7 +89,10 @@ fn injected_error_names_the_op_and_path() {
     assert!(s.contains("sync") && s.contains("/d/x"), "{s}");
     assert!(matches!(&e, Error::Io { source, .. } if source.kind() == io::ErrorKind::Other));
     // A failed sync made nothing durable.
-    assert_eq!(fs.mem().snapshot_durable().file_names(), Vec::<PathBuf>::new());
+    assert_eq!(
+        fs.mem().snapshot_durable().file_names(),
+        Vec::<PathBuf>::new()
+    );
 }
 
 #[test]
@@ -117,7 +120,10 @@ fn crash_at_forks_before_the_op_and_stops_everything() {
     for seed in 0..20 {
         let torn = crash.image(UnsyncedData::TearLastAppend, UnsyncedNames::Forget, seed);
         let got = read(&torn, "/d/a");
-        assert!(got.len() >= 6 && b"synced-more".starts_with(&got), "{got:?}");
+        assert!(
+            got.len() >= 6 && b"synced-more".starts_with(&got),
+            "{got:?}"
+        );
         let torn = crash.image(UnsyncedData::TornPrefix, UnsyncedNames::Forget, seed);
         assert!(b"synced-more".starts_with(&read(&torn, "/d/a")));
     }
@@ -164,7 +170,10 @@ fn random_pages_leave_zero_holes_and_are_seeded() {
             if page.iter().all(|&x| x == 0) {
                 saw_hole = true;
             } else {
-                assert_eq!(page, orig, "a kept page is kept whole or torn, never changed");
+                assert_eq!(
+                    page, orig,
+                    "a kept page is kept whole or torn, never changed"
+                );
             }
         }
     }
@@ -176,8 +185,9 @@ fn hook_sees_every_op_before_it_runs() {
     let (fs, ctl) = fault_fs();
     let seen: Arc<Mutex<Vec<(u64, usize)>>> = Arc::default();
     let s = Arc::clone(&seen);
-    ctl.set_hook(Some(Arc::new(move |op: &Op, mem: &MemFs| {
-        s.lock().push((op.index, mem.file_names().len()));
+    ctl.set_hook(Some(Arc::new(move |v: &OpView<'_>| {
+        s.lock().push((v.op().index, v.mem().file_names().len()));
+        assert_eq!(v.capture().op(), v.op());
     })));
     script(&fs).unwrap();
     let seen = seen.lock().clone();
@@ -230,4 +240,24 @@ fn engine_runs_on_it() {
     assert!(ctl.ops() > 5);
     let db = crate::Db::open("/db", crate::Options::default().with_env(env)).unwrap();
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn fail_when_picks_an_op_by_what_it_is() {
+    let (fs, ctl) = fault_fs();
+    let seen = Arc::new(AtomicU64::new(0));
+    let s = Arc::clone(&seen);
+    // The second sync of any file.
+    ctl.fail_when(
+        Arc::new(move |op: &Op| op.kind == OpKind::Sync && s.fetch_add(1, Ordering::SeqCst) == 1),
+        FailMode::Once,
+    );
+    fs.create_dir_all(&p("/d")).unwrap();
+    let mut f = fs.create(&p("/d/a")).unwrap();
+    f.sync().unwrap();
+    let e = f.sync().unwrap_err();
+    assert!(message(&e).starts_with("injected fault at op"));
+    f.sync().unwrap();
+    assert_eq!(ctl.injected().len(), 1);
+    assert_eq!(ctl.injected()[0].kind, OpKind::Sync);
 }
