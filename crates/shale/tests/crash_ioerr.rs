@@ -5,7 +5,8 @@
 //! - a write whose log append, flush or sync failed returns an error (never pretends);
 //! - after a failed WAL or MANIFEST operation the store refuses writes with
 //!   `Error::ReadOnly`;
-//! - reopening the same file system, as it is (a process restart) and after a machine crash,
+//! - reopening the same file system, as it is (a process restart) and after a machine crash
+//!   (the base image and a variant where part of the unsynced state survives),
 //!   succeeds and recovers a prefix of the history holding every write acknowledged as
 //!   durable (and, without the machine crash, every acknowledged write).
 //!
@@ -242,13 +243,18 @@ fn run_with_fault(
     // A machine crash now: what was made durable must come back.
     let (floor, acked, issued) = runner.progress.load();
     let crash = ctl.capture();
-    let image = crash.image(UnsyncedData::Drop, UnsyncedNames::Forget, seed);
-    tally.reopens_checked += 1;
-    if let Err(e) = check_image(w.options, image, &runner.oracle, floor, issued) {
-        fail(
-            tally,
-            format!("after a machine crash (must hold {floor}): {e}"),
-        );
+    // The base image, and one where part of the unsynced state survives, chosen by k.
+    let data = UnsyncedData::ALL[k % UnsyncedData::ALL.len()];
+    let names = [UnsyncedNames::Forget, UnsyncedNames::Keep][k / UnsyncedData::ALL.len() % 2];
+    for (data, names) in [(UnsyncedData::Drop, UnsyncedNames::Forget), (data, names)] {
+        let image = crash.image(data, names, seed);
+        tally.reopens_checked += 1;
+        if let Err(e) = check_image(w.options, image, &runner.oracle, floor, issued) {
+            fail(
+                tally,
+                format!("after a machine crash, image {data:?}/{names:?} (must hold {floor}): {e}"),
+            );
+        }
     }
     // A process restart on the same file system: every acknowledged write comes back.
     ctl.clear_faults();
