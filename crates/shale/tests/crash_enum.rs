@@ -68,8 +68,11 @@ impl Tally {
         seed: u64,
         full: bool,
     ) {
-        let op = c.state.op();
-        for (data, names) in variants(op.index, full) {
+        let op = match c.state.op() {
+            Some(op) => op.to_string(),
+            None => format!("op {}", c.state.index()),
+        };
+        for (data, names) in variants(c.state.index(), full) {
             // With everything the OS was handed kept, the crash is only a process crash:
             // every acknowledged write must survive, synced or not.
             let lo = if (data, names) == (UnsyncedData::Keep, UnsyncedNames::Keep) {

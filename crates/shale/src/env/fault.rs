@@ -150,7 +150,8 @@ impl OpView<'_> {
     /// Fork the file system into a [`CrashState`] for a crash at this operation.
     pub fn capture(&self) -> CrashState {
         CrashState {
-            op: self.op.clone(),
+            index: self.op.index,
+            op: Some(self.op.clone()),
             fs: self.mem.fork(),
             last_appends: self.last_appends.clone(),
         }
@@ -205,15 +206,22 @@ pub enum UnsyncedNames {
 /// build images in which parts of the unsynced state survive.
 #[derive(Clone, Debug)]
 pub struct CrashState {
-    op: Op,
+    index: u64,
+    op: Option<Op>,
     fs: MemFs,
     last_appends: HashMap<PathBuf, (u64, u64)>,
 }
 
 impl CrashState {
-    /// The operation at which the crash happened (it did not run).
-    pub fn op(&self) -> &Op {
-        &self.op
+    /// The number of the operation the crash came just before (it did not run).
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// That operation, when the crash was taken at one ([`FaultControl::crash_at`], a
+    /// hook); `None` for [`FaultControl::capture`].
+    pub fn op(&self) -> Option<&Op> {
+        self.op.as_ref()
     }
 
     /// The whole file system just before the crash, unsynced state included. Reopening it
@@ -225,7 +233,7 @@ impl CrashState {
     /// A crash image: a new file system holding what survives the crash when `data` and
     /// `names` say which unsynced state survives. `seed` drives the random choices.
     pub fn image(&self, data: UnsyncedData, names: UnsyncedNames, seed: u64) -> MemFs {
-        let mut rng = Rng::new(seed ^ self.op.index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut rng = Rng::new(seed ^ self.index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let keep_names = names == UnsyncedNames::Keep;
         let last_appends = &self.last_appends;
         self.fs
@@ -437,7 +445,8 @@ impl Shared {
         }
         if c.crash_at == Some(index) {
             c.crash = Some(CrashState {
-                op: op.clone(),
+                index,
+                op: Some(op.clone()),
                 fs: self.mem.fork(),
                 last_appends: c.last_appends.clone(),
             });
@@ -536,11 +545,8 @@ impl FaultControl {
     pub fn capture(&self) -> CrashState {
         let c = self.shared.control.lock();
         CrashState {
-            op: Op {
-                index: c.ops,
-                kind: OpKind::Sync,
-                path: PathBuf::new(),
-            },
+            index: c.ops,
+            op: None,
             fs: self.shared.mem.fork(),
             last_appends: c.last_appends.clone(),
         }
