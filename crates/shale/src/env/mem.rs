@@ -278,8 +278,8 @@ impl MemFs {
     /// `tail(path, synced_len, unsynced)` is called once with the length of its synced prefix
     /// and the bytes after it, and returns the bytes that survive in their place (a prefix
     /// of them, or pages with zeros where pages were lost); anything longer than `unsynced`
-    /// is cut to its length. With `false` and a `tail` that
-    /// returns nothing this is [`MemFs::snapshot_durable`]. `self` is not changed.
+    /// is cut to its length. With `false` and a `tail` that returns nothing this is
+    /// [`MemFs::snapshot_durable`]. `self` is not changed.
     pub fn crash_image_with(&self, keep_live_names: bool, tail: &mut TailFn<'_>) -> MemFs {
         let state = self.shared.state.lock();
         let names = if keep_live_names {
