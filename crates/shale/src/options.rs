@@ -123,6 +123,10 @@ pub struct Options {
     pub level0_stop_trigger: usize,
     /// Verify block checksums on every read. Default true.
     pub verify_checksums: bool,
+    /// Size at which the MANIFEST is rewritten as one snapshot edit into a new file (and
+    /// CURRENT switched to it). Default 64 MiB; crash tests use a few KiB to exercise the
+    /// switch often.
+    pub max_manifest_bytes: u64,
     /// Memory component.
     pub memory: MemoryKind,
     /// Value placement.
@@ -150,6 +154,7 @@ impl Default for Options {
             level0_slowdown_trigger: 20,
             level0_stop_trigger: 36,
             verify_checksums: true,
+            max_manifest_bytes: crate::version::set::MAX_MANIFEST_BYTES,
             memory: MemoryKind::SkipList,
             values: ValuesKind::Inline,
             layout: LayoutKind::Leveled,
@@ -249,6 +254,9 @@ impl Options {
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1".into());
+        }
+        if self.max_manifest_bytes == 0 {
+            return bad("max_manifest_bytes must be at least 1".into());
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16".into());

@@ -293,7 +293,7 @@ pub(crate) fn compact_range(
 }
 
 /// Delete files no live version needs: tables not listed by any version held by anyone,
-/// logs older than the log number, MANIFESTs other than the live one. Errors are ignored
+/// logs older than the log number, MANIFESTs older than the live one. Errors are ignored
 /// (a file left behind is deleted at the next sweep or open).
 pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     // List first, then read what is live: a file is registered as a pending output before it
@@ -314,7 +314,10 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
         let obsolete = match kind {
             FileKind::Table(n) => !live.contains(&n) && !pending.contains(&n),
             FileKind::Log(n) => n < log_number,
-            FileKind::Manifest(n) => n != manifest_number,
+            // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
+            // may already name it (the rename done, the directory sync failed); the next
+            // open starts another MANIFEST and removes both.
+            FileKind::Manifest(n) => n < manifest_number,
             // A temporary file may belong to a CURRENT update in progress: only open removes it.
             FileKind::Temp => false,
         };

@@ -111,6 +111,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         )
     };
 
+    versions.set_max_manifest_bytes(options.max_manifest_bytes);
+
     // Remove leftovers of an interrupted CURRENT update.
     for name in fs.list_dir(dir)? {
         if parse_file_name(&name) == Some(FileKind::Temp) {
@@ -145,8 +147,18 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             tables: &tables,
             versions: &versions,
         };
+        // Only the newest log holding data can have an unsynced tail: a log is synced in
+        // full before the next one is started.
+        let mut newest = None;
         for &number in &logs {
-            replay.log(number, &mut last_seq, &mut edit)?;
+            let path = dir.join(crate::wal::log_file_name(number));
+            if fs.file_size(&path)? > 0 {
+                newest = Some(number);
+            }
+        }
+        for &number in &logs {
+            let newest = newest.is_none_or(|n| number >= n);
+            replay.log(number, newest, &mut last_seq, &mut edit)?;
         }
     }
 
@@ -208,12 +220,19 @@ struct Replay<'a> {
 
 impl Replay<'_> {
     /// Replay one log into memtables, writing each full memtable (and the last one) to a
-    /// level-0 table added to `edit`.
-    fn log(&self, number: u64, last_seq: &mut SeqNo, edit: &mut VersionEdit) -> Result<()> {
+    /// level-0 table added to `edit`. In the `newest` log, pages lost from the unsynced
+    /// tail end the log instead of being reported as damage.
+    fn log(
+        &self,
+        number: u64,
+        newest: bool,
+        last_seq: &mut SeqNo,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
         let env = &self.options.env;
         let path = self.dir.join(crate::wal::log_file_name(number));
         let file = env.open(&path)?;
-        let mut reader = LogReader::new(file, ReadCause::Recovery);
+        let mut reader = LogReader::new(file, ReadCause::Recovery).tolerate_lost_pages(newest);
         let mut record = Vec::new();
         let mut mem: Arc<dyn MemTable> = new_memtable(self.options.memory);
         loop {

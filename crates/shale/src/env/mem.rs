@@ -73,6 +73,10 @@ struct Shared {
     crashes: AtomicU64,
 }
 
+/// Chooses what survives of one file's unsynced tail in [`MemFs::crash_image_with`]:
+/// called with the path, the synced length and the unsynced bytes.
+pub type TailFn<'a> = dyn FnMut(&Path, u64, &[u8]) -> Vec<u8> + 'a;
+
 /// An in-memory file system with a crash model; see the module documentation.
 #[derive(Clone)]
 pub struct MemFs {
@@ -227,6 +231,86 @@ impl MemFs {
             next_inode: state.next_inode,
             live: durable.clone(),
             durable,
+            dirs: state.dirs.clone(),
+            locks: HashSet::new(),
+        })
+    }
+
+    /// An independent deep copy of the whole file system: both namespaces, and every file's
+    /// bytes including those not yet synced (the synced length is kept). Locks and buffers of
+    /// open handles are not copied. The fault-injecting layer forks at a crash point and
+    /// derives crash images from the fork with [`MemFs::crash_image_with`].
+    pub fn fork(&self) -> MemFs {
+        let state = self.shared.state.lock();
+        let mut copies: HashMap<u64, InodeRef> = HashMap::new();
+        let mut copy_map = |map: &BTreeMap<PathBuf, InodeRef>| -> BTreeMap<PathBuf, InodeRef> {
+            map.iter()
+                .map(|(path, ino)| {
+                    let ino = ino.lock();
+                    let copy = copies.entry(ino.id).or_insert_with(|| {
+                        Arc::new(Mutex::new(Inode {
+                            id: ino.id,
+                            data: ino.data.clone(),
+                            synced_len: ino.synced_len,
+                        }))
+                    });
+                    (path.clone(), Arc::clone(copy))
+                })
+                .collect()
+        };
+        let live = copy_map(&state.live);
+        let durable = copy_map(&state.durable);
+        MemFs::from_state(State {
+            next_inode: state.next_inode,
+            live,
+            durable,
+            dirs: state.dirs.clone(),
+            locks: HashSet::new(),
+        })
+    }
+
+    /// A crash image in which part of the unsynced state survives, as it may on a real disk
+    /// (writeback can persist any subset of dirty pages, and a journaling file system may
+    /// commit directory changes that were never synced).
+    ///
+    /// With `keep_live_names` the image has the live namespace (every create, rename and
+    /// removal survives) instead of the durable one. For each file,
+    /// `tail(path, synced_len, unsynced)` is called once with the length of its synced prefix
+    /// and the bytes after it, and returns the bytes that survive in their place (a prefix
+    /// of them, or pages with zeros where pages were lost); anything longer than `unsynced`
+    /// is cut to its length. With `false` and a `tail` that returns nothing this is
+    /// [`MemFs::snapshot_durable`]. `self` is not changed.
+    pub fn crash_image_with(&self, keep_live_names: bool, tail: &mut TailFn<'_>) -> MemFs {
+        let state = self.shared.state.lock();
+        let names = if keep_live_names {
+            &state.live
+        } else {
+            &state.durable
+        };
+        let mut copies: HashMap<u64, InodeRef> = HashMap::new();
+        let mut image = BTreeMap::new();
+        for (path, ino) in names {
+            let ino = ino.lock();
+            let copy = copies.entry(ino.id).or_insert_with(|| {
+                let synced = ino.synced_len.min(ino.data.len());
+                let (kept, unsynced) = ino.data.split_at(synced);
+                let mut data = kept.to_vec();
+                let mut survived = tail(path, synced as u64, unsynced);
+                survived.truncate(unsynced.len());
+                data.extend_from_slice(&survived);
+                let len = data.len();
+                Arc::new(Mutex::new(Inode {
+                    id: ino.id,
+                    data,
+                    synced_len: len,
+                }))
+            });
+            image.insert(path.clone(), Arc::clone(copy));
+        }
+        MemFs::from_state(State {
+            next_inode: state.next_inode,
+            live: image.clone(),
+            durable: image,
             dirs: state.dirs.clone(),
             locks: HashSet::new(),
         })

@@ -3,7 +3,8 @@
 //!
 //! Backends: [`posix::PosixFs`] (the real disk) and [`mem::MemFs`] (in memory, with a model
 //! of what survives a crash: data not synced and directory entries not synced are lost by
-//! [`mem::MemFs::crash`]). A fault-injecting backend wraps `MemFs` for the crash tests.
+//! [`mem::MemFs::crash`]). [`fault::FaultFs`] wraps `MemFs` for the crash tests: it numbers
+//! mutating operations, fails chosen ones, and captures crash images.
 //!
 //! Thread-safety: `FileSystem` and `RandomAccessFile` are shared across threads;
 //! a `WritableFile` has one owner at a time.
@@ -15,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
 
+pub mod fault;
 pub mod mem;
 pub mod posix;
 

@@ -122,7 +122,14 @@ pub struct LogReader<S: LogSource = FileSource> {
     done: bool,
     /// Set after corruption, so that a caller retrying gets the same error again.
     failed: Option<(u64, String)>,
+    /// Whether damage containing a zero-filled page ends the log (see
+    /// [`LogReader::tolerate_lost_pages`]).
+    tolerate_lost_pages: bool,
 }
+
+/// A file system loses writeback of unsynced data in pages of this size; a lost page of an
+/// appended region reads back as zeros.
+pub(crate) const LOST_PAGE_SIZE: u64 = 4096;
 
 impl LogReader<FileSource> {
     /// Read the log in `file`, counting reads under `cause` (typically
@@ -150,7 +157,22 @@ impl<S: LogSource> LogReader<S> {
             valid_end: 0,
             done: false,
             failed: None,
+            tolerate_lost_pages: false,
         }
+    }
+
+    /// Treat damage that a crash can leave in the unsynced tail of the log being written as
+    /// the end of the log: a bad record followed by valid ones, where the stretch between
+    /// them holds a lost page: an aligned 4 KiB page that reads zero from the bad record
+    /// (or from the page start) to the page end. A file system writes dirty pages
+    /// back in any order, so a crash can keep a later page of an unsynced append and lose an
+    /// earlier one, which then reads as zeros. Everything after such a hole was never synced
+    /// (a sync makes the whole file prefix durable), so dropping it keeps a prefix of the
+    /// history that holds every synced record. Only for the newest log: older logs were
+    /// synced in full, so a hole in them is damage and stays [`Error::Corruption`].
+    pub fn tolerate_lost_pages(mut self, yes: bool) -> Self {
+        self.tolerate_lost_pages = yes;
+        self
     }
 
     /// Refuse to assemble a logical record larger than `n` bytes (the default is
@@ -280,6 +302,10 @@ impl<S: LogSource> LogReader<S> {
     /// the log (a torn tail).
     fn bad(&mut self, offset: u64, detail: String) -> Result<()> {
         if let Some(found) = self.valid_record_after(offset)? {
+            if self.tolerate_lost_pages && self.zero_page_between(offset, found)? {
+                self.done = true;
+                return Ok(());
+            }
             return self.fail(
                 offset,
                 format!(
@@ -290,6 +316,26 @@ impl<S: LogSource> LogReader<S> {
         }
         self.done = true;
         Ok(())
+    }
+
+    /// Whether the damage in `[from, to)` looks like lost pages: some aligned page that
+    /// overlaps it reads zero from `from` (or from its own start, if later) to its end. A
+    /// page lost whole is all zeros; the page holding the synced end of the file, if its
+    /// unsynced rest was lost, reads zero from there to its end, and `from` is that end,
+    /// since logs are synced at record boundaries. A flipped bit does neither.
+    fn zero_page_between(&self, from: u64, to: u64) -> Result<bool> {
+        let mut page = [0u8; LOST_PAGE_SIZE as usize];
+        let mut start = from - from % LOST_PAGE_SIZE;
+        while start < to && start + LOST_PAGE_SIZE <= self.file_len {
+            self.src.read_exact_at(&mut page, start)?;
+            // `from` lies in the first page only, so the skip is below the page size.
+            let skip = from.saturating_sub(start) as usize;
+            if page.get(skip..).is_some_and(|p| p.iter().all(|&b| b == 0)) {
+                return Ok(true);
+            }
+            start += LOST_PAGE_SIZE;
+        }
+        Ok(false)
     }
 
     /// Load the block that starts at `start` into `buf`; its length is short at the end of

@@ -1,5 +1,6 @@
 //! Tests of the log framing and the write batch, on byte buffers.
 
+use super::reader::LOST_PAGE_SIZE;
 use super::writer::frame_record;
 use super::*;
 use crate::error::{Error, Result};
@@ -372,6 +373,52 @@ fn zeros_in_the_middle_are_corruption() {
     let (s, e) = spans[1];
     log[s as usize..e as usize].fill(0);
     assert_eq!(corruption_offset(&read_all(&log).unwrap_err()), s);
+}
+
+/// Read every record with the lost-page rule of the newest log.
+fn read_all_newest(log: &[u8]) -> Result<ReadBack<'_>> {
+    let mut r = LogReader::with_source(log, "test.log").tolerate_lost_pages(true);
+    let mut out = Vec::new();
+    let mut rec = Vec::new();
+    while r.next_record(&mut rec)? {
+        out.push(rec.clone());
+    }
+    Ok((out, r))
+}
+
+#[test]
+fn lost_pages_end_the_newest_log() {
+    let records: Vec<Vec<u8>> = (0..60).map(|i| record(i, 500)).collect();
+    let (log, spans) = write_log(&records);
+    let page = LOST_PAGE_SIZE as usize;
+    // A whole page lost from the unsynced tail: zeros, with valid records after it.
+    let mut holed = log.clone();
+    holed[2 * page..3 * page].fill(0);
+    assert!(read_all(&holed).is_err(), "without the rule it is damage");
+    let (got, r) = read_all_newest(&holed).unwrap();
+    let before = spans
+        .iter()
+        .take_while(|&&(_, e)| e <= 2 * page as u64)
+        .count();
+    assert_eq!(got, records[..before]);
+    assert_eq!(r.valid_end_offset(), spans[before - 1].1);
+    // The unsynced rest of the page holding the synced end: zeros from a record boundary.
+    let (s, _) = spans[20];
+    let end = (s as usize / page + 1) * page;
+    let mut torn = log.clone();
+    torn[s as usize..end].fill(0);
+    let (got, _) = read_all_newest(&torn).unwrap();
+    assert_eq!(got, records[..20]);
+    // A flipped bit, or zeros that stop short of a page end, stay corruption.
+    let mut flipped = log.clone();
+    flipped[spans[20].0 as usize + 9] ^= 4;
+    assert_eq!(
+        corruption_offset(&read_all_newest(&flipped).unwrap_err()),
+        s
+    );
+    let mut zeroed = log.clone();
+    zeroed[s as usize..s as usize + 100].fill(0);
+    assert_eq!(corruption_offset(&read_all_newest(&zeroed).unwrap_err()), s);
 }
 
 #[test]

@@ -437,3 +437,54 @@ fn concurrent_readers_and_writer() {
     });
     assert_eq!(fs.file_size(&p("/db/w")).unwrap(), 200);
 }
+
+#[test]
+fn fork_is_independent_and_keeps_unsynced_state() {
+    let fs = fs_with_db();
+    write(&fs, "/db/a", b"synced", true);
+    fs.sync_dir(&p("/db")).unwrap();
+    {
+        let mut w = fs.create(&p("/db/b")).unwrap();
+        w.append(b"flushed").unwrap();
+        w.flush().unwrap();
+    }
+    let fork = fs.fork();
+    write(&fs, "/db/c", b"later", true);
+    assert_eq!(read(&fork, "/db/b"), b"flushed");
+    assert!(!fork.exists(&p("/db/c")).unwrap());
+    // The fork keeps the crash model: b was never dir-synced, and is lost by a crash.
+    fork.crash();
+    assert_eq!(fork.file_names(), vec![p("/db/a")]);
+    assert_eq!(read(&fs, "/db/b"), b"flushed");
+}
+
+#[test]
+fn crash_image_with_chooses_what_survives() {
+    let fs = fs_with_db();
+    {
+        let mut w = fs.create(&p("/db/log")).unwrap();
+        w.append(b"0123").unwrap();
+        w.sync().unwrap();
+        w.append(b"4567").unwrap();
+        w.flush().unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        // Created but its directory entry never synced.
+        write(&fs, "/db/new", b"n", true);
+        let mut seen = Vec::new();
+        let image = fs.crash_image_with(false, &mut |path, synced, unsynced| {
+            seen.push((path.to_path_buf(), synced, unsynced.to_vec()));
+            unsynced.get(..2).unwrap_or_default().to_vec()
+        });
+        assert_eq!(seen, vec![(p("/db/log"), 4, b"4567".to_vec())]);
+        assert_eq!(read(&image, "/db/log"), b"012345");
+        assert!(!image.exists(&p("/db/new")).unwrap());
+        // What survived is durable in the image.
+        image.crash();
+        assert_eq!(read(&image, "/db/log"), b"012345");
+        let live = fs.crash_image_with(true, &mut |_, _, u| vec![0xff; u.len() + 10]);
+        assert_eq!(read(&live, "/db/log"), b"0123\xff\xff\xff\xff");
+        assert_eq!(read(&live, "/db/new"), b"n");
+        // The original is untouched.
+        assert_eq!(read(&fs, "/db/log"), b"01234567");
+    }
+}
