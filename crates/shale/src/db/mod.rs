@@ -208,7 +208,19 @@ impl Db {
             let inner = Arc::clone(&self.inner);
             let h = std::thread::Builder::new()
                 .name(name.to_string())
-                .spawn(move || f(inner))
+                .spawn(move || {
+                    // A panic is a bug, but it must not leave writers waiting for a flush
+                    // that never comes: the store turns read-only and says why.
+                    let keep = Arc::clone(&inner);
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(inner)));
+                    if r.is_err() {
+                        keep.set_error(&Error::Io {
+                            op: "background work",
+                            path: None,
+                            source: std::io::Error::other(format!("the {name} thread panicked")),
+                        });
+                    }
+                })
                 .map_err(|e| Error::Io {
                     op: "spawn background thread",
                     path: None,
