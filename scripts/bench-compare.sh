@@ -4,7 +4,8 @@
 #
 #   scripts/bench-compare.sh [NUM] [BENCHMARKS] [extra shale bench flags...]
 #
-# Defaults: NUM=1000000, BENCHMARKS=fillrandom,readrandom,seekrandom,overwrite,readrandom.
+# Defaults: NUM=1000000, BENCHMARKS=fillrandom,readrandom,seekrandom,overwrite,readrandom;
+# WRITE_BUFFER_SIZE (bytes, default 64 MiB) sets the memtable size of every engine.
 # Results (one JSON object per benchmark and engine) go to bench-out/results.jsonl; the
 # table goes to stdout and bench-out/table.md.
 set -euo pipefail
@@ -33,7 +34,7 @@ run() {
   local label=$1; shift
   echo "== $label" >&2
   "$bin" bench --num "$num" --benchmarks "$benchmarks" --seek-nexts 10 \
-    --compression none --write-buffer-size $((64 << 20)) \
+    --compression none --write-buffer-size "${WRITE_BUFFER_SIZE:-67108864}" \
     --db "$dbroot/$label" --json "$out" "${extra[@]}" "$@" >&2
   rm -rf "${dbroot:?}/$label"
 }
