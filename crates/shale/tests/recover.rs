@@ -131,6 +131,25 @@ fn recover_after_dropping_unsynced_data() {
     }
 }
 
+/// The largest log file of a store (the one holding the writes).
+fn largest_log(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap()
+}
+
+/// Write 100 keys that all stay in the log, and close.
+fn fill_log(dir: &Path, o: Options) {
+    let db = Db::open(dir, o).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    db.close().unwrap();
+}
+
 #[test]
 fn recover_torn_log_tail_and_refuse_middle_corruption() {
     let tmp = TempDir::new("torn");
@@ -140,19 +159,8 @@ fn recover_torn_log_tail_and_refuse_middle_corruption() {
         o.write_buffer_size = 1 << 20; // everything stays in the log
         o
     };
-    {
-        let db = Db::open(tmp.path(), o()).unwrap();
-        for i in 0..100u32 {
-            db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
-        }
-        db.close().unwrap();
-    }
-    let log = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap();
+    fill_log(tmp.path(), o());
+    let log = largest_log(tmp.path());
     let bytes = std::fs::read(&log).unwrap();
     // Tear the last record: every write but the last comes back.
     std::fs::write(&log, &bytes[..bytes.len() - 20]).unwrap();
@@ -166,19 +174,8 @@ fn recover_torn_log_tail_and_refuse_middle_corruption() {
 
     // A second store: flip a byte in the middle of its log. Open must report it.
     let tmp2 = TempDir::new("middle");
-    {
-        let db = Db::open(tmp2.path(), o()).unwrap();
-        for i in 0..100u32 {
-            db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
-        }
-        db.close().unwrap();
-    }
-    let log = std::fs::read_dir(tmp2.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap();
+    fill_log(tmp2.path(), o());
+    let log = largest_log(tmp2.path());
     let mut bytes = std::fs::read(&log).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
