@@ -83,10 +83,25 @@ pub struct LevelStats {
     pub bytes: u64,
     /// Bytes read by compactions whose output went to this level.
     pub compaction_read: u64,
+    /// Bytes that entered this level from above: for level 0 the user bytes written, for a
+    /// deeper level the compaction inputs that came from shallower levels.
+    pub compaction_moved_in: u64,
     /// Bytes written by compactions (and flushes, for level 0) into this level.
     pub compaction_written: u64,
     /// Compactions (and flushes, for level 0) that wrote into this level.
     pub compactions: u64,
+}
+
+impl LevelStats {
+    /// Bytes written into this level per byte that entered it from above (RocksDB's
+    /// per-level `W-Amp`); 0 when nothing entered yet.
+    pub fn write_amplification(&self) -> f64 {
+        if self.compaction_moved_in == 0 {
+            0.0
+        } else {
+            self.compaction_written as f64 / self.compaction_moved_in as f64
+        }
+    }
 }
 
 /// A snapshot of the store's counters. See [`crate::Db::stats`].
@@ -157,17 +172,19 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "Level  Files    Size(MB)  CompRead(MB)  CompWrite(MB)  Comps"
+            "Level  Files    Size(MB)  CompRead(MB)  MovedIn(MB)  CompWrite(MB)  Comps  W-Amp"
         )?;
         for (i, l) in self.levels.iter().enumerate() {
             writeln!(
                 f,
-                "L{i:<5} {:>5} {:>11.1} {:>13.1} {:>14.1} {:>6}",
+                "L{i:<5} {:>5} {:>11.1} {:>13.1} {:>12.1} {:>14.1} {:>6} {:>6.2}",
                 l.files,
                 l.bytes as f64 / 1048576.0,
                 l.compaction_read as f64 / 1048576.0,
+                l.compaction_moved_in as f64 / 1048576.0,
                 l.compaction_written as f64 / 1048576.0,
-                l.compactions
+                l.compactions,
+                l.write_amplification()
             )?;
         }
         let mb = |n: u64| n as f64 / 1048576.0;

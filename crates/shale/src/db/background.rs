@@ -134,20 +134,23 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         imms.retain(|m| !Arc::ptr_eq(m, &mem));
     })?;
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
-    record_level(inner, 0, 0, size);
+    record_level(inner, 0, 0, 0, size);
     delete_obsolete_files(inner);
     Ok(true)
 }
 
-fn record_level(inner: &DbInner, level: usize, read: u64, written: u64) {
+/// Count one flush or compaction into `level`: bytes read (all inputs), bytes of those
+/// inputs that came from shallower levels, bytes written.
+fn record_level(inner: &DbInner, level: usize, read: u64, moved_in: u64, written: u64) {
     let mut per = inner.counters.per_level.lock();
     if per.len() <= level {
-        per.resize(level + 1, (0, 0, 0));
+        per.resize(level + 1, super::LevelCounters::default());
     }
     if let Some(e) = per.get_mut(level) {
-        e.0 += read;
-        e.1 += written;
-        e.2 += 1;
+        e.read += read;
+        e.moved_in += moved_in;
+        e.written += written;
+        e.count += 1;
     }
 }
 
@@ -218,14 +221,19 @@ fn run_plan(inner: &DbInner, plan: &Plan) -> Result<()> {
     } else {
         edit.new_files.iter().map(|(_, f)| f.size).sum()
     };
-    let read = if plan.kind == PlanKind::Move {
-        0
+    let (read, moved_in) = if plan.kind == PlanKind::Move {
+        (0, 0)
     } else {
-        plan.input_bytes()
+        let upper: u64 = plan
+            .input_files()
+            .filter(|(l, _)| *l < plan.output_level)
+            .map(|(_, f)| f.size)
+            .sum();
+        (plan.input_bytes(), upper)
     };
     commit(inner, edit, |_, _| {})?;
     inner.counters.compactions.fetch_add(1, Ordering::Relaxed);
-    record_level(inner, plan.output_level, read, written);
+    record_level(inner, plan.output_level, read, moved_in, written);
     delete_obsolete_files(inner);
     Ok(())
 }

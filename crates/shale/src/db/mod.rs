@@ -117,8 +117,21 @@ pub(crate) struct Counters {
     pub(crate) flushes: AtomicU64,
     pub(crate) compactions: AtomicU64,
     pub(crate) stall_micros: AtomicU64,
-    /// Per output level: (bytes read, bytes written, count).
-    pub(crate) per_level: Mutex<Vec<(u64, u64, u64)>>,
+    /// Per output level.
+    pub(crate) per_level: Mutex<Vec<LevelCounters>>,
+}
+
+/// Work done by flushes and compactions that wrote into one level.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LevelCounters {
+    /// Bytes of every input.
+    pub(crate) read: u64,
+    /// Bytes of the inputs that came from shallower levels.
+    pub(crate) moved_in: u64,
+    /// Bytes written.
+    pub(crate) written: u64,
+    /// Flushes or compactions.
+    pub(crate) count: u64,
 }
 
 pub(crate) struct DbInner {

@@ -9,15 +9,22 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
     let io = inner.env.io();
     let sv = inner.super_version();
     let per = inner.counters.per_level.lock().clone();
+    let user_bytes = inner.counters.user_bytes.load(Ordering::Relaxed);
     let levels = (0..sv.version.num_levels())
         .map(|l| {
-            let (r, w, n) = per.get(l).copied().unwrap_or_default();
+            let c = per.get(l).copied().unwrap_or_default();
             LevelStats {
                 files: sv.version.level(l).len(),
                 bytes: sv.version.level_bytes(l),
-                compaction_read: r,
-                compaction_written: w,
-                compactions: n,
+                compaction_read: c.read,
+                compaction_moved_in: if l == 0 {
+                    // What enters level 0 is user data, through the memtable.
+                    user_bytes
+                } else {
+                    c.moved_in
+                },
+                compaction_written: c.written,
+                compactions: c.count,
             }
         })
         .collect();
@@ -27,7 +34,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         .sum();
     let c = &inner.counters;
     Stats {
-        user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
+        user_bytes_written: user_bytes,
         user_ops_written: c.user_ops.load(Ordering::Relaxed),
         written: WriteCause::ALL
             .iter()
