@@ -305,8 +305,8 @@ pub fn stats(a: &StoreArgs) -> CliResult {
     let db = a.open_existing()?;
     let mut out = std::io::stdout().lock();
     write!(out, "{}", db.stats())?;
-    if let Some(p) = db.property("shale.stats") {
-        writeln!(out, "{}", p.trim_end())?;
+    if let Some(p) = db.property("shale.design") {
+        writeln!(out, "design: {p}")?;
     }
     out.flush()?;
     db.close()?;

@@ -326,11 +326,7 @@ impl Engine for ShaleEngine {
     }
 
     fn stats_text(&self) -> String {
-        let mut s = self.db.stats().to_string();
-        if let Some(p) = self.db.property("shale.stats") {
-            s.push_str(&p);
-        }
-        s
+        self.db.stats().to_string()
     }
 
     fn counters(&self) -> Option<Counters> {
