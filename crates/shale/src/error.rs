@@ -66,6 +66,32 @@ impl Error {
         }
     }
 
+    /// A copy of this error for another caller (the followers of a group commit get the
+    /// leader's error). I/O errors keep their kind and message.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Unsupported(m) => Error::Unsupported(m.clone()),
+            Error::ReadOnly(m) => Error::ReadOnly(m.clone()),
+            Error::Closed => Error::Closed,
+        }
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

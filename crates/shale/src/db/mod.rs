@@ -33,6 +33,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
+pub(crate) use open::MAX_FILE_NUMBER;
 pub use read::{Cursor, DbIterator};
 pub use verify::{VerifyReport, verify};
 
@@ -384,7 +385,14 @@ impl Db {
         };
         background::delete_obsolete_files(&self.inner);
         self.inner.lock.lock().take();
-        result
+        // Report an earlier background failure too: the caller learns the store was not
+        // healthy (its data is safe in the synced logs and is recovered at the next open).
+        let earlier = self.inner.bg.lock().error.clone();
+        match (result, earlier) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(e)) => Err(Error::ReadOnly(e)),
+            (Ok(()), None) => Ok(()),
+        }
     }
 }
 

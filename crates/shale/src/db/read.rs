@@ -1,9 +1,16 @@
 //! The read path: point lookups, cursors and iterators.
 //!
-//! A read first fixes its sequence number (the snapshot's, or the last published one), then
-//! clones the super version. In that order every write at or below the sequence number is in
-//! the super version: a write is published only after it is in a memtable, and a memtable
-//! leaves the super version only after its flush is in the version.
+//! A read first clones the super version, then fixes its sequence number (the snapshot's,
+//! or the last published one). In that order the newest version of each key at or below the
+//! sequence number is in the clone:
+//! - flushes and compactions drop a version only when a newer one at or below the last
+//!   published sequence number *at that time* exists, and that time precedes the clone, so
+//!   the newer one is in the clone too and is at or below our sequence number;
+//! - a write published after the clone is either in a memtable of the clone or in a newer
+//!   memtable, and a newer memtable holds only writes newer than everything in the clone.
+//!
+//! The other order is wrong: between reading the sequence number and cloning, a flush may
+//! drop the version the read should see, because a newer write shadows it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,8 +27,8 @@ use crate::memory::MemLookup;
 use crate::values::ValueStore;
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
-    let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
     let sv = inner.super_version();
+    let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
     let resolve = |kind: ValueKind, v: Vec<u8>| -> Result<Option<Vec<u8>>> {
         if kind == ValueKind::Value {
             return Ok(Some(v));
@@ -78,11 +85,11 @@ fn prepare(
     inner: &DbInner,
     options: IterOptions,
 ) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned) {
+    let sv = inner.super_version();
     let seq = match &options.snapshot {
         Some(s) => s.sequence(),
         None => inner.last_seq.load(Ordering::Acquire),
     };
-    let sv = inner.super_version();
     let opts = DbIterOptions {
         snapshot: seq,
         lower_bound: options.lower_bound,

@@ -33,12 +33,19 @@ struct Pending {
 #[derive(Default)]
 pub(crate) struct WriteQueue {
     waiting: VecDeque<Pending>,
-    done: HashMap<u64, std::result::Result<(), String>>,
+    done: HashMap<u64, Result<()>>,
     leader_active: bool,
     next_ticket: u64,
 }
 
 fn validate(batch: &WriteBatch) -> Result<()> {
+    if batch.approximate_size() > crate::wal::DEFAULT_MAX_RECORD_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "a write batch of {} bytes exceeds the {}-byte limit of one log record",
+            batch.approximate_size(),
+            crate::wal::DEFAULT_MAX_RECORD_SIZE
+        )));
+    }
     for e in batch.iter() {
         if e.key.len() > MAX_KEY_SIZE {
             return Err(Error::InvalidArgument(format!(
@@ -72,11 +79,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     });
     loop {
         if let Some(r) = q.done.remove(&ticket) {
-            return r.map_err(|m| Error::Io {
-                op: "write (as part of a group commit)",
-                path: None,
-                source: std::io::Error::other(m),
-            });
+            return r;
         }
         if q.leader_active {
             inner.queue_cv.wait(&mut q);
@@ -97,7 +100,20 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             }
         }
         drop(q);
-        let result = write_group(inner, &mut group);
+        // A panic here is a bug; it must not leave `leader_active` set, which would stop
+        // every later writer for good. The store turns read-only instead.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            write_group(inner, &mut group)
+        }))
+        .unwrap_or_else(|_| {
+            let e = Error::Io {
+                op: "write",
+                path: None,
+                source: std::io::Error::other("the write path panicked"),
+            };
+            inner.set_error(&e);
+            Err(e)
+        });
         q = inner.queue.lock();
         q.leader_active = false;
         let mut mine = false;
@@ -105,7 +121,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             if p.ticket == ticket {
                 mine = true;
             } else {
-                let r = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
+                let r = result.as_ref().map(|_| ()).map_err(Error::duplicate);
                 q.done.insert(p.ticket, r);
             }
         }
@@ -142,7 +158,10 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
         .and_then(|()| if sync { wal.log.sync() } else { Ok(()) });
     if let Err(e) = logged {
         // The log may now end in a partial record: nothing more may be appended after it.
-        inner.set_error(&e);
+        // (A record refused for its size wrote nothing and leaves the log usable.)
+        if !matches!(e, Error::InvalidArgument(_)) {
+            inner.set_error(&e);
+        }
         return Err(e);
     }
     let mut user_bytes = 0u64;
