@@ -219,6 +219,16 @@ fn bad_input_gets_clear_errors() {
     }
     // Nothing was written.
     assert_eq!(db.stats().user_ops_written, 0);
+    // A batch too large for one log record is refused whole and leaves the store writable.
+    let mut b = shale::WriteBatch::new();
+    let big_value = vec![7u8; 180 << 20];
+    for k in [b"a", b"b", b"c"] {
+        b.put(k, &big_value);
+    }
+    drop(big_value);
+    assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
+    db.put(b"small", b"ok").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
     let mut o = opts(&env);
     o.level0_slowdown_trigger = 1;
     assert!(matches!(
@@ -270,4 +280,56 @@ fn compaction_inputs_are_deleted_promptly() {
     let count = it.count();
     assert_eq!(count, 3000, "the old iterator still reads every key");
     assert!(held > db.stats().levels.iter().map(|l| l.files).sum::<usize>());
+}
+
+/// A crash while writing a record whose value happens to contain a well-formed log record:
+/// the torn tail must be dropped, not taken for damage followed by a valid record.
+#[test]
+fn torn_record_holding_a_framed_record_is_a_torn_tail() {
+    let tmp = TempDir::new("embedded");
+    let env = Env::posix();
+    let mut o = opts(&env);
+    o.write_buffer_size = 1 << 20;
+    let mut framed = shale::wal::LogWriter::with_sink(Vec::new());
+    framed.add_record(b"a record inside a value").unwrap();
+    let framed = framed.into_sink();
+    let mut value = vec![b'x'; 100];
+    value.extend_from_slice(&framed);
+    value.extend_from_slice(&[b'y'; 3000]);
+    {
+        let db = Db::open(tmp.path(), o.clone()).unwrap();
+        db.put(b"a", b"first").unwrap();
+        db.put(b"b", &value).unwrap();
+        db.close().unwrap();
+    }
+    let log = largest_log(tmp.path());
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() - 1000]).unwrap();
+    let db = Db::open(tmp.path(), o).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"first"[..]));
+    assert_eq!(db.get(b"b").unwrap(), None);
+}
+
+/// Files with absurd numbers in the directory are not the engine's: open ignores them
+/// rather than overflowing its file-number arithmetic.
+#[test]
+fn absurd_file_numbers_are_ignored() {
+    let tmp = TempDir::new("absurd");
+    let env = Env::posix();
+    {
+        let db = Db::open(tmp.path(), opts(&env)).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.close().unwrap();
+    }
+    for name in [
+        "18446744073709551615.sst",
+        "18446744073709551614.log",
+        "MANIFEST-18446744073709551615",
+    ] {
+        std::fs::write(tmp.path().join(name), b"").unwrap();
+    }
+    let db = Db::open(tmp.path(), opts(&env)).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.put(b"k2", b"v2").unwrap();
+    db.close().unwrap();
 }

@@ -29,6 +29,10 @@ use crate::wal::LogReader;
 use crate::wal::LogWriter;
 use crate::wal::WriteBatch;
 
+/// The largest file number the engine hands out (far beyond any real store): larger numbers
+/// in a directory or a MANIFEST are not the engine's, and arithmetic on them cannot overflow.
+pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 48;
+
 /// The kinds of file a store directory holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FileKind {
@@ -46,7 +50,11 @@ pub(crate) enum FileKind {
 /// `CURRENT`, anything a user put there).
 pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n.parse().ok().map(FileKind::Manifest);
+        return n
+            .parse()
+            .ok()
+            .filter(|&n| n <= MAX_FILE_NUMBER)
+            .map(FileKind::Manifest);
     }
     if name.ends_with(".tmp") {
         return Some(FileKind::Temp);
@@ -55,7 +63,11 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let n = stem.parse().ok()?;
+    let n: u64 = stem.parse().ok()?;
+    if n > MAX_FILE_NUMBER {
+        // Not a number this engine hands out; leave the file alone.
+        return None;
+    }
     match ext {
         "sst" => Some(FileKind::Table(n)),
         "log" => Some(FileKind::Log(n)),

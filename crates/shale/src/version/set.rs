@@ -91,6 +91,13 @@ impl VersionSet {
                 next_file = n;
             }
             if let Some(n) = edit.last_sequence {
+                if n > crate::key::MAX_SEQNO {
+                    return Err(Error::corruption(
+                        &path,
+                        0,
+                        format!("edit {i} records last sequence {n}, beyond the largest possible"),
+                    ));
+                }
                 last_sequence = n;
             }
             if let Some(t) = &edit.format_tag {
@@ -108,8 +115,21 @@ impl VersionSet {
                 dir.display()
             )));
         }
-        // Every file the MANIFEST mentions must be below next_file, or numbers would repeat.
+        let limit = crate::db::MAX_FILE_NUMBER;
         let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
+        if [next_file, log_number, max_file, number]
+            .iter()
+            .any(|&n| n > limit)
+        {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "a file number beyond {limit} (next {next_file}, log {log_number}, largest table {max_file})"
+                ),
+            ));
+        }
+        // Every file the MANIFEST mentions must be below next_file, or numbers would repeat.
         let next_file = next_file
             .max(min_next_file)
             .max(max_file + 1)

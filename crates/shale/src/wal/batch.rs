@@ -169,6 +169,16 @@ impl WriteBatch {
             ));
         }
         let count = decode_fixed32(&bytes, 8)?;
+        let seq = decode_fixed64(&bytes, 0)?;
+        // Every entry's sequence number must fit in a key trailer: a batch that claims
+        // otherwise would be applied with wrapped or clamped numbers, i.e. wrong answers.
+        let last = seq.checked_add(u64::from(count).saturating_sub(1));
+        if count > 0 && (seq == 0 || last.is_none_or(|l| l > crate::key::MAX_SEQNO)) {
+            return Err(format!(
+                "write batch sequence numbers {seq}..+{count} are outside 1..={}",
+                crate::key::MAX_SEQNO
+            ));
+        }
         let mut r = Reader::new(bytes.get(HEADER_LEN..).unwrap_or_default());
         for i in 0..count {
             let at = HEADER_LEN + r.position();

@@ -431,14 +431,36 @@ impl<S: LogSource> LogReader<S> {
     fn valid_record_after(&self, bad_offset: u64) -> Result<Option<u64>> {
         let block_start = bad_offset - bad_offset % BLOCK_SIZE as u64;
         // bad_offset lies in this block, so the difference is below BLOCK_SIZE.
-        let first = (bad_offset - block_start) as usize + 1;
+        let at = (bad_offset - block_start) as usize;
         let mut buf = Vec::new();
-        let found = if self.block_loaded && self.block_start == block_start {
-            first_valid_record_from(&self.block, first)
+        let block: &[u8] = if self.block_loaded && self.block_start == block_start {
+            &self.block
         } else {
             self.load_block(block_start, &mut buf)?;
-            first_valid_record_from(&buf, first)
+            &buf
         };
+        // Where to look in this block. The bad record's payload is user data, which may
+        // itself hold well-formed records, so a record whose claimed end lies in the block
+        // is skipped whole. When the claimed end lies past the end of the file, either the
+        // record was torn by a crash (and its payload is all that follows) or its length
+        // was damaged (and real records follow): every later offset is tried, but a
+        // candidate counts only if valid records run from it to the end of the block, which
+        // a stray record inside a torn payload does not do.
+        let (first, chain) = match parse_header(block, at) {
+            Some(h) => {
+                let end = at + HEADER_SIZE + h.len;
+                if end <= block.len() {
+                    (end, false)
+                } else if block_start + (end as u64) > self.file_len {
+                    (at + 1, true)
+                } else {
+                    (at + 1, false)
+                }
+            }
+            None => (at + 1, false),
+        };
+        let found = (first..block.len())
+            .find(|&p| valid_record_at(block, p) && (!chain || valid_chain_to_end(block, p)));
         if let Some(p) = found {
             return Ok(Some(block_start + p as u64));
         }
@@ -461,9 +483,22 @@ impl<S: LogSource> LogReader<S> {
     }
 }
 
-/// The first position at or after `from` in `block` where a valid physical record starts.
-fn first_valid_record_from(block: &[u8], from: usize) -> Option<usize> {
-    (from..block.len()).find(|&p| valid_record_at(block, p))
+/// Whether valid physical records run from `p` to the end of `block` (ending in at most a
+/// header's worth of zero padding, or in zeros where a header would be).
+fn valid_chain_to_end(block: &[u8], mut p: usize) -> bool {
+    loop {
+        let rest = block.get(p..).unwrap_or_default();
+        if rest.len() < HEADER_SIZE || rest.iter().all(|&b| b == 0) {
+            return rest.iter().all(|&b| b == 0);
+        }
+        let Some(h) = parse_header(block, p) else {
+            return false;
+        };
+        if !valid_record_at(block, p) {
+            return false;
+        }
+        p += HEADER_SIZE + h.len;
+    }
 }
 
 /// A physical record header, not yet checked.

@@ -588,7 +588,22 @@ fn batch_bad_bytes_rejected() {
     let mut b = WriteBatch::new();
     b.put(b"key", b"value");
     b.delete(b"gone");
+    b.set_sequence(1);
     let good = b.data().to_vec();
+    assert!(WriteBatch::from_data(good.clone()).is_ok());
+    // Sequence numbers must fit in a trailer, every one of them.
+    for seq in [0u64, crate::key::MAX_SEQNO, u64::MAX] {
+        let mut s = good.clone();
+        s[0..8].copy_from_slice(&seq.to_le_bytes());
+        let e = WriteBatch::from_data(s).unwrap_err();
+        assert!(e.contains("sequence"), "{e}");
+    }
+    let mut s = good.clone();
+    s[0..8].copy_from_slice(&(crate::key::MAX_SEQNO - 1).to_le_bytes());
+    assert!(
+        WriteBatch::from_data(s).is_ok(),
+        "two entries ending at MAX_SEQNO fit"
+    );
     for cut in 0..good.len() {
         assert!(
             WriteBatch::from_data(good[..cut].to_vec()).is_err(),

@@ -108,7 +108,8 @@ impl TableProperties {
         while !r.is_empty() {
             let t = r.varint64()?;
             let v = r.length_prefixed()?;
-            if (1..64).contains(&t) {
+            // Only known tags must be unique; unknown ones (from a newer writer) are skipped.
+            if (1..=tag::NUM_VALUE_POINTERS).contains(&t) {
                 if seen & (1 << t) != 0 {
                     return Err(format!("property tag {t} appears twice"));
                 }
