@@ -187,7 +187,7 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
     let opts = &inner.options;
     let mut delayed = false;
     loop {
-        let l0 = inner.super_version().version.level(0).len();
+        let l0 = inner.super_version.read().version.level(0).len();
         if !delayed && !force && l0 >= opts.level0_slowdown_trigger {
             // Delay each write by a millisecond rather than stopping writes for seconds
             // later: this hands the compaction thread some of the CPU.
@@ -210,7 +210,7 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let l0 = inner.super_version().version.level(0).len();
+        let l0 = inner.super_version.read().version.level(0).len();
         if bg.imms.len() >= opts.max_immutable_memtables || l0 >= opts.level0_stop_trigger {
             let t = Instant::now();
             inner.bg_cv.wait(&mut bg);
