@@ -14,7 +14,9 @@
 //! no other plan may touch a busy file, so every input the edit deletes is still present.
 //! A layout's picker must therefore never return a plan that reads a busy file, nor one that
 //! writes into a key range that a running plan writes at the same level (two outputs could
-//! then overlap, or newer data could land below older data).
+//! then overlap, or newer data could land below older data). Flushes are not in the
+//! context: `flush_level` must name a level whose files may overlap (level 0), since a flush
+//! commits beside running plans.
 
 use std::collections::HashSet;
 use std::sync::Arc;
