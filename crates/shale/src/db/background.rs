@@ -316,6 +316,9 @@ impl<'a> ManualGuard<'a> {
     fn enter(inner: &'a DbInner) -> Result<ManualGuard<'a>> {
         let mut bg = inner.bg.lock();
         bg.manual = true;
+        // Wake whatever holds a plan for a reason the manual compaction changes (the test
+        // gate lets its plan go).
+        inner.bg_cv.notify_all();
         loop {
             if let Some(e) = &bg.error {
                 let e = Error::ReadOnly(e.clone());
