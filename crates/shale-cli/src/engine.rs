@@ -149,6 +149,8 @@ pub struct EngineConfig {
     pub compression: Compression,
     /// Bloom filter bits per key.
     pub bloom_bits: usize,
+    /// Shale compaction workers; `None` keeps the design's default. Peers ignore it.
+    pub max_background_compactions: Option<usize>,
 }
 
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
@@ -172,6 +174,12 @@ pub struct EngineFlags {
     /// Bloom filter bits per key.
     #[arg(long = "bloom-bits", alias = "bloom_bits", default_value_t = 10)]
     pub bloom_bits: usize,
+    /// Shale compactions that may run at once (default: the design's).
+    #[arg(
+        long = "max-background-compactions",
+        alias = "max_background_compactions"
+    )]
+    pub max_background_compactions: Option<usize>,
 }
 
 impl EngineFlags {
@@ -189,6 +197,7 @@ impl EngineFlags {
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
             bloom_bits: self.bloom_bits,
+            max_background_compactions: self.max_background_compactions,
         })
     }
 
@@ -212,6 +221,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     o.block_cache_bytes = config.cache_size;
     o.table.compression = config.compression;
     o.table.bloom_bits_per_key = config.bloom_bits;
+    if let Some(n) = config.max_background_compactions {
+        o.max_background_compactions = n;
+    }
     Ok(o)
 }
 
@@ -373,9 +385,11 @@ mod tests {
             cache_size: 8 << 20,
             compression: Compression::Lz4,
             bloom_bits: 10,
+            max_background_compactions: Some(3),
         };
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
+        assert_eq!(o.max_background_compactions, 3);
         assert_eq!(o.block_cache_bytes, 8 << 20);
         assert_eq!(o.table.compression, Compression::Lz4);
         let bad = EngineConfig {
@@ -394,6 +408,7 @@ mod tests {
             cache_size: 0,
             compression: Compression::None,
             bloom_bits: 10,
+            max_background_compactions: None,
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
             .err()

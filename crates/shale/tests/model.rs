@@ -30,6 +30,8 @@ fn small_options(preset: &str, env: &Env) -> Options {
     o.table.block_size = 512;
     o.block_cache_bytes = 64 * 1024;
     o.max_open_files = 32;
+    // Compactions run side by side, so the model checks the parallel path.
+    o.max_background_compactions = 2;
     o
 }
 

@@ -48,8 +48,8 @@ fn options(t: &Tuning) -> (Options, Vec<String>) {
     o.set_level_zero_file_num_compaction_trigger(s.level0_compaction_trigger as i32);
     o.set_level_zero_slowdown_writes_trigger(s.level0_slowdown_trigger as i32);
     o.set_level_zero_stop_writes_trigger(s.level0_stop_trigger as i32);
-    // Shale runs one flush thread and one compaction thread.
-    o.set_max_background_jobs(2);
+    // Shale runs one flush thread and `max_background_compactions` compaction workers.
+    o.set_max_background_jobs(1 + s.max_background_compactions as i32);
     o.set_max_subcompactions(1);
     let compression = match c.compression {
         Compression::None => DBCompressionType::None,

@@ -12,7 +12,7 @@ use super::{DbInner, SuperVersion};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
-use crate::layout::{Plan, PlanKind};
+use crate::layout::{PickContext, Plan, PlanKind};
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 use crate::version::FileMeta;
@@ -203,8 +203,11 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Run one plan: execute it and commit its edit.
-fn run_plan(inner: &DbInner, plan: &Plan) -> Result<()> {
+/// Run one plan: execute it and commit its edit. `ticket` names the plan in
+/// `BgState::running` (background plans): it leaves that list under the `bg` lock together
+/// with the installation of the version it made, so a picker never sees the plan gone
+/// without its result.
+fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
     let edit = match with_context(inner, WriteCause::Compaction, |ctx| {
         inner.layout.compact(plan, ctx)
     }) {
@@ -231,43 +234,122 @@ fn run_plan(inner: &DbInner, plan: &Plan) -> Result<()> {
             .sum();
         (plan.input_bytes(), upper)
     };
-    commit(inner, edit, |_, _| {})?;
+    // The edit was made from an older version than the one it is applied to when other
+    // plans committed meanwhile. It still fits: it deletes only this plan's inputs, which no
+    // other plan may touch while they are busy, and adds files with fresh numbers.
+    commit(inner, edit, |bg, _| {
+        if let Some(t) = ticket {
+            bg.running.retain(|(n, _)| *n != t);
+        }
+    })?;
     inner.counters.compactions.fetch_add(1, Ordering::Relaxed);
     record_level(inner, plan.output_level, read, moved_in, written);
     delete_obsolete_files(inner);
     Ok(())
 }
 
-pub(crate) fn compaction_thread(inner: Arc<DbInner>) {
+/// Wait for a plan that may run beside the running ones, and mark it running. `None` at
+/// shutdown.
+fn next_plan(inner: &DbInner) -> Option<(u64, Plan)> {
+    let mut bg = inner.bg.lock();
     loop {
-        {
-            let mut bg = inner.bg.lock();
-            while !bg.compaction_wanted || bg.error.is_some() {
-                if inner.shutting_down.load(Ordering::Acquire) {
-                    return;
-                }
-                inner.bg_cv.wait(&mut bg);
-            }
-            if inner.shutting_down.load(Ordering::Acquire) {
-                return;
-            }
-            bg.compaction_wanted = false;
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return None;
         }
-        loop {
-            let _c = inner.compaction_lock.lock();
-            // The version is dropped before the plan runs: the sweep after the commit must
-            // not see it as live, or the inputs would outlive the compaction.
-            let Some(plan) = inner.layout.pick(&inner.super_version().version) else {
-                break;
-            };
-            if run_plan(&inner, &plan).is_err() || inner.shutting_down.load(Ordering::Acquire) {
-                break;
+        if bg.compaction_wanted && bg.error.is_none() && !bg.manual {
+            // Under the `bg` lock the running list and the current version agree: a plan
+            // leaves the list only in the same critical section that installs its result.
+            let running = PickContext::of_plans(bg.running.iter().map(|(_, p)| p));
+            let picked = inner.layout.pick(&inner.super_version().version, &running);
+            match picked {
+                Some(plan) => {
+                    let ticket = bg.next_ticket;
+                    bg.next_ticket += 1;
+                    bg.running.push((ticket, plan.clone()));
+                    // `compaction_wanted` stays set: another worker may find a disjoint plan.
+                    inner.bg_cv.notify_all();
+                    return Some((ticket, plan));
+                }
+                None => {
+                    bg.compaction_wanted = false;
+                    #[cfg(test)]
+                    gate::starved(inner, &mut bg);
+                }
             }
+        }
+        inner.bg_cv.wait(&mut bg);
+    }
+}
+
+/// A background plan in flight. Dropping it (also when its worker panics) takes the plan off
+/// the running list, if its commit did not already, and wakes the others: its inputs and
+/// range are free, so a plan that conflicted with it may run now.
+struct Ticket<'a>(&'a DbInner, u64);
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        let mut bg = self.0.bg.lock();
+        bg.running.retain(|(n, _)| *n != self.1);
+        bg.compaction_wanted = true;
+        self.0.bg_cv.notify_all();
+    }
+}
+
+/// One of the `max_background_compactions` workers: pick under the `bg` lock, run without
+/// it, commit, release, repeat until shutdown. After a failure the store is read-only and
+/// `next_plan` picks nothing more.
+pub(crate) fn compaction_thread(inner: Arc<DbInner>) {
+    while let Some((ticket, plan)) = next_plan(&inner) {
+        let ticket = Ticket(&inner, ticket);
+        #[cfg(test)]
+        gate::wait(&inner);
+        // The result is recorded (a failure makes the store read-only): nothing to do here.
+        let _ = run_plan(&inner, &plan, Some(ticket.1));
+    }
+}
+
+/// Held by a manual compaction: background workers start nothing meanwhile.
+struct ManualGuard<'a>(&'a DbInner);
+
+impl<'a> ManualGuard<'a> {
+    /// Stop workers from starting plans and wait until the running ones are done.
+    fn enter(inner: &'a DbInner) -> Result<ManualGuard<'a>> {
+        let mut bg = inner.bg.lock();
+        bg.manual = true;
+        // Wake whatever holds a plan for a reason the manual compaction changes (the test
+        // gate lets its plan go).
+        inner.bg_cv.notify_all();
+        loop {
+            if let Some(e) = &bg.error {
+                let e = Error::ReadOnly(e.clone());
+                drop(bg);
+                drop(ManualGuard(inner));
+                return Err(e);
+            }
+            // Running plans end even at shutdown (they stop early) or after a failure.
+            if bg.running.is_empty() {
+                return Ok(ManualGuard(inner));
+            }
+            inner.bg_cv.wait(&mut bg);
         }
     }
 }
 
+impl Drop for ManualGuard<'_> {
+    fn drop(&mut self) {
+        let mut bg = self.0.bg.lock();
+        bg.manual = false;
+        bg.compaction_wanted = true;
+        self.0.bg_cv.notify_all();
+    }
+}
+
 /// Manual compaction of `[begin, end]`: flush, then push the range down level by level.
+///
+/// It runs alone (RocksDB's exclusive manual compaction): workers start no new plan while it
+/// waits or runs, and it starts once the running plans are done. Its plans then take every
+/// overlapping file of a level without checking for busy ones. Two manual compactions take
+/// turns on `compaction_lock`.
 pub(crate) fn compact_range(
     inner: &Arc<DbInner>,
     begin: Option<&[u8]>,
@@ -275,6 +357,7 @@ pub(crate) fn compact_range(
 ) -> Result<()> {
     flush_and_wait(inner)?;
     let _c = inner.compaction_lock.lock();
+    let _manual = ManualGuard::enter(inner)?;
     let levels = inner.options.num_levels;
     // The deepest level holding anything in the range: compaction stops there.
     let deepest = {
@@ -294,7 +377,7 @@ pub(crate) fn compact_range(
             .layout
             .pick_range(&inner.super_version().version, level, begin, end);
         if let Some(plan) = plan {
-            run_plan(inner, &plan)?;
+            run_plan(inner, &plan, None)?;
         }
     }
     Ok(())
@@ -334,6 +417,67 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
                 inner.tables.evict(n);
             }
             let _ = inner.env.fs().remove_file(&inner.dir.join(&name));
+        }
+    }
+}
+
+/// A test-only gate that holds compactions before they run until a second one is in flight,
+/// or until it is clear that none will come: proof without timing that plans overlap.
+#[cfg(test)]
+pub(crate) mod gate {
+    use super::super::{BgState, DbInner};
+
+    /// The gate's state, in `BgState::gate` (present only when a test installs it).
+    #[derive(Debug, Default)]
+    pub(crate) struct Gate {
+        /// Set by the test once its workload is in place.
+        pub(crate) ready: bool,
+        /// A worker found nothing to pick after `ready`.
+        pub(crate) starved: bool,
+        /// The gate let the held compactions go.
+        pub(crate) released: bool,
+        /// Compactions running when it did.
+        pub(crate) peak: usize,
+    }
+
+    /// A worker's pick found nothing.
+    pub(super) fn starved(inner: &DbInner, bg: &mut BgState) {
+        if let Some(g) = bg.gate.as_mut()
+            && g.ready
+            && !g.starved
+        {
+            g.starved = true;
+            inner.bg_cv.notify_all();
+        }
+    }
+
+    /// Hold a picked plan until two run, every worker runs one, or an idle worker found
+    /// nothing more to pick after the test said its workload is complete (or something
+    /// else would wait for the held plan: shutdown, a failure, a manual compaction).
+    pub(super) fn wait(inner: &DbInner) {
+        let workers = inner.options.max_background_compactions;
+        let mut bg = inner.bg.lock();
+        loop {
+            let running = bg.running.len();
+            // A waiting manual compaction would wait for the held plan forever.
+            let stop = inner
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire)
+                || bg.error.is_some()
+                || bg.manual;
+            let Some(g) = bg.gate.as_mut() else {
+                return;
+            };
+            if g.released {
+                return;
+            }
+            if running >= 2 || running >= workers || g.starved || stop {
+                g.released = true;
+                g.peak = running;
+                inner.bg_cv.notify_all();
+                return;
+            }
+            inner.bg_cv.wait(&mut bg);
         }
     }
 }

@@ -2,22 +2,43 @@
 //!
 //! # Threads and locks
 //!
-//! One `Db` owns two background threads: the *flush* thread turns frozen memtables into
-//! level-0 tables, the *compaction* thread runs the layout's plans. Writers form a queue;
-//! the writer at its head (the leader) writes the whole group to the log and the memtable.
+//! One `Db` owns one *flush* thread, which turns frozen memtables into level-0 tables, and
+//! `max_background_compactions` *compaction workers*, which run the layout's plans side by
+//! side. Writers form a queue; the writer at its head (the leader) writes the whole group to
+//! the log and the memtable.
 //!
 //! Locks, always taken in this order (a thread holding one may take only later ones):
 //! 1. `wal`: held by the write leader (log writer and mutable memtable), and by `flush()`.
 //! 2. `versions`: the MANIFEST; held while an edit is committed and its version installed.
-//! 3. `bg`: frozen memtables waiting for flush, background errors, the condition variable
-//!    that stalled writers and background threads wait on.
+//!    It serializes commits: flushes and compactions commit one at a time, each edit applied
+//!    to the newest version.
+//! 3. `bg`: frozen memtables waiting for flush, the compactions running, background errors,
+//!    the condition variable that stalled writers and background threads wait on.
 //! 4. `super_version`: what readers clone: memtables plus the current version.
+//!
+//! `compaction_lock` is held only by a manual compaction (`compact_range`), before any other.
+//!
+//! A compaction worker picks under `bg`: it hands the layout the current version and a
+//! [`crate::layout::PickContext`] built from `BgState::running` (busy input files and the
+//! output ranges being written), adds the plan it gets to `running`, and runs it without any
+//! lock. Its commit removes it from `running` in the same `bg` critical section that installs
+//! the new version, so a picker never sees a plan gone without its result. Its edit is made
+//! from an older version than the one it is applied to when others committed meanwhile; it
+//! still fits, because it deletes only its own inputs, which were busy all along. A manual
+//! compaction sets `BgState::manual` (workers start nothing new), waits until `running` is
+//! empty and then runs its plans alone. Files a running compaction reads stay live because
+//! it holds a version listing them; the outputs it has written but not committed are in
+//! `pending_outputs` (RocksDB's rule), so the obsolete-file sweep, which any thread may run
+//! after a commit, deletes neither. The first background failure makes the store read-only:
+//! workers then pick nothing, and shutdown joins every thread.
 //!
 //! Readers take only a read lock on `super_version` for the time of an `Arc` clone.
 
 mod api;
 mod background;
 mod open;
+#[cfg(test)]
+mod parallel_tests;
 mod read;
 mod snapshots;
 mod stats;
@@ -41,7 +62,7 @@ use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, Plan};
 use crate::memory::MemTable;
 use crate::options::{Options, WriteOptions};
 use crate::values::ValueStore;
@@ -108,6 +129,16 @@ pub(crate) struct BgState {
     pub(crate) flushing: bool,
     /// The first background or durability failure: the store is read-only from then on.
     pub(crate) error: Option<String>,
+    /// Background compactions in flight, each with its ticket. Their input files and output
+    /// ranges are what the picker must avoid.
+    pub(crate) running: Vec<(u64, Plan)>,
+    /// The ticket of the next background compaction.
+    pub(crate) next_ticket: u64,
+    /// Set while a manual compaction waits or runs: workers start no new plan.
+    pub(crate) manual: bool,
+    /// See `background::gate`.
+    #[cfg(test)]
+    pub(crate) gate: Option<background::gate::Gate>,
 }
 
 /// Counters that are not derived from the version.
@@ -156,7 +187,7 @@ pub(crate) struct DbInner {
     pub(crate) super_version: RwLock<Arc<SuperVersion>>,
     /// File numbers drawn for outputs not yet committed: never deleted as obsolete.
     pub(crate) pending_outputs: Mutex<HashSet<u64>>,
-    /// Held by whoever runs a compaction (background or manual): one at a time.
+    /// Held by a manual compaction: two of them take turns.
     pub(crate) compaction_lock: Mutex<()>,
     pub(crate) counters: Counters,
     pub(crate) shutting_down: AtomicBool,
@@ -215,13 +246,15 @@ impl Db {
 
     fn start_threads(&self) -> Result<()> {
         let mut threads = self.threads.lock();
-        for (name, f) in [
-            ("shale-flush", background::flush_thread as fn(Arc<DbInner>)),
-            ("shale-compact", background::compaction_thread),
-        ] {
+        let flush: fn(Arc<DbInner>) = background::flush_thread;
+        let mut jobs = vec![("shale-flush".to_string(), flush)];
+        for i in 0..self.inner.options.max_background_compactions {
+            jobs.push((format!("shale-compact-{i}"), background::compaction_thread));
+        }
+        for (name, f) in jobs {
             let inner = Arc::clone(&self.inner);
             let h = std::thread::Builder::new()
-                .name(name.to_string())
+                .name(name.clone())
                 .spawn(move || {
                     // A panic is a bug, but it must not leave writers waiting for a flush
                     // that never comes: the store turns read-only and says why.

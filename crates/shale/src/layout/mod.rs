@@ -4,7 +4,21 @@
 //! where can a key be (`get`), which iterators cover a scan, and what should be compacted
 //! next (`pick`, a pure function returning a [`Plan`]). Executing a plan (`compact`) turns it
 //! into a [`VersionEdit`] that the engine commits. Implementations: [`leveled`].
+//!
+//! # Concurrent compactions
+//!
+//! The engine runs up to `Options::max_background_compactions` plans at once. It calls
+//! `pick` under its state lock with a [`PickContext`] describing the plans in flight, marks
+//! the returned plan's files and output range busy, runs the plan without the lock and
+//! commits its edit to whatever version is current by then. That edit is still valid because
+//! no other plan may touch a busy file, so every input the edit deletes is still present.
+//! A layout's picker must therefore never return a plan that reads a busy file, nor one that
+//! writes into a key range that a running plan writes at the same level (two outputs could
+//! then overlap, or newer data could land below older data). Flushes are not in the
+//! context: `flush_level` must name a level whose files may overlap (level 0), since a flush
+//! commits beside running plans.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cache::table_cache::TableCache;
@@ -47,6 +61,20 @@ impl Plan {
             .flat_map(|(l, files)| files.iter().map(move |f| (*l, f)))
     }
 
+    /// The smallest and largest user key over every input (`None` without inputs): the
+    /// range the output may cover.
+    pub fn user_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let lo = self
+            .input_files()
+            .map(|(_, f)| f.smallest_user_key())
+            .min()?;
+        let hi = self
+            .input_files()
+            .map(|(_, f)| f.largest_user_key())
+            .max()?;
+        Some((lo.to_vec(), hi.to_vec()))
+    }
+
     /// Bytes of every input file.
     pub fn input_bytes(&self) -> u64 {
         self.input_files().map(|(_, f)| f.size).sum()
@@ -68,6 +96,81 @@ impl Plan {
             PlanKind::Merge => "merge",
         };
         format!("{} -> L{} ({kind})", ins.join("+"), self.output_level)
+    }
+}
+
+/// One running compaction's output: the level it writes and the user-key range it may
+/// cover (the range of all its inputs, both ends inclusive).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BusyRange {
+    /// The level the running plan writes to.
+    pub output_level: usize,
+    /// The smallest user key of its inputs.
+    pub smallest: Vec<u8>,
+    /// The largest user key of its inputs.
+    pub largest: Vec<u8>,
+}
+
+/// The compactions in flight, as plain data: the input of [`Layout::pick`], so pickers stay
+/// pure and can be tested from a text tree plus a list of busy files and ranges.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PickContext {
+    /// Numbers of the files some running plan reads: no new plan may read them.
+    pub busy_files: HashSet<u64>,
+    /// The output range of every running plan.
+    pub busy_ranges: Vec<BusyRange>,
+}
+
+impl PickContext {
+    /// Nothing running (the single-threaded case and most tests).
+    pub fn idle() -> PickContext {
+        PickContext::default()
+    }
+
+    /// The context made by `plans` running at once.
+    pub fn of_plans<'a>(plans: impl IntoIterator<Item = &'a Plan>) -> PickContext {
+        let mut ctx = PickContext::default();
+        for p in plans {
+            ctx.busy_files
+                .extend(p.input_files().map(|(_, f)| f.number));
+            if let Some((smallest, largest)) = p.user_range() {
+                ctx.busy_ranges.push(BusyRange {
+                    output_level: p.output_level,
+                    smallest,
+                    largest,
+                });
+            }
+        }
+        ctx
+    }
+
+    /// Whether some running plan reads `file`.
+    pub fn is_busy(&self, file: &FileMeta) -> bool {
+        self.busy_files.contains(&file.number)
+    }
+
+    /// Whether a running plan writing to `level` may cover part of `[lo, hi]`.
+    pub fn range_busy(&self, level: usize, lo: &[u8], hi: &[u8]) -> bool {
+        self.busy_ranges.iter().any(|r| {
+            r.output_level == level && r.smallest.as_slice() <= hi && lo <= r.largest.as_slice()
+        })
+    }
+
+    /// Whether `plan` may run next to the running ones: it reads no busy file and its output
+    /// range meets no running plan's output range at the same level.
+    pub fn allows(&self, plan: &Plan) -> bool {
+        if plan.input_files().any(|(_, f)| self.is_busy(f)) {
+            return false;
+        }
+        match plan.user_range() {
+            Some((lo, hi)) => !self.range_busy(plan.output_level, &lo, &hi),
+            None => true,
+        }
+    }
+
+    /// Whether nothing is running.
+    pub fn is_idle(&self) -> bool {
+        self.busy_files.is_empty() && self.busy_ranges.is_empty()
     }
 }
 
@@ -105,12 +208,14 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         ctx: &ReadContext<'_>,
     ) -> Result<Vec<Box<dyn InternalIterator>>>;
 
-    /// The next compaction to run, if any. Pure.
-    fn pick(&self, version: &Version) -> Option<Plan>;
+    /// The next compaction to run, if any, given the compactions already `running` (see
+    /// the module documentation for the rules a plan must obey). Pure.
+    fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan>;
 
     /// Plans that push every file overlapping `[begin, end]` down the tree (manual
     /// compaction), one level at a time: the engine calls this repeatedly with the version
-    /// that results from the previous plan, passing the level to continue from.
+    /// that results from the previous plan, passing the level to continue from. The engine
+    /// runs manual plans alone (no background plan in flight), so no context is needed.
     fn pick_range(
         &self,
         version: &Version,

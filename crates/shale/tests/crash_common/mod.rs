@@ -56,6 +56,8 @@ fn base(env: &Env) -> Options {
     o.max_open_files = 16;
     o.table.block_size = 256;
     o.num_levels = 4;
+    // Crashes land while compactions run side by side.
+    o.max_background_compactions = 2;
     o
 }
 

@@ -9,7 +9,7 @@ pub mod picker;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Layout, Plan, PlanKind, ReadContext};
+use super::{Layout, PickContext, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -117,8 +117,8 @@ impl Layout for Leveled {
         Ok(out)
     }
 
-    fn pick(&self, version: &Version) -> Option<Plan> {
-        picker::pick(version, &self.cfg)
+    fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan> {
+        picker::pick(version, &self.cfg, running)
     }
 
     fn pick_range(
@@ -186,8 +186,13 @@ impl Layout for Leveled {
     }
 }
 
-/// The files of every level below the plan's output level, taken from the version the plan
-/// was made from. The engine passes that version through the context.
+/// The files of every level below the plan's output level, taken from the version current
+/// when the plan started to run (the engine passes it through the context; other plans may
+/// have committed since the pick). Deciding from it whether an output holds the oldest
+/// entry of a key stays correct: entries for a key in the plan's range could only reach a
+/// deeper level through a plan reading a busy file or writing into the busy output range,
+/// and the picker allows neither; any file deeper that merely spans the key keeps the
+/// tombstone, which is the safe side.
 fn plan_deeper_levels(plan: &Plan, ctx: &CompactionContext<'_>) -> Vec<Vec<Arc<FileMeta>>> {
     let v = ctx.version;
     ((plan.output_level + 1)..v.num_levels())

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::layout::{Plan, PlanKind};
+use crate::layout::{PickContext, Plan, PlanKind};
 use crate::version::{FileMeta, Version};
 
 /// The numbers the picker needs (a copy of the relevant options).
@@ -35,56 +35,76 @@ impl PickerConfig {
     }
 }
 
-/// The score of every level but the last (the last level has no limit).
-pub fn scores(v: &Version, cfg: &PickerConfig) -> Vec<f64> {
+/// The score of every level but the last (the last level has no limit). Files that a running
+/// compaction reads are not counted (RocksDB does the same): they are already on their way
+/// down, and counting them would send a second worker after the same excess.
+pub fn scores(v: &Version, cfg: &PickerConfig, running: &PickContext) -> Vec<f64> {
     let last = v.num_levels().saturating_sub(1);
     (0..last)
         .map(|level| {
+            let idle = v.level(level).iter().filter(|f| !running.is_busy(f));
             if level == 0 {
-                v.level(0).len() as f64 / cfg.level0_trigger.max(1) as f64
+                idle.count() as f64 / cfg.level0_trigger.max(1) as f64
             } else {
-                v.level_bytes(level) as f64 / cfg.max_bytes(level) as f64
+                idle.map(|f| f.size).sum::<u64>() as f64 / cfg.max_bytes(level) as f64
             }
         })
         .collect()
 }
 
-/// The next compaction, if any level's score is at least 1.
-pub fn pick(v: &Version, cfg: &PickerConfig) -> Option<Plan> {
-    let scores = scores(v, cfg);
-    let (level, score) = scores
-        .iter()
-        .copied()
+/// The next compaction, if any level's score is at least 1, that can run next to the
+/// `running` ones. Levels are tried from the highest score down; within a level >= 1 the
+/// files are tried from the smallest overlap ratio up, skipping those that conflict.
+///
+/// Conflicts (RocksDB's rules): a plan may not read a busy file, nor write a key range that a
+/// running plan writes at the same level (so levels >= 1 stay disjoint). Level 0 compacts all
+/// its files together, so a level-0 plan never runs next to another one: while any level-0
+/// file is busy, level 0 is skipped (a later level-0 plan would otherwise push newer data
+/// into level 1 beside the older data still being merged).
+pub fn pick(v: &Version, cfg: &PickerConfig, running: &PickContext) -> Option<Plan> {
+    let mut levels: Vec<(usize, f64)> = scores(v, cfg, running)
+        .into_iter()
         .enumerate()
         .filter(|&(_, s)| s >= 1.0)
-        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
-    let reason = if level == 0 {
-        format!(
-            "L0 has {} files (trigger {})",
-            v.level(0).len(),
-            cfg.level0_trigger
-        )
-    } else {
-        format!("L{level} score {score:.2}")
-    };
-    if level == 0 {
-        return Some(plan_level0(v, reason));
-    }
-    let files = v.level(level);
-    let chosen = files.iter().min_by_key(|f| {
-        let overlap: u64 = v
-            .overlapping(
-                level + 1,
-                Some(f.smallest_user_key()),
-                Some(f.largest_user_key()),
-            )
+        .collect();
+    // Highest score first; on a tie the shallower level.
+    levels.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    levels.into_iter().find_map(|(level, score)| {
+        if level == 0 {
+            if v.level(0).iter().any(|f| running.is_busy(f)) {
+                return None;
+            }
+            let reason = format!(
+                "L0 has {} files (trigger {})",
+                v.level(0).len(),
+                cfg.level0_trigger
+            );
+            return Some(plan_level0(v, reason)).filter(|p| running.allows(p));
+        }
+        let mut candidates: Vec<(u64, u64, &Arc<FileMeta>)> = v
+            .level(level)
             .iter()
-            .map(|g| g.size)
-            .sum();
-        // overlap per byte of the file, scaled to stay in integers
-        (overlap.saturating_mul(1024) / f.size.max(1), f.number)
-    })?;
-    Some(plan_file(v, level, Arc::clone(chosen), reason))
+            .filter(|f| !running.is_busy(f))
+            .map(|f| {
+                let overlap: u64 = v
+                    .overlapping(
+                        level + 1,
+                        Some(f.smallest_user_key()),
+                        Some(f.largest_user_key()),
+                    )
+                    .iter()
+                    .map(|g| g.size)
+                    .sum();
+                // overlap per byte of the file, scaled to stay in integers
+                (overlap.saturating_mul(1024) / f.size.max(1), f.number, f)
+            })
+            .collect();
+        candidates.sort_by_key(|&(ratio, number, _)| (ratio, number));
+        candidates.into_iter().find_map(|(_, _, f)| {
+            let reason = format!("L{level} score {score:.2}");
+            Some(plan_file(v, level, Arc::clone(f), reason)).filter(|p| running.allows(p))
+        })
+    })
 }
 
 /// Compact all of level 0 into level 1.
@@ -171,6 +191,7 @@ pub fn pick_range(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::BusyRange;
     use crate::version::text;
 
     fn cfg() -> PickerConfig {
@@ -184,7 +205,7 @@ mod tests {
     /// Run the picker on a described tree and print its decision.
     fn run(desc: &str) -> String {
         let v = text::parse(desc).unwrap();
-        match pick(&v, &cfg()) {
+        match pick(&v, &cfg(), &PickContext::idle()) {
             Some(p) => format!("{} because {}", p.describe(), p.reason),
             None => "nothing".to_string(),
         }
@@ -225,6 +246,141 @@ mod tests {
             "L2[5] -> L3 (move) because L2 score 2.00"
         );
         assert_eq!(run("L6: 1:a-z/900G"), "nothing");
+    }
+
+    /// Run the picker on a described tree with the given compactions in flight.
+    fn run_with(desc: &str, running: &PickContext) -> String {
+        let v = text::parse(desc).unwrap();
+        match pick(&v, &cfg(), running) {
+            Some(p) => format!("{} because {}", p.describe(), p.reason),
+            None => "nothing".to_string(),
+        }
+    }
+
+    /// A context with `files` busy and running plans writing `ranges` (level, lo, hi).
+    fn busy(files: &[u64], ranges: &[(usize, &str, &str)]) -> PickContext {
+        PickContext {
+            busy_files: files.iter().copied().collect(),
+            busy_ranges: ranges
+                .iter()
+                .map(|&(level, lo, hi)| BusyRange {
+                    output_level: level,
+                    smallest: lo.as_bytes().to_vec(),
+                    largest: hi.as_bytes().to_vec(),
+                })
+                .collect(),
+        }
+    }
+
+    const WIDE_L1: &str = "L1: 3:a-f/6M 4:g-k/6M 5:q-s/6M\nL2: 10:a-c/4M 11:d-f/4M 12:m-p/1M";
+
+    #[test]
+    fn busy_input_files_are_never_picked() {
+        assert_eq!(run(WIDE_L1), "L1[4] -> L2 (move) because L1 score 1.80");
+        // File 4 is on its way down: the next worker takes file 5, and the score no longer
+        // counts file 4.
+        assert_eq!(
+            run_with(WIDE_L1, &busy(&[4], &[(2, "g", "k")])),
+            "L1[5] -> L2 (move) because L1 score 1.20"
+        );
+        // A file below the candidate is busy (a running L2 -> L3 compaction reads file 12):
+        // file 5 does not overlap it, file 3's partners are free.
+        assert_eq!(
+            run_with(WIDE_L1, &busy(&[4, 10], &[(2, "g", "k"), (3, "a", "c")])),
+            "L1[5] -> L2 (move) because L1 score 1.20"
+        );
+        assert_eq!(
+            run_with(WIDE_L1, &busy(&[4, 5, 10], &[(2, "g", "k"), (2, "q", "s")])),
+            "nothing"
+        );
+    }
+
+    #[test]
+    fn output_range_may_not_meet_a_running_output_at_the_same_level() {
+        // Something writes L2 over h..r: file 4 (g-k) and file 5 (q-s) would overlap it.
+        let running = busy(&[], &[(2, "h", "r")]);
+        assert_eq!(
+            run_with(WIDE_L1, &running),
+            "L1[3]+L2[10,11] -> L2 (merge) because L1 score 1.80"
+        );
+        // The same range at another level is no conflict.
+        assert_eq!(
+            run_with(WIDE_L1, &busy(&[], &[(3, "a", "z")])),
+            "L1[4] -> L2 (move) because L1 score 1.80"
+        );
+        // Ranges are inclusive: touching at one key conflicts.
+        assert_eq!(
+            run_with(WIDE_L1, &busy(&[], &[(2, "f", "g"), (2, "s", "s")])),
+            "nothing"
+        );
+    }
+
+    #[test]
+    fn level0_plans_never_run_side_by_side() {
+        // Files 1 and 2 are being merged into L1; 3..6 were flushed since. Four idle files
+        // reach the trigger, but level 0 waits for the running plan.
+        let tree = "L0: 1:a-c 2:b-d 3:a-b 4:c-d 5:a-d 6:b-c\nL1: 7:a-d/5M";
+        assert_eq!(
+            run_with(tree, &busy(&[1, 2, 7], &[(1, "a", "d")])),
+            "nothing"
+        );
+        assert_eq!(
+            run(tree),
+            "L0[6,5,4,3,2,1]+L1[7] -> L1 (merge) because L0 has 6 files (trigger 4)"
+        );
+    }
+
+    #[test]
+    fn a_deep_compaction_does_not_block_level0() {
+        let tree =
+            "L0: 1:a-c 2:b-d 3:a-b 4:c-d\nL1: 7:a-d/5M\nL2: 8:a-m/50M 9:n-z/60M\nL3: 20:a-z/1G";
+        // L2 (score 1.1) beats L0 (1.0); while L2's plan runs, level 0 goes beside it.
+        assert_eq!(
+            run(tree),
+            "L2[9]+L3[20] -> L3 (merge) because L2 score 1.10"
+        );
+        let running = busy(&[9, 20], &[(3, "a", "z")]);
+        assert_eq!(
+            run_with(tree, &running),
+            "L0[4,3,2,1]+L1[7] -> L1 (merge) because L0 has 4 files (trigger 4)"
+        );
+        // But an L1 file in level 0's range being compacted into L2 blocks it.
+        let running = busy(&[7], &[(2, "a", "d")]);
+        assert_eq!(
+            run_with(tree, &running),
+            "L2[9]+L3[20] -> L3 (merge) because L2 score 1.10"
+        );
+    }
+
+    #[test]
+    fn repeated_picks_give_pairwise_compatible_plans() {
+        let tree = "L0: 1:a-c 2:b-d 3:a-b 4:c-d\nL1: 30:e-f/4M 31:g-h/4M 32:i-j/4M 33:k-l/4M\n\
+                    L2: 40:e-e/1M 41:h-i/1M 42:x-y/100M";
+        let v = text::parse(tree).unwrap();
+        let mut plans: Vec<Plan> = Vec::new();
+        while let Some(p) = pick(&v, &cfg(), &PickContext::of_plans(&plans)) {
+            assert!(plans.len() < 20, "picker repeats itself: {}", p.describe());
+            plans.push(p);
+        }
+        let described: Vec<String> = plans.iter().map(Plan::describe).collect();
+        assert_eq!(
+            described,
+            [
+                // L1 scores 1.6, then 1.2 without file 33, then 0.8.
+                "L1[33] -> L2 (move)",
+                "L1[30]+L2[40] -> L2 (merge)",
+                // L2 (1.01 without the busy file 40) beats L0 (1.0); then they tie and the
+                // shallower level goes first. Files 31 and 32 stay: L1 is under its limit.
+                "L2[41] -> L3 (move)",
+                "L0[4,3,2,1] -> L1 (merge)",
+                "L2[42] -> L3 (move)",
+            ]
+        );
+        for (i, a) in plans.iter().enumerate() {
+            for b in &plans[i + 1..] {
+                assert!(PickContext::of_plans([a]).allows(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]
