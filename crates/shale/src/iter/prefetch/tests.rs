@@ -585,6 +585,33 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
     let pool = Arc::clone(db.prefetch_pool());
     assert_eq!(pool.stats(), PoolStats::default());
     assert_eq!(pool.live_threads(), 0);
+
+    // Once a job starts the threads, closing the store joins them.
+    let (_, mut store) = data(1, false);
+    store.values.insert(pointer(7), b"seven".to_vec());
+    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let t = pool
+        .submit(&store, ValueKind::ValuePointer, pointer(7))
+        .unwrap();
+    assert_eq!(
+        pool.live_threads(),
+        Options::default().scan_prefetch_threads
+    );
+    assert_eq!(t.wait().unwrap(), b"seven");
     db.close().unwrap();
     assert_eq!(pool.live_threads(), 0);
+    assert!(
+        pool.submit(&store, ValueKind::ValuePointer, pointer(7))
+            .is_err()
+    );
+}
+
+#[test]
+fn user_iterators_stay_send() {
+    fn send<T: Send>() {}
+    send::<crate::DbIterator>();
+    send::<crate::Cursor>();
+    send::<Ticket>();
+    fn sync<T: Sync + Send>() {}
+    sync::<PrefetchPool>();
 }
