@@ -21,7 +21,9 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::db_iter::DbIterOptions;
 use crate::iter::merging::MergingIterator;
-use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries};
+use crate::iter::prefetch::{
+    PlacementResolver, Prefetch, PrefetchCursor, PrefetchEntries, Resolve,
+};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
@@ -103,6 +105,10 @@ fn prepare(
     (seq, sv, opts, pinned)
 }
 
+fn resolver(inner: &DbInner) -> Arc<dyn Resolve> {
+    Arc::new(PlacementResolver(Arc::clone(&inner.values)))
+}
+
 pub(crate) fn cursor(
     inner: &DbInner,
     options: IterOptions,
@@ -111,7 +117,7 @@ pub(crate) fn cursor(
     let (_, sv, opts, pinned) = prepare(inner, options);
     let it = merged(inner, &sv)?;
     Ok(Cursor {
-        it: PrefetchCursor::new(it, opts, Arc::clone(&inner.values), prefetch),
+        it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
         _pinned: pinned,
     })
 }
@@ -125,7 +131,7 @@ pub(crate) fn iter(
     let front = merged(inner, &sv)?;
     let back = merged(inner, &sv)?;
     Ok(DbIterator {
-        entries: PrefetchEntries::new(front, back, opts, Arc::clone(&inner.values), prefetch),
+        entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),
         _pinned: pinned,
     })
 }

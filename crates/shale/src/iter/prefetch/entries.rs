@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{Limit, Prefetch, PrefetchCursor};
+use super::{Limit, Prefetch, PrefetchCursor, Resolve};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::iter::db_iter::DbIterOptions;
-use crate::values::ValueStore;
 
 /// A double-ended iterator over `(user key, value)` with values resolved, built from two
 /// [`PrefetchCursor`]s over independent inner iterators of the same data: one moving forward
@@ -39,7 +38,7 @@ impl<I: InternalIterator> PrefetchEntries<I> {
         front_inner: I,
         back_inner: I,
         opts: DbIterOptions,
-        values: Arc<dyn ValueStore>,
+        values: Arc<dyn Resolve>,
         prefetch: Option<Prefetch>,
     ) -> Self {
         PrefetchEntries {

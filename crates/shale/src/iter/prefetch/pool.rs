@@ -23,7 +23,6 @@
 //!
 //! Lock order: the queue lock may be held while taking a slot's lock, never the reverse.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,9 +30,9 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::Resolve;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
-use crate::values::ValueStore;
 
 /// Jobs waiting at most, over all scans. A job is a pointer's bytes and two `Arc`s, so the
 /// queue stays small; beyond it scans resolve on their own threads.
@@ -93,7 +92,8 @@ struct Queue {
 }
 
 struct Job {
-    store: Arc<dyn ValueStore>,
+    store: Arc<dyn Resolve>,
+    key: Vec<u8>,
     kind: ValueKind,
     stored: Vec<u8>,
 }
@@ -133,9 +133,7 @@ impl std::fmt::Debug for Ticket {
 }
 
 fn resolve(job: &Job) -> Result<Vec<u8>> {
-    job.store
-        .resolve(job.kind, &job.stored)
-        .map(Cow::into_owned)
+    job.store.resolve(&job.key, job.kind, &job.stored)
 }
 
 impl PrefetchPool {
@@ -165,7 +163,7 @@ impl PrefetchPool {
         })
     }
 
-    /// Queue `resolve(kind, stored)` on `store`. When the pool cannot take it (no threads,
+    /// Queue `store.resolve(key, kind, stored)`. When the pool cannot take it (no threads,
     /// shut down, queue full, threads could not be spawned) `stored` comes back and the
     /// caller resolves the value itself.
     ///
@@ -173,7 +171,8 @@ impl PrefetchPool {
     /// `stored`, given back, when the job was refused.
     pub fn submit(
         &self,
-        store: &Arc<dyn ValueStore>,
+        store: &Arc<dyn Resolve>,
+        key: &[u8],
         kind: ValueKind,
         stored: Vec<u8>,
     ) -> std::result::Result<Ticket, Vec<u8>> {
@@ -191,6 +190,7 @@ impl PrefetchPool {
         let slot = Arc::new(Slot {
             state: Mutex::new(SlotState::Queued(Job {
                 store: Arc::clone(store),
+                key: key.to_vec(),
                 kind,
                 stored,
             })),

@@ -2,7 +2,6 @@
 //! of a map, which counts its calls, records the thread of each, fails chosen pointers and
 //! can hold one resolve until the test lets it go.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -14,7 +13,8 @@ use crate::key::{SeqNo, make_internal_key};
 
 #[derive(Debug, Default)]
 struct MapStore {
-    values: HashMap<Vec<u8>, Vec<u8>>,
+    /// Pointer -> (the key it was written for, value).
+    values: HashMap<Vec<u8>, (Vec<u8>, Vec<u8>)>,
     fail: HashSet<Vec<u8>>,
     /// (pointer, name of the resolving thread), in call order.
     calls: Mutex<Vec<(Vec<u8>, String)>>,
@@ -37,11 +37,8 @@ impl Gate {
     }
 }
 
-impl ValueStore for MapStore {
-    fn name(&self) -> &'static str {
-        "test-map"
-    }
-    fn resolve<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+impl Resolve for MapStore {
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
         assert_eq!(kind, ValueKind::ValuePointer, "only pointers are resolved");
         let thread = std::thread::current().name().unwrap_or("").to_string();
         self.calls.lock().unwrap().push((stored.to_vec(), thread));
@@ -58,7 +55,8 @@ impl ValueStore for MapStore {
             return Err(Error::corruption("test.vlog", 77, "injected bad value"));
         }
         match self.values.get(stored) {
-            Some(v) => Ok(Cow::Owned(v.clone())),
+            Some((k, v)) if k == key => Ok(v.clone()),
+            Some(_) => Err(Error::corruption("test.vlog", 0, "pointer of another key")),
             None => Err(Error::corruption("test.vlog", 0, "unknown pointer")),
         }
     }
@@ -126,7 +124,7 @@ fn data(n: usize, only_inline: bool) -> (Data, MapStore) {
             } else {
                 let p = pointer(next_ptr);
                 next_ptr += 1;
-                store.values.insert(p.clone(), value.clone());
+                store.values.insert(p.clone(), (k.clone(), value.clone()));
                 entries.push((make_internal_key(&k, seq, ValueKind::ValuePointer), p));
             }
             want.push((k.clone(), value));
@@ -134,7 +132,7 @@ fn data(n: usize, only_inline: bool) -> (Data, MapStore) {
         // An older version, shadowed.
         let p = pointer(next_ptr);
         next_ptr += 1;
-        store.values.insert(p.clone(), b"old".to_vec());
+        store.values.insert(p.clone(), (k.clone(), b"old".to_vec()));
         entries.push((make_internal_key(&k, 5, ValueKind::ValuePointer), p));
     }
     (Data { entries, want }, store)
@@ -156,7 +154,7 @@ fn prefetch(pool: &Arc<PrefetchPool>, depth: usize) -> Option<Prefetch> {
 
 fn entries_iter(
     d: &Data,
-    store: &Arc<dyn ValueStore>,
+    store: &Arc<dyn Resolve>,
     p: Option<Prefetch>,
 ) -> PrefetchEntries<VecIter> {
     PrefetchEntries::new(
@@ -168,7 +166,7 @@ fn entries_iter(
     )
 }
 
-fn cursor(d: &Data, store: &Arc<dyn ValueStore>, p: Option<Prefetch>) -> PrefetchCursor<VecIter> {
+fn cursor(d: &Data, store: &Arc<dyn Resolve>, p: Option<Prefetch>) -> PrefetchCursor<VecIter> {
     PrefetchCursor::new(
         VecIter::new(d.entries.clone()),
         opts(),
@@ -188,7 +186,7 @@ fn is_pool_thread(name: &str) -> bool {
 #[test]
 fn long_scans_see_the_same_entries_with_and_without_prefetch() {
     let (d, store) = data(500, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let mut rev = d.want.clone();
     rev.reverse();
     for threads in [1, 4] {
@@ -234,7 +232,7 @@ fn long_scans_see_the_same_entries_with_and_without_prefetch() {
 #[test]
 fn mixed_ends_yield_every_entry_once() {
     let (d, store) = data(300, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let pool = PrefetchPool::new(2, 1 << 20);
     let mut rng = Rng::new(9);
     for round in 0..40 {
@@ -267,7 +265,7 @@ fn mixed_ends_yield_every_entry_once() {
 fn pool_resolves_only_once_the_scan_is_sequential() {
     let (d, store) = data(200, false);
     let store = Arc::new(store);
-    let dyn_store: Arc<dyn ValueStore> = store.clone();
+    let dyn_store: Arc<dyn Resolve> = store.clone();
     let pool = PrefetchPool::new(3, 1 << 20);
     let depth = 8;
     let mut c = cursor(&d, &dyn_store, prefetch(&pool, depth));
@@ -318,7 +316,7 @@ fn pool_resolves_only_once_the_scan_is_sequential() {
 #[test]
 fn seeks_and_turns_in_the_middle_of_a_window_return_the_right_entries() {
     let (d, store) = data(150, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let pool = PrefetchPool::new(2, 1 << 20);
     let model: BTreeMap<Vec<u8>, Vec<u8>> = d.want.iter().cloned().collect();
     let mut rng = Rng::new(3);
@@ -382,7 +380,7 @@ fn a_bad_value_fails_the_step_that_reaches_it() {
         .find_map(|i| Some((i, d.visible_pointer(&d.want[i].0)?)))
         .unwrap();
     store.fail.insert(bad);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     for depth in [1, 4, 32] {
         let got = outcome(entries_iter(&d, &store, prefetch(&pool, depth)));
         assert_eq!(got, outcome(entries_iter(&d, &store, None)));
@@ -411,7 +409,7 @@ fn a_bad_value_fails_the_step_that_reaches_it() {
 #[test]
 fn a_tree_error_read_ahead_surfaces_where_it_would_without_prefetch() {
     let (d, store) = data(60, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let pool = PrefetchPool::new(2, 1 << 20);
     let run = |budget: usize, p: Option<Prefetch>, backward: bool| {
         let front = FailingIter::new(d.entries.clone(), budget);
@@ -441,7 +439,7 @@ fn a_tree_error_read_ahead_surfaces_where_it_would_without_prefetch() {
 fn inline_values_never_reach_the_pool() {
     let (d, store) = data(300, true);
     let store = Arc::new(store);
-    let dyn_store: Arc<dyn ValueStore> = store.clone();
+    let dyn_store: Arc<dyn Resolve> = store.clone();
     let pool = PrefetchPool::new(4, 1 << 20);
     let mut it = entries_iter(&d, &dyn_store, prefetch(&pool, 16));
     let fwd: Vec<_> = it.by_ref().take(150).collect::<Result<_>>().unwrap();
@@ -455,7 +453,7 @@ fn inline_values_never_reach_the_pool() {
     // With mixed values only pointers are ever resolved (the store asserts it).
     let (d, store) = data(300, false);
     let store = Arc::new(store);
-    let dyn_store: Arc<dyn ValueStore> = store.clone();
+    let dyn_store: Arc<dyn Resolve> = store.clone();
     let all: Vec<_> = entries_iter(&d, &dyn_store, prefetch(&pool, 16))
         .collect::<Result<_>>()
         .unwrap();
@@ -487,7 +485,7 @@ fn dropping_a_scan_with_work_in_flight_neither_hangs_nor_leaks_threads() {
         entered: Mutex::new(tx),
     });
     let store = Arc::new(store);
-    let dyn_store: Arc<dyn ValueStore> = store.clone();
+    let dyn_store: Arc<dyn Resolve> = store.clone();
     let pool = PrefetchPool::new(2, 1 << 20);
     let mut it = entries_iter(&d, &dyn_store, prefetch(&pool, 32));
     for _ in 0..3 {
@@ -504,7 +502,7 @@ fn dropping_a_scan_with_work_in_flight_neither_hangs_nor_leaks_threads() {
     assert_eq!(pool.stats().spawned, 2);
     // A closed pool refuses work rather than restarting threads.
     assert!(
-        pool.submit(&dyn_store, ValueKind::ValuePointer, pointer(0))
+        pool.submit(&dyn_store, b"k", ValueKind::ValuePointer, pointer(0))
             .is_err()
     );
     assert_eq!(pool.live_threads(), 0);
@@ -513,7 +511,7 @@ fn dropping_a_scan_with_work_in_flight_neither_hangs_nor_leaks_threads() {
 #[test]
 fn a_scan_outlives_its_pool() {
     let (d, store) = data(200, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let pool = PrefetchPool::new(1, 1 << 20);
     let mut it = entries_iter(&d, &store, prefetch(&pool, 64));
     let mut got: Vec<_> = it.by_ref().take(3).collect::<Result<_>>().unwrap();
@@ -527,7 +525,7 @@ fn a_scan_outlives_its_pool() {
 #[test]
 fn the_byte_budget_pauses_workers_but_not_scans() {
     let (d, store) = data(100, false);
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    let store: Arc<dyn Resolve> = Arc::new(store);
     // One byte: a worker finishes one value, then waits for it to be taken.
     let pool = PrefetchPool::new(1, 1);
     let mut c = cursor(&d, &store, prefetch(&pool, 16));
@@ -588,10 +586,12 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
 
     // Once a job starts the threads, closing the store joins them.
     let (_, mut store) = data(1, false);
-    store.values.insert(pointer(7), b"seven".to_vec());
-    let store: Arc<dyn ValueStore> = Arc::new(store);
+    store
+        .values
+        .insert(pointer(7), (b"k7".to_vec(), b"seven".to_vec()));
+    let store: Arc<dyn Resolve> = Arc::new(store);
     let t = pool
-        .submit(&store, ValueKind::ValuePointer, pointer(7))
+        .submit(&store, b"k7", ValueKind::ValuePointer, pointer(7))
         .unwrap();
     assert_eq!(
         pool.live_threads(),
@@ -601,7 +601,7 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
     db.close().unwrap();
     assert_eq!(pool.live_threads(), 0);
     assert!(
-        pool.submit(&store, ValueKind::ValuePointer, pointer(7))
+        pool.submit(&store, b"k7", ValueKind::ValuePointer, pointer(7))
             .is_err()
     );
 }
