@@ -147,6 +147,12 @@ pub struct Options {
     /// prefetch threads pause (each running thread may add one value beyond it). Default
     /// 8 MiB.
     pub scan_prefetch_bytes: usize,
+    /// A scan hands value reads to the prefetch threads only while its reads take at least
+    /// this many microseconds on average: a read served from the page cache (a few
+    /// microseconds) is cheaper done in place than handed to another thread, a device read
+    /// (tens of microseconds or more) is not. 0 prefetches whatever the reads cost.
+    /// Default 10.
+    pub scan_prefetch_slow_read_micros: u64,
 }
 
 impl Default for Options {
@@ -175,6 +181,7 @@ impl Default for Options {
             scan_prefetch_threads: 4,
             scan_prefetch_depth: 16,
             scan_prefetch_bytes: 8 << 20,
+            scan_prefetch_slow_read_micros: 10,
         }
     }
 }

@@ -26,6 +26,7 @@ mod tests;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub use entries::{PrefetchEntries, ResolvedItem};
 pub use pool::{PoolStats, PrefetchPool, Ticket};
@@ -68,6 +69,10 @@ pub struct Prefetch {
     pub pool: Arc<PrefetchPool>,
     /// Entries read ahead of the reader once the scan is sequential (at least 1).
     pub depth: usize,
+    /// Use the pool only while this scan's value reads take at least this long on average:
+    /// reads served from the page cache are faster done in place than handed to a thread.
+    /// Zero always uses it.
+    pub slow_read: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +155,8 @@ pub struct PrefetchCursor<I: InternalIterator> {
     /// Window entries before this index have been offered to the pool.
     offered: usize,
     limit: Limit,
+    /// Moving average of the time one resolve took (whoever ran it); `None` before the first.
+    read_time: Option<Duration>,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
@@ -175,6 +182,32 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             drained: false,
             offered: 0,
             limit: Limit::None,
+            read_time: None,
+        }
+    }
+
+    /// Resolve on this thread, timing it.
+    fn resolve_here(&mut self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
+        let start = Instant::now();
+        let r = self.values.resolve(key, kind, stored);
+        self.note_read_time(start.elapsed());
+        r
+    }
+
+    /// Fold one resolve's duration into the average (weight 1/8: a few slow reads in a row
+    /// start the pool, a few fast ones stop feeding it).
+    fn note_read_time(&mut self, took: Duration) {
+        self.read_time = Some(match self.read_time {
+            None => took,
+            Some(avg) => avg - avg / 8 + took / 8,
+        });
+    }
+
+    /// True when handing reads to the pool pays: prefetching is on and reads are slow.
+    fn reads_are_slow(&self) -> bool {
+        match (&self.prefetch, self.read_time) {
+            (Some(p), Some(t)) => t >= p.slow_read,
+            _ => false,
         }
     }
 
@@ -298,10 +331,12 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         let kind = self.inner.kind();
         if kind != ValueKind::Value {
             self.saw_pointer = true;
-            match self
+            let start = Instant::now();
+            let r = self
                 .values
-                .resolve(self.inner.key(), kind, self.inner.value())
-            {
+                .resolve(self.inner.key(), kind, self.inner.value());
+            self.note_read_time(start.elapsed());
+            match r {
                 Ok(v) => self.value = v,
                 Err(e) => return self.fail(e),
             }
@@ -346,7 +381,11 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         };
         self.settle(r)?;
         self.run += 1;
-        if self.pos == Pos::OnInner && self.run >= SEQUENTIAL_TRIGGER && self.saw_pointer {
+        if self.pos == Pos::OnInner
+            && self.run >= SEQUENTIAL_TRIGGER
+            && self.saw_pointer
+            && self.reads_are_slow()
+        {
             self.start_window();
         }
         Ok(())
@@ -402,6 +441,11 @@ impl<I: InternalIterator> PrefetchCursor<I> {
                 }
             }
         }
+        if !self.reads_are_slow() {
+            // Fast reads: the reader resolves each entry itself when it gets there (and
+            // so keeps measuring); offering resumes if reads turn slow again.
+            return;
+        }
         while let Some(item) = self.window.get_mut(self.offered) {
             if let Ok(Ahead { key, value }) = item
                 && let Pending::Stored(kind, bytes) = value
@@ -448,8 +492,12 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         self.fill();
         let value = match ahead.value {
             Pending::Ready(v) => Ok(v),
-            Pending::Stored(kind, bytes) => self.values.resolve(&ahead.key, kind, &bytes),
-            Pending::Submitted(t) => t.wait(),
+            Pending::Stored(kind, bytes) => self.resolve_here(&ahead.key, kind, &bytes),
+            Pending::Submitted(t) => {
+                let (r, took) = t.wait();
+                self.note_read_time(took);
+                r
+            }
         };
         match value {
             Ok(v) => {

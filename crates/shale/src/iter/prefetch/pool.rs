@@ -27,6 +27,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -103,7 +104,8 @@ enum SlotState {
     Running,
     /// The owner dropped its ticket while a worker ran the job: the result is discarded.
     Abandoned,
-    Done(Result<Vec<u8>>),
+    /// The result and how long the resolve took.
+    Done(Result<Vec<u8>>, Duration),
     /// Taken, cancelled or discarded.
     Gone,
 }
@@ -132,8 +134,10 @@ impl std::fmt::Debug for Ticket {
     }
 }
 
-fn resolve(job: &Job) -> Result<Vec<u8>> {
-    job.store.resolve(&job.key, job.kind, &job.stored)
+fn resolve(job: &Job) -> (Result<Vec<u8>>, Duration) {
+    let start = Instant::now();
+    let r = job.store.resolve(&job.key, job.kind, &job.stored);
+    (r, start.elapsed())
 }
 
 impl PrefetchPool {
@@ -311,19 +315,21 @@ fn worker(shared: &Shared) {
         };
         let mut added = 0;
         if let Some(job) = job {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resolve(&job)))
-                .unwrap_or_else(|_| {
-                    Err(Error::Io {
-                        op: "prefetch a value",
-                        path: None,
-                        source: std::io::Error::other("the value store panicked in resolve"),
-                    })
-                });
+            let (r, took) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resolve(&job)))
+                    .unwrap_or_else(|_| {
+                        let e = Error::Io {
+                            op: "prefetch a value",
+                            path: None,
+                            source: std::io::Error::other("the value store panicked in resolve"),
+                        };
+                        (Err(e), Duration::ZERO)
+                    });
             shared.by_workers.fetch_add(1, Ordering::Relaxed);
             let len = r.as_ref().map_or(0, Vec::len);
             let mut st = slot.state.lock();
             if matches!(*st, SlotState::Running) {
-                *st = SlotState::Done(r);
+                *st = SlotState::Done(r, took);
                 added = i64::try_from(len).unwrap_or(i64::MAX);
                 slot.done.notify_all();
             } else {
@@ -351,9 +357,9 @@ impl Shared {
 }
 
 impl Ticket {
-    /// The job's result: taken if a worker finished it, awaited if a worker is running it,
-    /// resolved here if no worker has started it.
-    pub fn wait(self) -> Result<Vec<u8>> {
+    /// The job's result and how long its resolve took: taken if a worker finished it,
+    /// awaited if a worker is running it, resolved here if no worker has started it.
+    pub fn wait(self) -> (Result<Vec<u8>>, Duration) {
         let mut st = self.slot.state.lock();
         loop {
             match std::mem::replace(&mut *st, SlotState::Gone) {
@@ -366,21 +372,22 @@ impl Ticket {
                     *st = SlotState::Running;
                     self.slot.done.wait(&mut st);
                 }
-                SlotState::Done(r) => {
+                SlotState::Done(r, took) => {
                     drop(st);
                     if let Ok(v) = &r {
                         self.shared.release(v.len());
                     }
-                    return r;
+                    return (r, took);
                 }
                 SlotState::Abandoned | SlotState::Gone => {
                     // Only this ticket moves a slot to these states, and it is consumed
                     // when it does.
-                    return Err(Error::Io {
+                    let e = Error::Io {
                         op: "prefetch a value",
                         path: None,
                         source: std::io::Error::other("a prefetched value was lost"),
-                    });
+                    };
+                    return (Err(e), Duration::ZERO);
                 }
             }
         }
@@ -395,7 +402,7 @@ impl Drop for Ticket {
                 *st = SlotState::Abandoned;
                 0
             }
-            SlotState::Done(Ok(v)) => v.len(),
+            SlotState::Done(Ok(v), _) => v.len(),
             _ => 0,
         };
         drop(st);

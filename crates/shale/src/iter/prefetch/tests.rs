@@ -149,6 +149,8 @@ fn prefetch(pool: &Arc<PrefetchPool>, depth: usize) -> Option<Prefetch> {
     Some(Prefetch {
         pool: Arc::clone(pool),
         depth,
+        // Always prefetch: the in-memory store is fast.
+        slow_read: std::time::Duration::ZERO,
     })
 }
 
@@ -597,7 +599,7 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
         pool.live_threads(),
         Options::default().scan_prefetch_threads
     );
-    assert_eq!(t.wait().unwrap(), b"seven");
+    assert_eq!(t.wait().0.unwrap(), b"seven");
     db.close().unwrap();
     assert_eq!(pool.live_threads(), 0);
     assert!(
@@ -614,4 +616,29 @@ fn user_iterators_stay_send() {
     send::<Ticket>();
     fn sync<T: Sync + Send>() {}
     sync::<PrefetchPool>();
+}
+
+#[test]
+fn fast_reads_are_not_handed_to_the_pool() {
+    let (d, store) = data(300, false);
+    let store: Arc<dyn Resolve> = Arc::new(store);
+    let pool = PrefetchPool::new(2, 1 << 20);
+    // No read is ever slow enough: scans stay on the reader's thread, with the same result.
+    let never = Some(Prefetch {
+        pool: Arc::clone(&pool),
+        depth: 16,
+        slow_read: std::time::Duration::MAX,
+    });
+    let mut it = entries_iter(&d, &store, never.clone());
+    let fwd: Vec<_> = it.by_ref().collect::<Result<_>>().unwrap();
+    assert_eq!(fwd, d.want);
+    assert!(!it.is_prefetching());
+    let mut rev = d.want.clone();
+    rev.reverse();
+    let back: Vec<_> = entries_iter(&d, &store, never)
+        .rev()
+        .collect::<Result<_>>()
+        .unwrap();
+    assert_eq!(back, rev);
+    assert_eq!(pool.stats(), PoolStats::default());
 }
