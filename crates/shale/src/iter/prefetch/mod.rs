@@ -7,7 +7,10 @@
 //! seek and one of those entries held a value pointer, it reads the next `depth` visible
 //! entries from its [`DbIter`] (so after snapshot filtering, deduplication and bounds: only
 //! entries the reader will see), hands their pointers to a [`PrefetchPool`], and serves the
-//! following steps from that window in order, refilling it as it goes.
+//! following steps from that window in order, refilling it as it goes. The pool is used
+//! only while the scan's reads are slow (a moving average of their duration at least
+//! [`Prefetch::slow_read`]): a value in the page cache is cheaper to read in place than to
+//! hand to another thread.
 //!
 //! What the reader sees does not change: the same entries in the same order, and an error
 //! (from the tree or from a value) is returned by the step that reaches the entry it
