@@ -62,6 +62,7 @@ use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
+use crate::iter::prefetch::{Prefetch, PrefetchPool};
 use crate::layout::{Layout, Plan};
 use crate::memory::MemTable;
 use crate::options::{Options, WriteOptions};
@@ -89,6 +90,9 @@ pub use crate::wal::WriteBatch;
 pub struct Db {
     inner: Arc<DbInner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Resolves separated values ahead of sequential scans; its threads start with the
+    /// first scan that submits work and are joined on close.
+    prefetch: Arc<PrefetchPool>,
 }
 
 impl std::fmt::Debug for Db {
@@ -236,9 +240,14 @@ impl Db {
     /// files are damaged, [`Error::InvalidArgument`] for bad options, [`Error::Io`].
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = open::open(path.as_ref(), options)?;
+        let prefetch = PrefetchPool::new(
+            inner.options.scan_prefetch_threads,
+            inner.options.scan_prefetch_bytes,
+        );
         let db = Db {
             inner,
             threads: Mutex::new(Vec::new()),
+            prefetch,
         };
         db.start_threads()?;
         Ok(db)
@@ -354,7 +363,7 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn iter(&self, options: IterOptions) -> Result<DbIterator> {
-        read::iter(&self.inner, options)
+        read::iter(&self.inner, options, self.scan_prefetch())
     }
 
     /// A positioned cursor with seek, next and prev. Starts unpositioned.
@@ -362,7 +371,23 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn cursor(&self, options: IterOptions) -> Result<Cursor> {
-        read::cursor(&self.inner, options)
+        read::cursor(&self.inner, options, self.scan_prefetch())
+    }
+
+    /// How this store's scans prefetch values, if at all.
+    fn scan_prefetch(&self) -> Option<Prefetch> {
+        let o = &self.inner.options;
+        (o.scan_prefetch_threads > 0 && o.scan_prefetch_depth > 0).then(|| Prefetch {
+            pool: Arc::clone(&self.prefetch),
+            depth: o.scan_prefetch_depth,
+            slow_read: std::time::Duration::from_micros(o.scan_prefetch_slow_read_micros),
+        })
+    }
+
+    /// The scan prefetch pool (tests check what reached it).
+    #[cfg(test)]
+    pub(crate) fn prefetch_pool(&self) -> &Arc<PrefetchPool> {
+        &self.prefetch
     }
 
     /// Write the memtable to a table file and wait until every frozen memtable is flushed.
@@ -412,6 +437,8 @@ impl Db {
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }
+        // Iterators may outlive the store; after this they resolve their values themselves.
+        self.prefetch.shutdown();
         let result = {
             let mut wal = self.inner.wal.lock();
             wal.log.flush().and_then(|()| wal.log.sync())

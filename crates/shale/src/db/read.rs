@@ -19,12 +19,14 @@ use super::{DbInner, IterOptions, Snapshot, SuperVersion};
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::iter::db_iter::{DbIter, DbIterOptions, Entries};
+use crate::iter::db_iter::DbIterOptions;
 use crate::iter::merging::MergingIterator;
+use crate::iter::prefetch::{
+    PlacementResolver, Prefetch, PrefetchCursor, PrefetchEntries, Resolve,
+};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
-use crate::values::ValueStore;
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
     let sv = inner.super_version();
@@ -103,106 +105,88 @@ fn prepare(
     (seq, sv, opts, pinned)
 }
 
-pub(crate) fn cursor(inner: &DbInner, options: IterOptions) -> Result<Cursor> {
+fn resolver(inner: &DbInner) -> Arc<dyn Resolve> {
+    Arc::new(PlacementResolver(Arc::clone(&inner.values)))
+}
+
+pub(crate) fn cursor(
+    inner: &DbInner,
+    options: IterOptions,
+    prefetch: Option<Prefetch>,
+) -> Result<Cursor> {
     let (_, sv, opts, pinned) = prepare(inner, options);
-    let it = DbIter::new(merged(inner, &sv)?, opts);
+    let it = merged(inner, &sv)?;
     Ok(Cursor {
-        it,
-        values: Arc::clone(&inner.values),
-        resolved: Vec::new(),
+        it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
         _pinned: pinned,
     })
 }
 
-pub(crate) fn iter(inner: &DbInner, options: IterOptions) -> Result<DbIterator> {
+pub(crate) fn iter(
+    inner: &DbInner,
+    options: IterOptions,
+    prefetch: Option<Prefetch>,
+) -> Result<DbIterator> {
     let (_, sv, opts, pinned) = prepare(inner, options);
     let front = merged(inner, &sv)?;
     let back = merged(inner, &sv)?;
     Ok(DbIterator {
-        entries: Entries::new(front, back, opts),
-        values: Arc::clone(&inner.values),
+        entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),
         _pinned: pinned,
     })
 }
 
 /// Iterator over `(key, value)` pairs in key order; see [`crate::Db::iter`]. It reads one
-/// point in time (the moment it was made, or its snapshot). After an error it ends.
+/// point in time (the moment it was made, or its snapshot). After an error it ends. Read
+/// sequentially over separated values, it prefetches them in parallel (see
+/// [`crate::iter::prefetch`]).
 pub struct DbIterator {
-    entries: Entries<MergingIterator>,
-    values: Arc<dyn ValueStore>,
+    entries: PrefetchEntries<MergingIterator>,
     _pinned: Pinned,
-}
-
-impl DbIterator {
-    fn finish(&self, item: Result<(Vec<u8>, Vec<u8>, ValueKind)>) -> Result<(Vec<u8>, Vec<u8>)> {
-        let (k, v, kind) = item?;
-        if kind == ValueKind::Value {
-            Ok((k, v))
-        } else {
-            let v = self.values.resolve(kind, &v)?.into_owned();
-            Ok((k, v))
-        }
-    }
 }
 
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.entries.next()?;
-        Some(self.finish(item))
+        self.entries.next()
     }
 }
 
 impl DoubleEndedIterator for DbIterator {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let item = self.entries.next_back()?;
-        Some(self.finish(item))
+        self.entries.next_back()
     }
 }
 
 /// A positioned cursor over one point in time; see [`crate::Db::cursor`]. Starts
-/// unpositioned: call a seek first.
+/// unpositioned: call a seek first. After an error it is not valid until the next seek.
+/// Moved sequentially over separated values, it prefetches them in parallel (see
+/// [`crate::iter::prefetch`]).
 pub struct Cursor {
-    it: DbIter<MergingIterator>,
-    values: Arc<dyn ValueStore>,
-    resolved: Vec<u8>,
+    it: PrefetchCursor<MergingIterator>,
     _pinned: Pinned,
 }
 
 impl Cursor {
-    fn settle(&mut self, r: Result<()>) -> Result<()> {
-        r?;
-        if self.it.valid() && self.it.kind() != ValueKind::Value {
-            self.resolved = self
-                .values
-                .resolve(self.it.kind(), self.it.value())?
-                .into_owned();
-        }
-        Ok(())
-    }
     /// True when positioned on an entry.
     pub fn valid(&self) -> bool {
         self.it.valid()
     }
     /// Position on the first key (within the bounds).
     pub fn seek_to_first(&mut self) -> Result<()> {
-        let r = self.it.seek_to_first();
-        self.settle(r)
+        self.it.seek_to_first()
     }
     /// Position on the last key (within the bounds).
     pub fn seek_to_last(&mut self) -> Result<()> {
-        let r = self.it.seek_to_last();
-        self.settle(r)
+        self.it.seek_to_last()
     }
     /// Position on the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.it.seek(key);
-        self.settle(r)
+        self.it.seek(key)
     }
     /// Position on the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        let r = self.it.seek_for_prev(key);
-        self.settle(r)
+        self.it.seek_for_prev(key)
     }
     /// Move forward. Requires `valid()`.
     #[expect(
@@ -210,13 +194,11 @@ impl Cursor {
         reason = "a cursor moves in place and reports errors; DbIterator is the Iterator"
     )]
     pub fn next(&mut self) -> Result<()> {
-        let r = self.it.next();
-        self.settle(r)
+        self.it.next()
     }
     /// Move back. Requires `valid()`.
     pub fn prev(&mut self) -> Result<()> {
-        let r = self.it.prev();
-        self.settle(r)
+        self.it.prev()
     }
     /// The current key. Requires `valid()`.
     pub fn key(&self) -> &[u8] {
@@ -224,10 +206,6 @@ impl Cursor {
     }
     /// The current value. Requires `valid()`.
     pub fn value(&self) -> &[u8] {
-        if self.it.kind() == ValueKind::Value {
-            self.it.value()
-        } else {
-            &self.resolved
-        }
+        self.it.value()
     }
 }

@@ -9,6 +9,7 @@
 pub mod concat;
 pub mod db_iter;
 pub mod merging;
+pub mod prefetch;
 
 /// A positioned cursor over internal entries in internal-key order.
 ///

@@ -1,0 +1,514 @@
+//! Scans that resolve values ahead of the reader (WiscKey §3.3.1, "parallel prefetching").
+//!
+//! With separated values a scan is a walk over the tree, which is sequential, plus one
+//! random read per value. Done one at a time those reads are a chain of single random
+//! reads; issued together they keep the device busy. [`PrefetchCursor`] watches how it is
+//! moved. Once it has stepped [`SEQUENTIAL_TRIGGER`] times in one direction since the last
+//! seek and one of those entries held a value pointer, it reads the next `depth` visible
+//! entries from its [`DbIter`] (so after snapshot filtering, deduplication and bounds: only
+//! entries the reader will see), hands their pointers to a [`PrefetchPool`], and serves the
+//! following steps from that window in order, refilling it as it goes. The pool is used
+//! only while the scan's reads are slow (a moving average of their duration at least
+//! [`Prefetch::slow_read`]): a value in the page cache is cheaper to read in place than to
+//! hand to another thread.
+//!
+//! What the reader sees does not change: the same entries in the same order, and an error
+//! (from the tree or from a value) is returned by the step that reaches the entry it
+//! belongs to, never earlier. A seek or a change of direction drops the window: queued
+//! resolves are cancelled, finished ones discarded. Inline values never reach the pool,
+//! and a scan that never meets a pointer never leaves the plain path, so the `inline`
+//! placement pays one counter per step.
+//!
+//! [`PrefetchEntries`] is the double-ended Rust iterator built from two such cursors, one
+//! per end; it is what [`crate::Db::iter`] returns inside.
+
+mod entries;
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use entries::{PrefetchEntries, ResolvedItem};
+pub use pool::{PoolStats, PrefetchPool, Ticket};
+
+use super::InternalIterator;
+use super::db_iter::{DbIter, DbIterOptions};
+use crate::error::{Error, Result};
+use crate::key::ValueKind;
+use crate::values::ValueStore;
+
+/// What a scan needs of a value placement: turning a stored value into the user's. A
+/// placement is one through [`PlacementResolver`]; tests plug in an in-memory store.
+pub trait Resolve: Send + Sync {
+    /// The user's value for the entry `key` whose tree entry holds `stored` of `kind`
+    /// (never [`ValueKind::Value`]: inline values are not resolved).
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>>;
+}
+
+/// The store's value placement as a [`Resolve`].
+#[derive(Debug)]
+pub struct PlacementResolver(pub Arc<dyn ValueStore>);
+
+impl Resolve for PlacementResolver {
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
+        // The placement checks pointers by value; the key is for placements that verify
+        // the record they read belongs to it.
+        let _ = key;
+        Ok(self.0.resolve(kind, stored)?.into_owned())
+    }
+}
+
+/// Steps in one direction after a seek before a cursor looks ahead. Two, so a seek
+/// followed by one `next` (a point-like read) never starts the pool.
+pub const SEQUENTIAL_TRIGGER: usize = 2;
+
+/// How a cursor prefetches: the pool and how many entries it reads ahead.
+#[derive(Clone, Debug)]
+pub struct Prefetch {
+    /// The pool that resolves pointers.
+    pub pool: Arc<PrefetchPool>,
+    /// Entries read ahead of the reader once the scan is sequential (at least 1).
+    pub depth: usize,
+    /// Use the pool only while this scan's value reads take at least this long on average:
+    /// reads served from the page cache are faster done in place than handed to a thread.
+    /// Zero always uses it.
+    pub slow_read: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    Forward,
+    Backward,
+}
+
+/// Where the reader is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pos {
+    Invalid,
+    /// On the inner cursor's entry; a pointer's resolved value is in `value`.
+    OnInner,
+    /// Ahead mode: the inner cursor has moved past the reader, whose entry is in `key` and
+    /// `value`; the entries between are in `window`.
+    Owned,
+}
+
+/// Where a cursor stops early, whatever its bounds say (the other end of a double-ended
+/// iterator has already yielded the keys past it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    None,
+    /// Only keys below this one.
+    Below(Vec<u8>),
+    /// Only keys above this one.
+    Above(Vec<u8>),
+}
+
+impl Limit {
+    fn excludes(&self, key: &[u8]) -> bool {
+        match self {
+            Limit::None => false,
+            Limit::Below(k) => key >= k.as_slice(),
+            Limit::Above(k) => key <= k.as_slice(),
+        }
+    }
+}
+
+/// A read-ahead entry's value.
+enum Pending {
+    /// Inline bytes, or a value already resolved.
+    Ready(Vec<u8>),
+    /// A pointer the pool did not take (yet).
+    Stored(ValueKind, Vec<u8>),
+    Submitted(Ticket),
+}
+
+struct Ahead {
+    key: Vec<u8>,
+    value: Pending,
+}
+
+/// A positioned cursor over the user's view that resolves values, prefetching them on
+/// sequential scans. See the module docs.
+///
+/// Movement methods return errors; after an error the cursor is not valid until the next
+/// seek. `next` and `prev` do nothing when it is not valid.
+pub struct PrefetchCursor<I: InternalIterator> {
+    inner: DbIter<I>,
+    values: Arc<dyn Resolve>,
+    prefetch: Option<Prefetch>,
+    pos: Pos,
+    /// Owned: the reader's key.
+    key: Vec<u8>,
+    /// OnInner with a pointer, or Owned: the reader's value.
+    value: Vec<u8>,
+    dir: Dir,
+    /// Steps in `dir` since the last seek or change of direction.
+    run: usize,
+    /// A pointer was met during this run.
+    saw_pointer: bool,
+    /// Owned: entries after the reader's, in `dir` order. The inner cursor is on the last
+    /// one (or on the reader's entry when empty), unless `drained`. A tree error is kept in
+    /// place as the last item.
+    window: VecDeque<Result<Ahead>>,
+    /// Owned: the inner cursor has nothing more to give (it ended or failed).
+    drained: bool,
+    /// Window entries before this index have been offered to the pool.
+    offered: usize,
+    limit: Limit,
+    /// Moving average of the time one resolve took (whoever ran it); `None` before the first.
+    read_time: Option<Duration>,
+}
+
+impl<I: InternalIterator> PrefetchCursor<I> {
+    /// View `inner` (all versions, in internal-key order) as `opts` says, resolving values
+    /// with `values`; `prefetch` of `None` never looks ahead. Not positioned until a seek.
+    pub fn new(
+        inner: I,
+        opts: DbIterOptions,
+        values: Arc<dyn Resolve>,
+        prefetch: Option<Prefetch>,
+    ) -> Self {
+        PrefetchCursor {
+            inner: DbIter::new(inner, opts),
+            values,
+            prefetch: prefetch.filter(|p| p.depth > 0),
+            pos: Pos::Invalid,
+            key: Vec::new(),
+            value: Vec::new(),
+            dir: Dir::Forward,
+            run: 0,
+            saw_pointer: false,
+            window: VecDeque::new(),
+            drained: false,
+            offered: 0,
+            limit: Limit::None,
+            read_time: None,
+        }
+    }
+
+    /// Resolve on this thread, timing it.
+    fn resolve_here(&mut self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
+        let start = Instant::now();
+        let r = self.values.resolve(key, kind, stored);
+        self.note_read_time(start.elapsed());
+        r
+    }
+
+    /// Fold one resolve's duration into the average (weight 1/8: a few slow reads in a row
+    /// start the pool, a few fast ones stop feeding it).
+    fn note_read_time(&mut self, took: Duration) {
+        self.read_time = Some(match self.read_time {
+            None => took,
+            Some(avg) => avg - avg / 8 + took / 8,
+        });
+    }
+
+    /// True when handing reads to the pool pays: prefetching is on and reads are slow.
+    fn reads_are_slow(&self) -> bool {
+        match (&self.prefetch, self.read_time) {
+            (Some(p), Some(t)) => t >= p.slow_read,
+            _ => false,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.pos != Pos::Invalid
+    }
+
+    /// The current key. Requires `valid()`; empty otherwise.
+    pub fn key(&self) -> &[u8] {
+        match self.pos {
+            Pos::Invalid => &[],
+            Pos::OnInner => self.inner.key(),
+            Pos::Owned => &self.key,
+        }
+    }
+
+    /// The current value, resolved. Requires `valid()`; empty otherwise.
+    pub fn value(&self) -> &[u8] {
+        match self.pos {
+            Pos::Invalid => &[],
+            Pos::OnInner if self.inner.kind() == ValueKind::Value => self.inner.value(),
+            Pos::OnInner | Pos::Owned => &self.value,
+        }
+    }
+
+    /// True while entries are served from a look-ahead window.
+    pub fn is_prefetching(&self) -> bool {
+        self.pos == Pos::Owned
+    }
+
+    /// Position on the first key (within the bounds).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.reset(Dir::Forward);
+        let r = self.inner.seek_to_first();
+        self.settle(r)
+    }
+
+    /// Position on the last key (within the bounds).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.reset(Dir::Backward);
+        let r = self.inner.seek_to_last();
+        self.settle(r)
+    }
+
+    /// Position on the first key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.reset(Dir::Forward);
+        let r = self.inner.seek(key);
+        self.settle(r)
+    }
+
+    /// Position on the last key `<= key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.reset(Dir::Backward);
+        let r = self.inner.seek_for_prev(key);
+        self.settle(r)
+    }
+
+    /// Move forward. Does nothing when not valid.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor step that can fail; PrefetchEntries is the Iterator"
+    )]
+    pub fn next(&mut self) -> Result<()> {
+        self.step(Dir::Forward)
+    }
+
+    /// Move back. Does nothing when not valid.
+    pub fn prev(&mut self) -> Result<()> {
+        self.step(Dir::Backward)
+    }
+
+    /// Treat keys `limit` excludes as the end of the view, from the next movement on.
+    /// Window entries it excludes are dropped (their resolves cancelled), so neither their
+    /// values nor their errors ever reach the reader.
+    pub(crate) fn set_limit(&mut self, limit: Limit) {
+        self.limit = limit;
+        let cut = self
+            .window
+            .iter()
+            .position(|item| item.as_ref().is_ok_and(|a| self.limit.excludes(&a.key)));
+        if let Some(i) = cut {
+            self.window.truncate(i);
+            self.drained = true;
+            self.offered = self.offered.min(i);
+        }
+    }
+
+    /// Forget the window and the run: the reader is about to be repositioned.
+    fn reset(&mut self, dir: Dir) {
+        self.drop_window();
+        self.pos = Pos::Invalid;
+        self.dir = dir;
+        self.run = 0;
+        self.saw_pointer = false;
+    }
+
+    /// Dropping the tickets cancels their jobs (or discards their results).
+    fn drop_window(&mut self) {
+        self.window.clear();
+        self.drained = false;
+        self.offered = 0;
+    }
+
+    fn fail(&mut self, e: Error) -> Result<()> {
+        self.drop_window();
+        self.pos = Pos::Invalid;
+        Err(e)
+    }
+
+    /// After a movement of the inner cursor: be on its entry, with the value resolved.
+    fn settle(&mut self, r: Result<()>) -> Result<()> {
+        if let Err(e) = r {
+            return self.fail(e);
+        }
+        if !self.inner.valid() || self.limit.excludes(self.inner.key()) {
+            self.pos = Pos::Invalid;
+            return Ok(());
+        }
+        let kind = self.inner.kind();
+        if kind != ValueKind::Value {
+            self.saw_pointer = true;
+            let start = Instant::now();
+            let r = self
+                .values
+                .resolve(self.inner.key(), kind, self.inner.value());
+            self.note_read_time(start.elapsed());
+            match r {
+                Ok(v) => self.value = v,
+                Err(e) => return self.fail(e),
+            }
+        }
+        self.pos = Pos::OnInner;
+        Ok(())
+    }
+
+    fn step(&mut self, dir: Dir) -> Result<()> {
+        match self.pos {
+            Pos::Invalid => return Ok(()),
+            Pos::Owned if dir == self.dir => return self.advance_window(),
+            Pos::Owned => {
+                // Put the inner cursor back on the reader's entry; it is visible at this
+                // snapshot, so a seek to its key lands on it.
+                self.drop_window();
+                let key = std::mem::take(&mut self.key);
+                let r = self.inner.seek(&key);
+                if let Err(e) = r {
+                    return self.fail(e);
+                }
+                if !self.inner.valid() || self.inner.key() != key.as_slice() {
+                    return self.fail(Error::corruption(
+                        "(scan)",
+                        0,
+                        "repositioning a prefetching scan did not find its current key",
+                    ));
+                }
+                self.key = key;
+                self.pos = Pos::OnInner;
+            }
+            Pos::OnInner => {}
+        }
+        if dir != self.dir {
+            self.dir = dir;
+            self.run = 0;
+            self.saw_pointer = false;
+        }
+        let r = match dir {
+            Dir::Forward => self.inner.next(),
+            Dir::Backward => self.inner.prev(),
+        };
+        self.settle(r)?;
+        self.run += 1;
+        if self.pos == Pos::OnInner
+            && self.run >= SEQUENTIAL_TRIGGER
+            && self.saw_pointer
+            && self.reads_are_slow()
+        {
+            self.start_window();
+        }
+        Ok(())
+    }
+
+    /// Enter ahead mode: take the reader's entry out of the inner cursor and fill the window.
+    fn start_window(&mut self) {
+        if self.prefetch.is_none() {
+            return;
+        }
+        self.key.clear();
+        self.key.extend_from_slice(self.inner.key());
+        if self.inner.kind() == ValueKind::Value {
+            self.value.clear();
+            self.value.extend_from_slice(self.inner.value());
+        }
+        self.pos = Pos::Owned;
+        self.drop_window();
+        self.fill();
+    }
+
+    /// Read entries from the inner cursor until the window is full, then offer its pointers
+    /// to the pool.
+    fn fill(&mut self) {
+        let Some(p) = &self.prefetch else {
+            return;
+        };
+        while self.window.len() < p.depth && !self.drained {
+            let r = match self.dir {
+                Dir::Forward => self.inner.next(),
+                Dir::Backward => self.inner.prev(),
+            };
+            match r {
+                Err(e) => {
+                    self.window.push_back(Err(e));
+                    self.drained = true;
+                }
+                Ok(()) if !self.inner.valid() || self.limit.excludes(self.inner.key()) => {
+                    self.drained = true;
+                }
+                Ok(()) => {
+                    let kind = self.inner.kind();
+                    let bytes = self.inner.value().to_vec();
+                    let value = if kind == ValueKind::Value {
+                        Pending::Ready(bytes)
+                    } else {
+                        Pending::Stored(kind, bytes)
+                    };
+                    self.window.push_back(Ok(Ahead {
+                        key: self.inner.key().to_vec(),
+                        value,
+                    }));
+                }
+            }
+        }
+        if !self.reads_are_slow() {
+            // Fast reads: the reader resolves each entry itself when it gets there (and
+            // so keeps measuring); offering resumes if reads turn slow again.
+            return;
+        }
+        while let Some(item) = self.window.get_mut(self.offered) {
+            if let Ok(Ahead { key, value }) = item
+                && let Pending::Stored(kind, bytes) = value
+            {
+                match p
+                    .pool
+                    .submit(&self.values, key, *kind, std::mem::take(bytes))
+                {
+                    Ok(t) => *value = Pending::Submitted(t),
+                    Err(back) => {
+                        // The pool is full or closed: keep the pointer and offer it again
+                        // at the next step (or resolve it here when the reader gets to it).
+                        *bytes = back;
+                        break;
+                    }
+                }
+            }
+            self.offered += 1;
+        }
+    }
+
+    /// Ahead mode, same direction: the next window entry becomes the reader's.
+    fn advance_window(&mut self) -> Result<()> {
+        if self.window.is_empty() {
+            self.fill();
+        }
+        let Some(item) = self.window.pop_front() else {
+            // The inner cursor ended and the window is spent: the scan is over.
+            self.drop_window();
+            self.pos = Pos::Invalid;
+            return Ok(());
+        };
+        self.offered = self.offered.saturating_sub(1);
+        let ahead = match item {
+            Ok(a) if self.limit.excludes(&a.key) => {
+                self.drop_window();
+                self.pos = Pos::Invalid;
+                return Ok(());
+            }
+            Ok(a) => a,
+            Err(e) => return self.fail(e),
+        };
+        // Refill before waiting, so the pool has work while this value is awaited.
+        self.fill();
+        let value = match ahead.value {
+            Pending::Ready(v) => Ok(v),
+            Pending::Stored(kind, bytes) => self.resolve_here(&ahead.key, kind, &bytes),
+            Pending::Submitted(t) => {
+                let (r, took) = t.wait();
+                self.note_read_time(took);
+                r
+            }
+        };
+        match value {
+            Ok(v) => {
+                self.key = ahead.key;
+                self.value = v;
+                Ok(())
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+}
