@@ -30,6 +30,9 @@ fn small_options(preset: &str, env: &Env) -> Options {
     o.table.block_size = 512;
     o.block_cache_bytes = 64 * 1024;
     o.max_open_files = 32;
+    // wisckey: separate most values, and rotate value-log segments every few KiB.
+    o.min_separated_value_size = 16;
+    o.vlog_segment_size = 8 * 1024;
     o
 }
 

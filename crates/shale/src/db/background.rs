@@ -103,10 +103,10 @@ fn commit(
 /// Flush the oldest frozen memtable. Requires that no other flush runs (the flush thread,
 /// or `flush_and_wait` through it).
 fn flush_one(inner: &DbInner) -> Result<bool> {
-    let (mem, wal_number) = {
+    let (mem, log_end) = {
         let bg = inner.bg.lock();
         match bg.imms.front() {
-            Some(imm) => (Arc::clone(&imm.mem), imm.wal_number),
+            Some(imm) => (Arc::clone(&imm.mem), imm.log_end),
             None => return Ok(false),
         }
     };
@@ -119,11 +119,12 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
             return Err(e);
         }
     };
-    let mut edit = VersionEdit {
-        // Every write in this log and older ones is now in a table.
-        log_number: Some(wal_number + 1),
-        ..VersionEdit::default()
-    };
+    // Every write before `log_end` is now in a table.
+    let mut edit = VersionEdit::default();
+    if let Err(e) = inner.values.flushed(log_end, &mut edit) {
+        inner.set_error(&e);
+        return Err(e);
+    }
     let size = file.as_ref().map_or(0, |f| f.size);
     if let Some(f) = file {
         let level = inner.layout.flush_level(&inner.super_version().version, &f);
@@ -310,18 +311,25 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     let Ok(names) = inner.env.fs().list_dir(&inner.dir) else {
         return;
     };
-    let (live, pending, log_number, manifest_number) = {
+    let (live, pending, placement, manifest_number) = {
         let mut v = inner.versions.lock();
         let pending = inner.pending_outputs.lock().clone();
-        (v.live_files(), pending, v.log_number(), v.manifest_number())
+        (
+            v.live_files(),
+            pending,
+            v.placement().clone(),
+            v.manifest_number(),
+        )
     };
+    inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {
             continue;
         };
         let obsolete = match kind {
             FileKind::Table(n) => !live.contains(&n) && !pending.contains(&n),
-            FileKind::Log(n) => n < log_number,
+            // The durability log is the value placement's business (above).
+            FileKind::Log(_) | FileKind::Segment(_) => false,
             // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
             // may already name it (the rename done, the directory sync failed); the next
             // open starts another MANIFEST and removes both.

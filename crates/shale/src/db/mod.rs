@@ -7,7 +7,8 @@
 //! the writer at its head (the leader) writes the whole group to the log and the memtable.
 //!
 //! Locks, always taken in this order (a thread holding one may take only later ones):
-//! 1. `wal`: held by the write leader (log writer and mutable memtable), and by `flush()`.
+//! 1. `wal`: held by the write leader (the mutable memtable; the placement's durability log
+//!    is only appended to under it), and by `flush()`.
 //! 2. `versions`: the MANIFEST; held while an edit is committed and its version installed.
 //! 3. `bg`: frozen memtables waiting for flush, background errors, the condition variable
 //!    that stalled writers and background threads wait on.
@@ -33,7 +34,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
-pub(crate) use open::MAX_FILE_NUMBER;
+pub(crate) use open::{FileKind, MAX_FILE_NUMBER, parse_file_name};
 pub use read::{Cursor, DbIterator};
 pub use verify::{VerifyReport, verify};
 
@@ -47,7 +48,6 @@ use crate::options::{Options, WriteOptions};
 use crate::values::ValueStore;
 use crate::version::Version;
 use crate::version::set::VersionSet;
-use crate::wal::LogWriter;
 use snapshots::SnapshotList;
 
 /// An atomic group of puts and deletes.
@@ -84,17 +84,15 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<Version>,
 }
 
-/// The write leader's state.
+/// The write leader's state (the durability log itself belongs to the value placement).
 pub(crate) struct WalState {
-    pub(crate) log: LogWriter,
-    pub(crate) number: u64,
     pub(crate) mem: Arc<dyn MemTable>,
 }
 
-/// A frozen memtable and the log that holds its writes.
+/// A frozen memtable and where its writes end in the durability log.
 pub(crate) struct Imm {
     pub(crate) mem: Arc<dyn MemTable>,
-    pub(crate) wal_number: u64,
+    pub(crate) log_end: crate::values::LogPosition,
 }
 
 /// State shared with the background threads.
@@ -380,8 +378,8 @@ impl Db {
             let _ = h.join();
         }
         let result = {
-            let mut wal = self.inner.wal.lock();
-            wal.log.flush().and_then(|()| wal.log.sync())
+            let _wal = self.inner.wal.lock();
+            self.inner.values.sync()
         };
         background::delete_obsolete_files(&self.inner);
         self.inner.lock.lock().take();

@@ -33,7 +33,7 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
         if kind == ValueKind::Value {
             return Ok(Some(v));
         }
-        Ok(Some(inner.values.resolve(kind, &v)?.into_owned()))
+        Ok(Some(inner.values.resolve(key, kind, &v)?.into_owned()))
     };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(key, seq) {
@@ -139,7 +139,7 @@ impl DbIterator {
         if kind == ValueKind::Value {
             Ok((k, v))
         } else {
-            let v = self.values.resolve(kind, &v)?.into_owned();
+            let v = self.values.resolve(&k, kind, &v)?.into_owned();
             Ok((k, v))
         }
     }
@@ -175,7 +175,7 @@ impl Cursor {
         if self.it.valid() && self.it.kind() != ValueKind::Value {
             self.resolved = self
                 .values
-                .resolve(self.it.kind(), self.it.value())?
+                .resolve(self.it.key(), self.it.kind(), self.it.value())?
                 .into_owned();
         }
         Ok(())

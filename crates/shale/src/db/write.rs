@@ -12,11 +12,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{DbInner, Imm, SuperVersion, WalState};
-use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::memory::new_memtable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::wal::LogWriter;
 use crate::wal::WriteBatch;
 
 /// A group is cut at this many bytes of log payload (a small batch is not held back behind
@@ -151,11 +149,12 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
 
-    let logged = wal
-        .log
-        .add_record(batch.data())
-        .and_then(|()| wal.log.flush())
-        .and_then(|()| if sync { wal.log.sync() } else { Ok(()) });
+    let mem = &wal.mem;
+    let logged = inner
+        .values
+        .append(batch, sync, &mut |key, seq, kind, value| {
+            mem.insert(key, seq, kind, value)
+        });
     if let Err(e) = logged {
         // The log may now end in a partial record: nothing more may be appended after it.
         // (A record refused for its size wrote nothing and leaves the log usable.)
@@ -164,11 +163,10 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
         }
         return Err(e);
     }
-    let mut user_bytes = 0u64;
-    for (i, e) in batch.iter().enumerate() {
-        wal.mem.insert(e.key, first_seq + i as u64, e.kind, e.value);
-        user_bytes += (e.key.len() + e.value.len()) as u64;
-    }
+    let user_bytes: u64 = batch
+        .iter()
+        .map(|e| (e.key.len() + e.value.len()) as u64)
+        .sum();
     inner
         .last_seq
         .store(first_seq + count - 1, Ordering::Release);
@@ -229,21 +227,11 @@ fn add_stall(inner: &DbInner, since: Instant) {
         .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
 }
 
-/// Freeze the mutable memtable and start a new one with a new log.
-///
-/// The old log is synced first: a later synced write in the new log must never survive a
-/// crash that loses an earlier unsynced write in the old one (recovery yields a prefix).
+/// Freeze the mutable memtable and start a new one; the placement says where the frozen
+/// memtable's writes end in its log (and may start a new log there).
 fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
-    let number = inner.file_numbers.fetch_add(1, Ordering::Relaxed);
-    let path = inner.dir.join(crate::wal::log_file_name(number));
-    let switched = (|| {
-        wal.log.sync()?;
-        let file = inner.env.create(&path, WriteCause::Wal)?;
-        inner.env.fs().sync_dir(&inner.dir)?;
-        Ok::<_, Error>(file)
-    })();
-    let file = match switched {
-        Ok(f) => f,
+    let log_end = match inner.values.freeze() {
+        Ok(p) => p,
         Err(e) => {
             inner.set_error(&e);
             return Err(e);
@@ -251,12 +239,10 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
     };
     let new_mem = new_memtable(inner.options.memory);
     let old_mem = std::mem::replace(&mut wal.mem, Arc::clone(&new_mem));
-    let old_number = std::mem::replace(&mut wal.number, number);
-    wal.log = LogWriter::new(file);
     let mut bg = inner.bg.lock();
     bg.imms.push_back(Imm {
         mem: Arc::clone(&old_mem),
-        wal_number: old_number,
+        log_end,
     });
     {
         let mut sv = inner.super_version.write();

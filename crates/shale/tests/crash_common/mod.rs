@@ -94,6 +94,27 @@ fn opts_manifest(env: &Env) -> Options {
     o
 }
 
+/// The `wisckey` placement on top of `o`: values of 40 bytes or more separated, segments
+/// of a few KiB so that they rotate every few writes.
+fn vlog(mut o: Options) -> Options {
+    o.values = shale::ValuesKind::Vlog;
+    o.min_separated_value_size = 40;
+    o.vlog_segment_size = 4096;
+    o
+}
+
+fn opts_vlog_wal(env: &Env) -> Options {
+    vlog(opts_wal(env))
+}
+
+fn opts_vlog_medium(env: &Env) -> Options {
+    vlog(opts_medium(env))
+}
+
+fn opts_vlog_manifest(env: &Env) -> Options {
+    vlog(opts_manifest(env))
+}
+
 fn key(rng: &mut StdRng, keys: u32) -> Vec<u8> {
     format!("key{:03}", rng.random_range(0..keys)).into_bytes()
 }
@@ -232,6 +253,53 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 80,
                 compact_permille: 80,
                 reopen_permille: 30,
+            },
+        ),
+        // The value log as the WAL: rotation by size, torn tails, unsynced holes.
+        mk(
+            "vlog-wal",
+            opts_vlog_wal,
+            50,
+            Mix {
+                keys: 24,
+                max_value: 1500,
+                delete_pct: 20,
+                batch_pct: 30,
+                sync_pct: 10,
+                flush_permille: 0,
+                compact_permille: 0,
+                reopen_permille: 30,
+            },
+        ),
+        // The value log's head moving with flushes; compactions and MANIFEST rollover.
+        mk(
+            "vlog-flush",
+            opts_vlog_medium,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 1500,
+                delete_pct: 25,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 80,
+                compact_permille: 40,
+                reopen_permille: 20,
+            },
+        ),
+        mk(
+            "vlog-manifest",
+            opts_vlog_manifest,
+            50,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 30,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 100,
+                compact_permille: 60,
+                reopen_permille: 40,
             },
         ),
         // MANIFEST rollover (a new MANIFEST and CURRENT every couple of edits).

@@ -1,0 +1,1 @@
+//! Value-log garbage collection.
