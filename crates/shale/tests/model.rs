@@ -199,6 +199,10 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                     d.compact_range(Some(&a), Some(&b))
                 };
                 r.unwrap_or_else(|e| panic!("{}: compact: {e}", ctx()));
+                // Value-log garbage collection after the compaction found garbage, with the
+                // model's snapshots open (a no-op without a value log).
+                d.run_value_gc()
+                    .unwrap_or_else(|e| panic!("{}: value gc: {e}", ctx()));
             }
             93..=95 => {
                 // A cursor walk with direction changes, checked against the model.

@@ -135,6 +135,20 @@ pub struct Stats {
     pub block_cache_misses: u64,
     /// The newest sequence number.
     pub last_sequence: SeqNo,
+    /// Value-log segments (empty without a value log), oldest first, as
+    /// `(segment number, bytes, garbage bytes)`; garbage is what flushes and compactions
+    /// found dropped, plus records the tree keeps inline.
+    pub vlog_segments: Vec<(u64, u64, u64)>,
+    /// Value-log garbage collection: runs since open.
+    pub gc_runs: u64,
+    /// Value-log garbage collection: bytes of segments read.
+    pub gc_bytes_read: u64,
+    /// Value-log garbage collection: key and value bytes of live records rewritten at the head.
+    pub gc_bytes_relocated: u64,
+    /// Value-log garbage collection: live records rewritten at the head.
+    pub gc_records_relocated: u64,
+    /// Value-log garbage collection: segments dropped.
+    pub gc_segments_deleted: u64,
 }
 
 impl Stats {

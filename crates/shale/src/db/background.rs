@@ -55,6 +55,7 @@ fn with_context<T>(
         new_file_number: &new_file,
         stop: &inner.shutting_down,
         cause,
+        on_discard: &|kind, stored| inner.values.discarded(kind, stored),
     };
     f(&ctx)
 }
@@ -67,6 +68,8 @@ fn commit(
     after: impl FnOnce(&mut super::BgState, &mut Vec<Arc<dyn MemTable>>),
 ) -> Result<()> {
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let mut edit = edit;
+    inner.values.note_edit(&mut edit);
     let mut versions = inner.versions.lock();
     let last_seq = inner.last_seq.load(Ordering::Acquire);
     let version = versions.log_and_apply(edit, last_seq);
@@ -311,7 +314,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     let Ok(names) = inner.env.fs().list_dir(&inner.dir) else {
         return;
     };
-    let (live, pending, placement, manifest_number) = {
+    let (live, pending, mut placement, manifest_number) = {
         let mut v = inner.versions.lock();
         let pending = inner.pending_outputs.lock().clone();
         (
@@ -321,6 +324,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
             v.manifest_number(),
         )
     };
+    super::gc::unpin(inner, &mut placement);
     inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {

@@ -18,6 +18,7 @@
 
 mod api;
 mod background;
+mod gc;
 mod open;
 mod read;
 mod snapshots;
@@ -157,6 +158,10 @@ pub(crate) struct DbInner {
     /// Held by whoever runs a compaction (background or manual): one at a time.
     pub(crate) compaction_lock: Mutex<()>,
     pub(crate) counters: Counters,
+    /// Value-log segments dropped by garbage collection whose files wait for their readers.
+    pub(crate) vlog_zombies: Mutex<Vec<gc::Zombie>>,
+    /// Held by a garbage-collection run (background or manual): one at a time.
+    pub(crate) gc_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -216,6 +221,7 @@ impl Db {
         for (name, f) in [
             ("shale-flush", background::flush_thread as fn(Arc<DbInner>)),
             ("shale-compact", background::compaction_thread),
+            ("shale-gc", gc::gc_thread),
         ] {
             let inner = Arc::clone(&self.inner);
             let h = std::thread::Builder::new()
@@ -344,6 +350,19 @@ impl Db {
     /// As [`Db::flush`].
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         background::compact_range(&self.inner, begin, end)
+    }
+
+    /// Run one value-log garbage collection now, on the sealed segment with the most garbage
+    /// whatever its ratio, and delete dropped segments no reader needs any more. Returns the
+    /// number of segments dropped (0 when there is nothing to collect, and always 0 for a
+    /// placement without a value log). Automatic collection needs no call to this.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] after an earlier failure; [`Error::Io`] or [`Error::Corruption`]
+    /// from the segment read.
+    pub fn run_value_gc(&self) -> Result<u64> {
+        self.inner.check_writable()?;
+        gc::run(&self.inner, true)
     }
 
     /// Counters: bytes by cause, levels, write amplification.

@@ -227,6 +227,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         pending_outputs: Mutex::default(),
         compaction_lock: Mutex::new(()),
         counters: Counters::default(),
+        vlog_zombies: Mutex::default(),
+        gc_lock: Mutex::new(()),
         shutting_down: AtomicBool::new(false),
         lock: Mutex::new(Some(lock)),
         options,
@@ -266,6 +268,7 @@ impl Replay<'_> {
             new_file_number: &new_file,
             stop: &stop,
             cause: WriteCause::Flush,
+            on_discard: &|_, _| {},
         };
         if let Some(f) = write_memtable(mem, &ctx)? {
             edit.new_files.push((0, f));

@@ -136,7 +136,6 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     inner.check_writable()?;
     make_room(inner, &mut wal, false)?;
     let sync = group.iter().any(|p| p.sync);
-    let first_seq = inner.last_seq.load(Ordering::Acquire) + 1;
     // One batch goes out as is; several are concatenated into the first.
     let (head, rest) = match group.split_first_mut() {
         Some(x) => x,
@@ -145,10 +144,22 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     for p in rest.iter() {
         head.batch.append(&p.batch);
     }
-    let batch = &mut head.batch;
+    log_and_apply(inner, &wal, &mut head.batch, sync, true)
+}
+
+/// Give `batch` the next sequence numbers, make it durable through the value placement,
+/// insert it into the memtable and publish it. Requires the `wal` lock (passed in) and a
+/// memtable with room. `user` counts it as user data (garbage-collection rewrites are not).
+pub(crate) fn log_and_apply(
+    inner: &DbInner,
+    wal: &WalState,
+    batch: &mut WriteBatch,
+    sync: bool,
+    user: bool,
+) -> Result<()> {
+    let first_seq = inner.last_seq.load(Ordering::Acquire) + 1;
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
-
     let mem = &wal.mem;
     let logged = inner
         .values
@@ -163,18 +174,20 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
         }
         return Err(e);
     }
-    let user_bytes: u64 = batch
-        .iter()
-        .map(|e| (e.key.len() + e.value.len()) as u64)
-        .sum();
     inner
         .last_seq
         .store(first_seq + count - 1, Ordering::Release);
-    inner
-        .counters
-        .user_bytes
-        .fetch_add(user_bytes, Ordering::Relaxed);
-    inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
+    if user {
+        let user_bytes: u64 = batch
+            .iter()
+            .map(|e| (e.key.len() + e.value.len()) as u64)
+            .sum();
+        inner
+            .counters
+            .user_bytes
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
+    }
     Ok(())
 }
 

@@ -183,6 +183,57 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     fn stats(&self) -> PlacementStats {
         PlacementStats::default()
     }
+
+    /// A flush or compaction dropped an entry that no reader can see any more. Called during
+    /// the merge (before its edit commits).
+    fn discarded(&self, _kind: ValueKind, _stored: &[u8]) {}
+
+    /// An edit is about to be committed: add what the placement must persist with it (the
+    /// value log's garbage counts found since the last edit).
+    fn note_edit(&self, _edit: &mut VersionEdit) {}
+
+    /// Whether this placement has garbage to collect (the engine then runs a thread that
+    /// calls [`ValueStore::collect_garbage`]).
+    fn wants_gc(&self) -> bool {
+        false
+    }
+
+    /// Collect garbage through `host`: pick a segment worth collecting (any sealed segment
+    /// holding garbage when `force`), relocate its live values, drop it. Returns the number of
+    /// segments dropped.
+    fn collect_garbage(&self, _host: &dyn GcHost, _force: bool) -> Result<u64> {
+        Ok(0)
+    }
+}
+
+/// A value that garbage collection found in the log and keeps only if the tree still points
+/// to its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relocation {
+    /// The user key.
+    pub key: Vec<u8>,
+    /// The value.
+    pub value: Vec<u8>,
+    /// The stored pointer ([`ValueKind::ValuePointer`]) that names the record: the newest
+    /// entry of the key must hold exactly these bytes.
+    pub pointer: Vec<u8>,
+}
+
+/// What the engine offers garbage collection.
+pub trait GcHost {
+    /// What the MANIFEST records now.
+    fn persisted(&self) -> PersistedState;
+    /// Write each relocation's value again (synced) with a fresh sequence number, but only
+    /// if the newest entry for its key is still exactly its pointer;
+    /// checked and written atomically with respect to user writes. Returns the relocations
+    /// written.
+    fn relocate(&self, records: &[Relocation]) -> Result<u64>;
+    /// Commit a MANIFEST edit that drops `segment`; its file is deleted once no snapshot,
+    /// iterator or read can still hold a pointer into it.
+    fn drop_segment(&self, segment: u64) -> Result<()>;
+    /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
+    /// an error (the store is closing) stops the collection.
+    fn throttle(&self, bytes: u64) -> Result<()>;
 }
 
 /// Build the configured value placement for the store in `dir`. `file_numbers` is the

@@ -336,6 +336,12 @@ impl VersionSet {
         Ok(next)
     }
 
+    /// Every version still held by someone (the current one included).
+    pub fn live_versions(&mut self) -> Vec<Weak<Version>> {
+        self.live.retain(|w| w.strong_count() > 0);
+        self.live.clone()
+    }
+
     /// Numbers of every table file some live version (current, or held by a reader) lists.
     pub fn live_files(&mut self) -> HashSet<u64> {
         self.live.retain(|w| w.strong_count() > 0);

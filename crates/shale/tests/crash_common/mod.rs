@@ -29,10 +29,15 @@ pub type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 #[derive(Clone, Debug)]
 pub enum Step {
-    Write { entries: Write, sync: bool },
+    Write {
+        entries: Write,
+        sync: bool,
+    },
     Flush,
     Compact,
     Reopen,
+    /// Value-log garbage collection (`Db::run_value_gc`).
+    Gc,
 }
 
 /// A named, seeded list of steps and the options to run them with.
@@ -137,6 +142,7 @@ struct Mix {
     flush_permille: u32,
     compact_permille: u32,
     reopen_permille: u32,
+    gc_permille: u32,
 }
 
 fn generate(seed: u64, n: usize, mix: &Mix) -> Vec<Step> {
@@ -155,6 +161,10 @@ fn generate(seed: u64, n: usize, mix: &Mix) -> Vec<Step> {
         }
         if r < mix.flush_permille + mix.compact_permille + mix.reopen_permille {
             steps.push(Step::Reopen);
+            continue;
+        }
+        if r < mix.flush_permille + mix.compact_permille + mix.reopen_permille + mix.gc_permille {
+            steps.push(Step::Gc);
             continue;
         }
         let size = if rng.random_range(0..100) < mix.batch_pct {
@@ -205,6 +215,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 0,
                 compact_permille: 0,
                 reopen_permille: 40,
+                gc_permille: 0,
             },
         ),
         // Long unsynced log tails: pages of them may survive a crash, with holes.
@@ -221,6 +232,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 0,
                 compact_permille: 0,
                 reopen_permille: 20,
+                gc_permille: 0,
             },
         ),
         // Memtable flushes and WAL rotation every few dozen writes, compactions behind.
@@ -237,6 +249,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 60,
                 compact_permille: 0,
                 reopen_permille: 0,
+                gc_permille: 0,
             },
         ),
         // Compactions down the levels, explicit and in the background, with tombstones.
@@ -253,6 +266,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 80,
                 compact_permille: 80,
                 reopen_permille: 30,
+                gc_permille: 0,
             },
         ),
         // The value log as the WAL: rotation by size, torn tails, unsynced holes.
@@ -269,6 +283,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 0,
                 compact_permille: 0,
                 reopen_permille: 30,
+                gc_permille: 0,
             },
         ),
         // The value log's head moving with flushes; compactions and MANIFEST rollover.
@@ -285,6 +300,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 80,
                 compact_permille: 40,
                 reopen_permille: 20,
+                gc_permille: 80,
             },
         ),
         mk(
@@ -300,6 +316,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 100,
                 compact_permille: 60,
                 reopen_permille: 40,
+                gc_permille: 60,
             },
         ),
         // MANIFEST rollover (a new MANIFEST and CURRENT every couple of edits).
@@ -316,6 +333,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 100,
                 compact_permille: 40,
                 reopen_permille: 40,
+                gc_permille: 0,
             },
         ),
     ]
@@ -580,15 +598,18 @@ impl Runner {
                     Err(e) => self.error(i, "write", &e),
                 }
             }
-            Step::Flush | Step::Compact => {
+            Step::Flush | Step::Compact | Step::Gc => {
                 let Some(db) = &self.db else { return };
                 let acked = self.progress.acked.load(Ordering::SeqCst);
-                let (what, r) = if matches!(step, Step::Flush) {
-                    ("flush", db.flush())
-                } else {
-                    ("compact", db.compact_range(None, None))
+                let (what, r) = match step {
+                    Step::Flush => ("flush", db.flush()),
+                    Step::Compact => ("compact", db.compact_range(None, None)),
+                    // Collection promises no durability of earlier writes (it may find
+                    // nothing to relocate and sync nothing): the floor stays.
+                    _ => ("gc", db.run_value_gc().map(|_| ())),
                 };
                 match r {
+                    Ok(()) if matches!(step, Step::Gc) => {}
                     Ok(()) => self.progress.floor.store(acked, Ordering::SeqCst),
                     Err(e) => self.error(i, what, &e),
                 }

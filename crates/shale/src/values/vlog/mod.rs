@@ -87,9 +87,12 @@ pub struct VlogPlacement {
     /// Live segments by number (sealed and active). A segment leaves this map when garbage
     /// collection has dropped it and no reader can still hold a pointer into it.
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
-    /// Segments dropped by a committed MANIFEST edit whose files wait for the last reader
-    /// that may hold a pointer into them: (segment, the GC's last sequence number).
-    pub(crate) zombies: Mutex<Vec<(u64, SeqNo)>>,
+    /// Garbage found since the last MANIFEST edit, per segment (persisted by `note_edit`).
+    pending_garbage: Mutex<BTreeMap<u64, u64>>,
+    /// Segments garbage collection could not read to the end (left alone).
+    pub(crate) unreadable: Mutex<std::collections::BTreeSet<u64>>,
+    min_gc_ratio: f64,
+    gc_enabled: bool,
     pub(crate) gc: GcCounters,
 }
 
@@ -112,7 +115,10 @@ impl VlogPlacement {
             segment_size: options.vlog_segment_size,
             writer: Mutex::new(None),
             segments: RwLock::new(BTreeMap::new()),
-            zombies: Mutex::new(Vec::new()),
+            pending_garbage: Mutex::new(BTreeMap::new()),
+            unreadable: Mutex::new(std::collections::BTreeSet::new()),
+            min_gc_ratio: options.vlog_gc_ratio,
+            gc_enabled: options.vlog_gc,
             gc: GcCounters::default(),
         }
     }
@@ -132,7 +138,6 @@ impl VlogPlacement {
     }
 
     /// Sealed segments (every one but the active), oldest first.
-    #[allow(dead_code)]
     pub(crate) fn sealed_segments(&self) -> Vec<Arc<Segment>> {
         let active = self.writer.lock().as_ref().map(SegmentWriter::number);
         self.segments
@@ -147,6 +152,7 @@ impl VlogPlacement {
     pub(crate) fn add_garbage(&self, segment: u64, bytes: u64) {
         if let Some(s) = self.segment(segment) {
             s.garbage.fetch_add(bytes, Ordering::Relaxed);
+            *self.pending_garbage.lock().entry(segment).or_default() += bytes;
         }
     }
 
@@ -279,15 +285,35 @@ impl ValueStore for VlogPlacement {
     }
 
     fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
-        let pinned: Vec<u64> = self.zombies.lock().iter().map(|&(s, _)| s).collect();
         for name in names {
             let Some(number) = parse_segment_name(name) else {
                 continue;
             };
-            if state.vlog_dropped.contains(&number) && !pinned.contains(&number) {
+            if state.vlog_dropped.contains(&number) {
                 self.remove_segment(number);
             }
         }
+    }
+
+    fn discarded(&self, kind: ValueKind, stored: &[u8]) {
+        if kind == ValueKind::ValuePointer
+            && let Ok(p) = Pointer::decode(stored)
+        {
+            self.add_garbage(p.segment, u64::from(p.length));
+        }
+    }
+
+    fn note_edit(&self, edit: &mut VersionEdit) {
+        let pending = std::mem::take(&mut *self.pending_garbage.lock());
+        edit.vlog_garbage.extend(pending);
+    }
+
+    fn wants_gc(&self) -> bool {
+        self.gc_enabled
+    }
+
+    fn collect_garbage(&self, host: &dyn super::GcHost, force: bool) -> Result<u64> {
+        gc::collect(self, host, force)
     }
 
     fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {

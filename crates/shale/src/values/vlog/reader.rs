@@ -263,7 +263,8 @@ pub(crate) fn replay(
 }
 
 /// Replay one segment from `from`; returns the largest sequence number, the end of the
-/// last whole batch, and the bytes of records the tree keeps inline (garbage once flushed). Damage ends the `newest` segment (a torn tail) and is corruption in
+/// last whole batch, and the bytes of records the tree keeps inline (garbage once flushed).
+/// Records of the `newest` segment are replayed with their values inline (see below). Damage ends the `newest` segment (a torn tail) and is corruption in
 /// any other.
 fn replay_segment(
     vlog: &VlogPlacement,
@@ -290,7 +291,11 @@ fn replay_segment(
                     continue;
                 }
                 for r in batch.drain(..) {
-                    if vlog.separates(r.kind, &r.value) {
+                    // The newest segment's tail may be in the page cache only (left by a
+                    // process crash) and there is no handle to sync it through: its values
+                    // go to the tables themselves, so that no committed table points at
+                    // bytes a later machine crash could lose.
+                    if !newest && vlog.separates(r.kind, &r.value) {
                         let p = Pointer {
                             segment: number,
                             offset: r.offset,
