@@ -149,6 +149,21 @@ pub struct EngineConfig {
     pub compression: Compression,
     /// Bloom filter bits per key.
     pub bloom_bits: usize,
+    /// Value-log overrides (designs with `values = vlog`); `None` keeps the preset's.
+    pub vlog: VlogSettings,
+}
+
+/// Value-log settings that override a preset's (Shale designs with a value log).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VlogSettings {
+    /// `Options::min_separated_value_size`.
+    pub min_separated_value_size: Option<usize>,
+    /// `Options::vlog_segment_size`.
+    pub segment_size: Option<u64>,
+    /// `Options::vlog_gc`.
+    pub gc: Option<bool>,
+    /// `Options::vlog_gc_ratio`.
+    pub gc_ratio: Option<f64>,
 }
 
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
@@ -172,6 +187,19 @@ pub struct EngineFlags {
     /// Bloom filter bits per key.
     #[arg(long = "bloom-bits", alias = "bloom_bits", default_value_t = 10)]
     pub bloom_bits: usize,
+    /// Value log: values of at least this many bytes are separated (0: all); default: the
+    /// preset's (512 for wisckey).
+    #[arg(long = "min-separated-value-size", alias = "min_separated_value_size")]
+    pub min_separated_value_size: Option<usize>,
+    /// Value log: segment size in bytes; default: the preset's (128 MiB).
+    #[arg(long = "vlog-segment-size", alias = "vlog_segment_size")]
+    pub vlog_segment_size: Option<u64>,
+    /// Value log: automatic garbage collection on or off; default: on.
+    #[arg(long = "vlog-gc", alias = "vlog_gc")]
+    pub vlog_gc: Option<bool>,
+    /// Value log: garbage ratio at which a segment is collected; default 0.5.
+    #[arg(long = "vlog-gc-ratio", alias = "vlog_gc_ratio")]
+    pub vlog_gc_ratio: Option<f64>,
 }
 
 impl EngineFlags {
@@ -189,6 +217,12 @@ impl EngineFlags {
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
             bloom_bits: self.bloom_bits,
+            vlog: VlogSettings {
+                min_separated_value_size: self.min_separated_value_size,
+                segment_size: self.vlog_segment_size,
+                gc: self.vlog_gc,
+                gc_ratio: self.vlog_gc_ratio,
+            },
         })
     }
 
@@ -212,6 +246,20 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     o.block_cache_bytes = config.cache_size;
     o.table.compression = config.compression;
     o.table.bloom_bits_per_key = config.bloom_bits;
+    let v = &config.vlog;
+    if let Some(n) = v.min_separated_value_size {
+        o.min_separated_value_size = n;
+    }
+    if let Some(n) = v.segment_size {
+        o.vlog_segment_size = n;
+    }
+    if let Some(b) = v.gc {
+        o.vlog_gc = b;
+    }
+    if let Some(r) = v.gc_ratio {
+        o.vlog_gc_ratio = r;
+    }
+    o.validate()?;
     Ok(o)
 }
 
@@ -373,6 +421,7 @@ mod tests {
             cache_size: 8 << 20,
             compression: Compression::Lz4,
             bloom_bits: 10,
+            vlog: VlogSettings::default(),
         };
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
@@ -394,6 +443,7 @@ mod tests {
             cache_size: 0,
             compression: Compression::None,
             bloom_bits: 10,
+            vlog: VlogSettings::default(),
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
             .err()

@@ -74,6 +74,7 @@ mod tests {
             cache_size: 4 << 20,
             compression,
             bloom_bits: 10,
+            vlog: crate::engine::VlogSettings::default(),
         }
     }
 

@@ -299,6 +299,41 @@ mod tests {
         }
     }
 
+    fn hex(b: &[u8]) -> String {
+        b.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn worked_example_of_the_format_doc() {
+        assert_eq!(
+            hex(&encode_header(7)),
+            "53 48 41 4c 45 56 4c 47 01 00 00 00 07 00 00 00 00 00 00 00 72 4a 64 5d"
+        );
+        let mut b = Vec::new();
+        assert_eq!(
+            encode_record(&mut b, 300, ValueKind::Value, false, b"k1", b"abc"),
+            27
+        );
+        assert_eq!(
+            encode_record(&mut b, 301, ValueKind::Delete, true, b"k2", b""),
+            24
+        );
+        assert_eq!(
+            hex(&b),
+            "aa c1 84 b9 2c 01 00 00 00 00 00 00 01 00 02 00 00 00 03 00 00 00 6b 31 61 62 63 \
+             78 9c ab 12 2d 01 00 00 00 00 00 00 00 01 02 00 00 00 00 00 00 00 6b 32"
+        );
+        let p = Pointer {
+            segment: 7,
+            offset: 24,
+            length: 27,
+        };
+        assert_eq!(hex(&p.to_vec()), "07 18 1b");
+    }
+
     #[test]
     fn header_checks() {
         let h = encode_header(42);

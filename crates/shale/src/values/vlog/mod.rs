@@ -360,3 +360,6 @@ pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
         .ok()
         .filter(|&n| n <= crate::db::MAX_FILE_NUMBER)
 }
+
+#[cfg(test)]
+mod tests;
