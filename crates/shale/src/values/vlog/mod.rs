@@ -21,7 +21,7 @@
 
 pub mod format;
 pub mod gc;
-mod reader;
+pub(crate) mod reader;
 mod writer;
 
 use std::borrow::Cow;
