@@ -208,7 +208,10 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
             delayed = true;
             continue;
         }
-        if !force && wal.mem.approximate_bytes() < opts.write_buffer_size {
+        if !force
+            && wal.mem.approximate_bytes() < opts.write_buffer_size
+            && !inner.values.wants_freeze()
+        {
             return Ok(());
         }
         if force && wal.mem.is_empty() {

@@ -163,6 +163,13 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// The mutable memtable is being frozen: return the position where its writes end.
     fn freeze(&self) -> Result<LogPosition>;
 
+    /// Whether the mutable memtable should be frozen although it is not full: the log has
+    /// grown so far past the last freeze that recovery would replay too much, or that
+    /// space behind the head cannot be reclaimed. Asked by the write leader before each group.
+    fn wants_freeze(&self) -> bool {
+        false
+    }
+
     /// Every write before `end` is in tables synced to disk: make what those tables point to
     /// durable and record in `edit` what recovery may skip from now on.
     fn flushed(&self, end: LogPosition, edit: &mut VersionEdit) -> Result<()>;

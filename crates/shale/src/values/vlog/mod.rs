@@ -92,6 +92,11 @@ pub struct VlogPlacement {
     /// Segments garbage collection could not read to the end (left alone).
     pub(crate) unreadable: Mutex<std::collections::BTreeSet<u64>>,
     min_gc_ratio: f64,
+    /// Log bytes after which a memtable that is not full is frozen anyway (separated values
+    /// make memtables fill slowly, and the head only moves at a flush).
+    freeze_after: u64,
+    /// Log bytes appended since the last freeze.
+    since_freeze: AtomicU64,
     gc_enabled: bool,
     pub(crate) gc: GcCounters,
 }
@@ -118,6 +123,10 @@ impl VlogPlacement {
             pending_garbage: Mutex::new(BTreeMap::new()),
             unreadable: Mutex::new(std::collections::BTreeSet::new()),
             min_gc_ratio: options.vlog_gc_ratio,
+            freeze_after: 2 * options
+                .vlog_segment_size
+                .max(options.write_buffer_size as u64),
+            since_freeze: AtomicU64::new(0),
             gc_enabled: options.vlog_gc,
             gc: GcCounters::default(),
         }
@@ -217,6 +226,7 @@ impl ValueStore for VlogPlacement {
                     .insert(next, Arc::new(Segment::new(next, format::HEADER_LEN, 0)));
             }
             let (base, end) = w.append_batch(batch, sync)?;
+            self.since_freeze.fetch_add(end - base, Ordering::Relaxed);
             if let Some(s) = self.segment(w.number()) {
                 s.end.store(end, Ordering::Release);
             }
@@ -253,7 +263,12 @@ impl ValueStore for VlogPlacement {
         Ok(())
     }
 
+    fn wants_freeze(&self) -> bool {
+        self.since_freeze.load(Ordering::Relaxed) >= self.freeze_after
+    }
+
     fn freeze(&self) -> Result<LogPosition> {
+        self.since_freeze.store(0, Ordering::Relaxed);
         let guard = self.writer.lock();
         let w = guard.as_ref().ok_or(Error::Closed)?;
         Ok(LogPosition {
