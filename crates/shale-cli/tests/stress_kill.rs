@@ -147,7 +147,7 @@ fn kill_cycles(name: &str) {
         let v = out
             .lines()
             .find(|l| l.starts_with("verified: "))
-            .expect("a verified line");
+            .unwrap_or_else(|| panic!("no verified line in:\n{out}"));
         unacknowledged += v
             .split(", ")
             .nth(1)
