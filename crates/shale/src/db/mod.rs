@@ -353,7 +353,7 @@ impl Db {
     }
 
     /// Run one value-log garbage collection now, on the sealed segment with the most garbage
-    /// whatever its ratio, and delete dropped segments no reader needs any more. Returns the
+    /// whatever its ratio (a segment without garbage is never collected), and delete dropped segments no reader needs any more. Returns the
     /// number of segments dropped (0 when there is nothing to collect, and always 0 for a
     /// placement without a value log). Automatic collection needs no call to this.
     ///

@@ -205,8 +205,8 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// Collect garbage through `host`: pick a segment worth collecting (any sealed segment
-    /// holding garbage when `force`), relocate its live values, drop it. Returns the number of
+    /// Collect garbage through `host`: pick a segment worth collecting (when `force`, any
+    /// sealed segment with some garbage), relocate its live values, drop it. Returns the number of
     /// segments dropped.
     fn collect_garbage(&self, _host: &dyn GcHost, _force: bool) -> Result<u64> {
         Ok(0)

@@ -54,6 +54,11 @@ fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<std::syn
         if !force && ratio < vlog.min_gc_ratio {
             continue;
         }
+        // Forced: any garbage at all. A segment without any is never rewritten (forced
+        // collection in a loop must end).
+        if garbage == 0 && size > 0 {
+            continue;
+        }
         if best.as_ref().is_none_or(|(r, _)| ratio > *r) {
             best = Some((ratio, s));
         }
