@@ -263,3 +263,57 @@ fn a_store_is_opened_only_by_its_placement() {
     let e = Db::open(DIR, o).expect_err("leveldb must refuse a wisckey store");
     assert!(e.to_string().contains("vlog"), "{e}");
 }
+
+#[test]
+fn a_torn_tail_is_cut_once_and_its_segment_collected_later() {
+    let env = Env::memory();
+    let mut o = opts(&env);
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    let n = 50;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.close().expect("close");
+    // A crash tore the newest segment's tail: half a record after the last whole one.
+    let newest = segments(&env).pop().expect("a segment");
+    let path = std::path::Path::new(DIR).join(&newest);
+    let mut bytes = env
+        .read_all(&path, shale::env::ReadCause::Other)
+        .expect("read");
+    let whole = bytes.len();
+    let half_record = bytes[whole - 200..whole - 100].to_vec();
+    bytes.extend_from_slice(&half_record);
+    let mut f = env
+        .create(&path, shale::env::WriteCause::Other)
+        .expect("create");
+    f.append(&bytes).expect("append");
+    f.sync().expect("sync");
+    drop(f);
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(DIR, o.clone()).expect("recover the torn tail");
+        for i in 0..n {
+            model.insert(key(i), value(i, 0));
+        }
+        check(&db, &model, n);
+        // Overwrite everything, so that the torn segment holds only garbage.
+        for i in 0..n {
+            db.put(&key(i), &value(i, 1)).expect("put");
+            model.insert(key(i), value(i, 1));
+        }
+        db.flush().expect("flush");
+    }
+    // Reopened, the torn segment is no longer the newest: its recorded end keeps the torn
+    // bytes from being read as damage, and collection can drop it.
+    let db = Db::open(DIR, o).expect("reopen");
+    check(&db, &model, n);
+    db.compact_range(None, None).expect("compact");
+    gc_all(&db);
+    check(&db, &model, n);
+    assert!(
+        !segments(&env).contains(&newest),
+        "the torn segment {newest} should be collected: {:?}",
+        segments(&env)
+    );
+}

@@ -35,7 +35,9 @@ mod tag {
     pub const VLOG_GARBAGE: u64 = 11;
     /// Value log: a segment removed by garbage collection.
     pub const VLOG_DROPPED_SEGMENT: u64 = 12;
-    // 13..=15 are reserved for the value log.
+    /// Value log: a segment's valid end, when recovery found a torn tail after it.
+    pub const VLOG_SEGMENT_END: u64 = 13;
+    // 14 and 15 are reserved for the value log.
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -66,6 +68,9 @@ pub struct VersionEdit {
     pub vlog_garbage: Vec<(u64, u64)>,
     /// Value log: segments removed by garbage collection (their files may be deleted).
     pub vlog_dropped: Vec<u64>,
+    /// Value log: `(segment, valid end)` of segments whose tail recovery found torn; bytes
+    /// after the end are never read.
+    pub vlog_segment_ends: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -79,7 +84,8 @@ impl VersionEdit {
             + self.new_files.len()
             + usize::from(self.vlog_head.is_some())
             + self.vlog_garbage.len()
-            + self.vlog_dropped.len();
+            + self.vlog_dropped.len()
+            + self.vlog_segment_ends.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
@@ -137,6 +143,12 @@ impl VersionEdit {
             p.clear();
             put_varint64(&mut p, segment);
             field(buf, tag::VLOG_DROPPED_SEGMENT, &p);
+        }
+        for &(segment, end) in &self.vlog_segment_ends {
+            p.clear();
+            put_varint64(&mut p, segment);
+            put_varint64(&mut p, end);
+            field(buf, tag::VLOG_SEGMENT_END, &p);
         }
     }
 
@@ -239,6 +251,10 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             e.vlog_garbage.push(g);
         }
         tag::VLOG_DROPPED_SEGMENT => e.vlog_dropped.push(r.varint64()?),
+        tag::VLOG_SEGMENT_END => {
+            let end = (r.varint64()?, r.varint64()?);
+            e.vlog_segment_ends.push(end);
+        }
         _ => return Err(format!("unknown field tag {t}")),
     }
     if !r.is_empty() {
@@ -279,6 +295,7 @@ mod tests {
             vlog_head: Some((9, 24)),
             vlog_garbage: vec![(7, 4118), (8, 1)],
             vlog_dropped: vec![3],
+            vlog_segment_ends: vec![(8, 1000)],
         }
     }
 

@@ -58,6 +58,8 @@ pub struct PersistedState {
     pub vlog_garbage: BTreeMap<u64, u64>,
     /// Value-log segments removed by garbage collection.
     pub vlog_dropped: BTreeSet<u64>,
+    /// Valid ends of value-log segments whose tail recovery found torn.
+    pub vlog_segment_ends: BTreeMap<u64, u64>,
 }
 
 impl PersistedState {
@@ -75,8 +77,12 @@ impl PersistedState {
                 *g = g.saturating_add(bytes);
             }
         }
+        for &(segment, end) in &edit.vlog_segment_ends {
+            self.vlog_segment_ends.insert(segment, end);
+        }
         for &segment in &edit.vlog_dropped {
             self.vlog_garbage.remove(&segment);
+            self.vlog_segment_ends.remove(&segment);
             self.vlog_dropped.insert(segment);
         }
     }
@@ -87,6 +93,11 @@ impl PersistedState {
         edit.vlog_head = self.vlog_head;
         edit.vlog_garbage = self.vlog_garbage.iter().map(|(&s, &b)| (s, b)).collect();
         edit.vlog_dropped = self.vlog_dropped.iter().copied().collect();
+        edit.vlog_segment_ends = self
+            .vlog_segment_ends
+            .iter()
+            .map(|(&s, &e)| (s, e))
+            .collect();
     }
 }
 

@@ -88,7 +88,7 @@ pub struct VlogPlacement {
     /// collection has dropped it and no reader can still hold a pointer into it.
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
     /// Garbage found since the last MANIFEST edit, per segment (persisted by `note_edit`).
-    pending_garbage: Mutex<BTreeMap<u64, u64>>,
+    pub(crate) pending_garbage: Mutex<BTreeMap<u64, u64>>,
     /// Segments garbage collection could not read to the end (left alone).
     pub(crate) unreadable: Mutex<std::collections::BTreeSet<u64>>,
     min_gc_ratio: f64,
@@ -197,7 +197,9 @@ impl ValueStore for VlogPlacement {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
-        let last = reader::replay(self, ctx, apply)?;
+        let (last, torn) = reader::replay(self, ctx, apply)?;
+        edit.vlog_segment_ends = torn;
+        self.note_edit(edit);
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
         let w = SegmentWriter::create(&self.env, &self.dir, number)?;
         self.segments.write().insert(

@@ -184,12 +184,15 @@ impl SegmentScanner {
     }
 }
 
-/// Replay the log from the MANIFEST's head, registering every live segment.
+/// Replay the log from the MANIFEST's head, registering every live segment. Returns the
+/// largest sequence number replayed, and the segments whose tail was torn with their valid
+/// ends (for the recovery edit: a later open must not read past them).
 pub(crate) fn replay(
     vlog: &VlogPlacement,
     ctx: &RecoverContext<'_>,
     apply: &mut Apply<'_>,
-) -> Result<SeqNo> {
+) -> Result<(SeqNo, Vec<(u64, u64)>)> {
+    let mut torn = Vec::new();
     let fs = vlog.env.fs();
     let mut numbers: Vec<u64> = ctx
         .names
@@ -237,29 +240,41 @@ pub(crate) fn replay(
         let mut header = [0u8; HEADER_LEN as usize];
         file.read_exact_at(&mut header, 0, ReadCause::Recovery)?;
         format::check_header(&header, number).map_err(|d| Error::corruption(&path, 0, d))?;
-        let mut end = size;
+        // A tail recovery once found torn is never read again.
+        let mut end = ctx
+            .state
+            .vlog_segment_ends
+            .get(&number)
+            .map_or(size, |&e| e.min(size));
         if number >= start_seg {
             let from = if number == start_seg {
                 start_off
             } else {
                 HEADER_LEN
             };
-            if from > size {
+            if from > end {
                 return Err(Error::corruption(
                     &path,
-                    size,
+                    end,
                     format!("the MANIFEST's head is at {from}, past the segment's end"),
                 ));
             }
             let (seq, valid, inline) =
-                replay_segment(vlog, &file, number, size, from, is_newest, apply)?;
+                replay_segment(vlog, &file, number, end, from, is_newest, apply)?;
             last = last.max(seq);
+            if valid < end {
+                torn.push((number, valid));
+            }
             end = valid;
             garbage += inline;
+            if inline > 0 {
+                // Persisted by the recovery edit (a later open must know it too).
+                *vlog.pending_garbage.lock().entry(number).or_default() += inline;
+            }
         }
         segments.insert(number, Arc::new(Segment::new(number, end, garbage)));
     }
-    Ok(last)
+    Ok((last, torn))
 }
 
 /// Replay one segment from `from`; returns the largest sequence number, the end of the
