@@ -317,3 +317,23 @@ fn a_torn_tail_is_cut_once_and_its_segment_collected_later() {
         segments(&env)
     );
 }
+
+#[test]
+fn gc_rewrites_are_counted_as_gc() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env)).expect("open");
+    for round in 0..2 {
+        for i in 0..200 {
+            if round == 0 || i % 2 == 0 {
+                db.put(&key(i), &value(i, round)).expect("put");
+            }
+        }
+    }
+    db.compact_range(None, None).expect("compact");
+    let before = db.stats();
+    assert!(gc_all(&db) > 0);
+    let after = db.stats();
+    let gc = shale::env::WriteCause::Gc;
+    assert!(after.gc_records_relocated > 0);
+    assert!(after.written_for(gc) > before.written_for(gc));
+}

@@ -149,7 +149,8 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
 
 /// Give `batch` the next sequence numbers, make it durable through the value placement,
 /// insert it into the memtable and publish it. Requires the `wal` lock (passed in) and a
-/// memtable with room. `user` counts it as user data (garbage-collection rewrites are not).
+/// memtable with room. `user` counts it as user data; otherwise it is a garbage-collection
+/// rewrite (always synced).
 pub(crate) fn log_and_apply(
     inner: &DbInner,
     wal: &WalState,
@@ -161,11 +162,12 @@ pub(crate) fn log_and_apply(
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
     let mem = &wal.mem;
-    let logged = inner
-        .values
-        .append(batch, sync, &mut |key, seq, kind, value| {
-            mem.insert(key, seq, kind, value)
-        });
+    let mut insert = |key: &[u8], seq, kind, value: &[u8]| mem.insert(key, seq, kind, value);
+    let logged = if user {
+        inner.values.append(batch, sync, &mut insert)
+    } else {
+        inner.values.append_relocation(batch, &mut insert)
+    };
     if let Err(e) = logged {
         // The log may now end in a partial record: nothing more may be appended after it.
         // (A record refused for its size wrote nothing and leaves the log usable.)

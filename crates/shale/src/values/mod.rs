@@ -171,6 +171,12 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// to `apply` as the memory component must store it.
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()>;
 
+    /// As [`ValueStore::append`] with `sync`, for a batch that garbage collection rewrites
+    /// (its bytes are counted under [`crate::env::WriteCause::Gc`] where the log can tell).
+    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
+        self.append(batch, true, apply)
+    }
+
     /// The mutable memtable is being frozen: return the position where its writes end.
     fn freeze(&self) -> Result<LogPosition>;
 

@@ -179,39 +179,14 @@ impl VlogPlacement {
         Ok(f)
     }
 
-    /// Forget a dropped segment and delete its file.
-    pub(crate) fn remove_segment(&self, number: u64) {
-        self.segments.write().remove(&number);
-        let _ = self.env.fs().remove_file(&self.segment_path(number));
-    }
-}
-
-impl ValueStore for VlogPlacement {
-    fn name(&self) -> &'static str {
-        "vlog"
-    }
-
-    fn recover(
+    /// Append a group; `relocation` counts its bytes as garbage-collection writes.
+    fn append_as(
         &self,
-        ctx: &RecoverContext<'_>,
+        batch: &WriteBatch,
+        sync: bool,
+        relocation: bool,
         apply: &mut Apply<'_>,
-        edit: &mut VersionEdit,
-    ) -> Result<SeqNo> {
-        let (last, torn) = reader::replay(self, ctx, apply)?;
-        edit.vlog_segment_ends = torn;
-        self.note_edit(edit);
-        let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
-        let w = SegmentWriter::create(&self.env, &self.dir, number)?;
-        self.segments.write().insert(
-            number,
-            Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
-        );
-        *self.writer.lock() = Some(w);
-        edit.vlog_head = Some((number, format::HEADER_LEN));
-        Ok(last)
-    }
-
-    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
+    ) -> Result<()> {
         if batch.iter().any(|e| e.kind == ValueKind::ValuePointer) {
             return Err(Error::InvalidArgument(
                 "a write batch for the value log holds a value pointer".into(),
@@ -227,7 +202,7 @@ impl ValueStore for VlogPlacement {
                     .write()
                     .insert(next, Arc::new(Segment::new(next, format::HEADER_LEN, 0)));
             }
-            let (base, end) = w.append_batch(batch, sync)?;
+            let (base, end) = w.append_batch(batch, sync, relocation)?;
             self.since_freeze.fetch_add(end - base, Ordering::Relaxed);
             if let Some(s) = self.segment(w.number()) {
                 s.end.store(end, Ordering::Release);
@@ -263,6 +238,46 @@ impl ValueStore for VlogPlacement {
             self.add_garbage(segment, inline_bytes);
         }
         Ok(())
+    }
+
+    /// Forget a dropped segment and delete its file.
+    pub(crate) fn remove_segment(&self, number: u64) {
+        self.segments.write().remove(&number);
+        let _ = self.env.fs().remove_file(&self.segment_path(number));
+    }
+}
+
+impl ValueStore for VlogPlacement {
+    fn name(&self) -> &'static str {
+        "vlog"
+    }
+
+    fn recover(
+        &self,
+        ctx: &RecoverContext<'_>,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<SeqNo> {
+        let (last, torn) = reader::replay(self, ctx, apply)?;
+        edit.vlog_segment_ends = torn;
+        self.note_edit(edit);
+        let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        let w = SegmentWriter::create(&self.env, &self.dir, number)?;
+        self.segments.write().insert(
+            number,
+            Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
+        );
+        *self.writer.lock() = Some(w);
+        edit.vlog_head = Some((number, format::HEADER_LEN));
+        Ok(last)
+    }
+
+    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
+        self.append_as(batch, sync, false, apply)
+    }
+
+    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
+        self.append_as(batch, true, true, apply)
     }
 
     fn wants_freeze(&self) -> bool {

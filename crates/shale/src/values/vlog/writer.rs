@@ -59,9 +59,15 @@ impl SegmentWriter {
         Ok(())
     }
 
-    /// Append the records of a sequenced batch, handed to the OS (and synced when `sync`).
+    /// Append the records of a sequenced batch, handed to the OS (and synced when `sync`);
+    /// `relocation` counts the bytes under [`WriteCause::Gc`].
     /// Returns the offset of the first record and the segment's new length.
-    pub(crate) fn append_batch(&mut self, batch: &WriteBatch, sync: bool) -> Result<(u64, u64)> {
+    pub(crate) fn append_batch(
+        &mut self,
+        batch: &WriteBatch,
+        sync: bool,
+        relocation: bool,
+    ) -> Result<(u64, u64)> {
         let base = self.file.len();
         self.scratch.clear();
         let seq = batch.sequence();
@@ -76,7 +82,14 @@ impl SegmentWriter {
                 e.value,
             );
         }
-        self.file.append(&self.scratch)?;
+        if relocation {
+            self.file.set_cause(WriteCause::Gc);
+        }
+        let appended = self.file.append(&self.scratch);
+        if relocation {
+            self.file.set_cause(WriteCause::Vlog);
+        }
+        appended?;
         if self.scratch.capacity() > KEEP_SCRATCH {
             self.scratch = Vec::new();
         }
