@@ -75,6 +75,7 @@ mod tests {
             compression,
             bloom_bits: 10,
             max_background_compactions: None,
+            vlog: crate::engine::VlogSettings::default(),
         }
     }
 

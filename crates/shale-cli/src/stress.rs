@@ -421,6 +421,11 @@ pub fn run(a: &StressArgs) -> CliResult {
     o.write_buffer_size = a.write_buffer_size;
     o.target_file_size = (a.write_buffer_size as u64).max(4096);
     o.max_bytes_for_level_base = 4 * o.target_file_size;
+    // With a value log: separate every value and rotate segments often, so that kills land
+    // in pointer reads, rotation, flushes of the head and garbage collection.
+    o.min_separated_value_size = 0;
+    o.vlog_segment_size = 64 * 1024;
+    o.vlog_gc_ratio = 0.3;
     let exists = expected_path.exists();
     if a.verify_only {
         if !exists {

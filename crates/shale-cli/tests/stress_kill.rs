@@ -33,7 +33,15 @@ impl Drop for TempDir {
 
 fn shale(db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
+    // The design is chosen by the store's directory name (`...-wisckey`).
+    let design = if db.to_string_lossy().ends_with("-wisckey") {
+        "wisckey"
+    } else {
+        "leveldb"
+    };
     c.arg("stress")
+        .arg("--design")
+        .arg(design)
         .arg("--db")
         .arg(db)
         .args(["--keys", "1500", "--write-buffer-size", "32768"])
@@ -107,8 +115,17 @@ fn run_and_kill(db: &Path, seed: u64, lines: usize) -> Vec<String> {
 
 #[test]
 fn every_acknowledged_write_survives_kill_9() {
-    let tmp = TempDir::new("cycles");
-    let db = tmp.0.join("db");
+    kill_cycles("db");
+}
+
+#[test]
+fn every_acknowledged_write_survives_kill_9_wisckey() {
+    kill_cycles("db-wisckey");
+}
+
+fn kill_cycles(name: &str) {
+    let tmp = TempDir::new(&format!("cycles-{name}"));
+    let db = tmp.0.join(name);
     let cycles: u64 = std::env::var("SHALE_KILL_CYCLES")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -130,7 +147,7 @@ fn every_acknowledged_write_survives_kill_9() {
         let v = out
             .lines()
             .find(|l| l.starts_with("verified: "))
-            .expect("a verified line");
+            .unwrap_or_else(|| panic!("no verified line in:\n{out}"));
         unacknowledged += v
             .split(", ")
             .nth(1)

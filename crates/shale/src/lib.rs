@@ -28,4 +28,4 @@ pub use db::{
     Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch, verify,
 };
 pub use error::{Error, Result};
-pub use options::{Compression, Options, WriteOptions};
+pub use options::{Compression, Options, ValuesKind, WriteOptions};

@@ -51,6 +51,8 @@ pub enum ValuesKind {
     /// Values stored inline in the tree (LevelDB).
     #[default]
     Inline,
+    /// Values separated into a value log that is also the write-ahead log (WiscKey).
+    Vlog,
 }
 
 /// The layout axis: how tables are arranged and compacted.
@@ -159,6 +161,22 @@ pub struct Options {
     /// (tens of microseconds or more) is not. 0 prefetches whatever the reads cost.
     /// Default 10.
     pub scan_prefetch_slow_read_micros: u64,
+    /// With `values = vlog`: values of at least this many bytes go to the value log and the
+    /// tree holds a pointer; smaller values (and deletes) are logged in the value log too,
+    /// since it is the write-ahead log, but the tree keeps them inline. 0 separates every
+    /// value (the paper). Default 512.
+    pub min_separated_value_size: usize,
+    /// With `values = vlog`: a value-log segment is closed and a new one started once it
+    /// holds this many bytes. Default 128 MiB.
+    pub vlog_segment_size: u64,
+    /// With `values = vlog`: run garbage collection automatically. Default true.
+    pub vlog_gc: bool,
+    /// With `values = vlog`: a sealed segment whose garbage is at least this fraction of its
+    /// bytes is collected. Default 0.5.
+    pub vlog_gc_ratio: f64,
+    /// With `values = vlog`: bytes per second the automatic garbage collection may read;
+    /// 0 means no limit. Default 64 MiB/s.
+    pub vlog_gc_bytes_per_sec: u64,
 }
 
 impl Default for Options {
@@ -189,6 +207,11 @@ impl Default for Options {
             scan_prefetch_depth: 16,
             scan_prefetch_bytes: 8 << 20,
             scan_prefetch_slow_read_micros: 10,
+            min_separated_value_size: 512,
+            vlog_segment_size: 128 << 20,
+            vlog_gc: true,
+            vlog_gc_ratio: 0.5,
+            vlog_gc_bytes_per_sec: 64 << 20,
         }
     }
 }
@@ -206,12 +229,12 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb"]
+        vec!["leveldb", "wisckey"]
     }
 
-    /// Options for a named design: `leveldb` (leveled + skiplist + inline). The other names
-    /// (`pebblesdb`, `wisckey`, `flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet
-    /// built and return [`Error::Unsupported`].
+    /// Options for a named design: `leveldb` (leveled + skiplist + inline), `wisckey`
+    /// (leveled + skiplist + vlog). The other names (`pebblesdb`, `flodb`, `lwc`,
+    /// `lsm-trie`) are reserved for designs not yet built and return [`Error::Unsupported`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
@@ -219,6 +242,10 @@ impl Options {
     pub fn preset(name: &str) -> Result<Options> {
         match name {
             "leveldb" => Ok(Options::default()),
+            "wisckey" => Ok(Options {
+                values: ValuesKind::Vlog,
+                ..Options::default()
+            }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
                 "the {n} design is not implemented yet; available: {}",
                 Options::available_presets().join(", ")
@@ -307,6 +334,18 @@ impl Options {
                 self.scan_prefetch_depth
             ));
         }
+        if self.vlog_segment_size < 4096 || self.vlog_segment_size > (1 << 40) {
+            return bad(format!(
+                "vlog_segment_size {} must be in 4096..=1 TiB",
+                self.vlog_segment_size
+            ));
+        }
+        if !(self.vlog_gc_ratio > 0.0 && self.vlog_gc_ratio <= 1.0) {
+            return bad(format!(
+                "vlog_gc_ratio {} must be in (0, 1]",
+                self.vlog_gc_ratio
+            ));
+        }
         Ok(())
     }
 }
@@ -325,8 +364,9 @@ mod tests {
     #[test]
     fn presets() {
         assert!(Options::preset("leveldb").is_ok());
+        assert_eq!(Options::preset("wisckey").unwrap().values, ValuesKind::Vlog);
         assert!(matches!(
-            Options::preset("wisckey"),
+            Options::preset("flodb"),
             Err(Error::Unsupported(_))
         ));
         assert!(matches!(

@@ -29,8 +29,15 @@ const DIR: &str = "/db";
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn opts(env: &Env, compression: Compression) -> Options {
+fn opts(env: &Env, compression: Compression, vlog: bool) -> Options {
     let mut o = Options::default().with_env(env.clone());
+    if vlog {
+        // wisckey: most values separated, segments of a few KiB, no background collection.
+        o.values = shale::ValuesKind::Vlog;
+        o.min_separated_value_size = 24;
+        o.vlog_segment_size = 16 * 1024;
+        o.vlog_gc = false;
+    }
     o.table.compression = compression;
     o.write_buffer_size = 32 * 1024;
     o.target_file_size = 8 * 1024;
@@ -54,16 +61,17 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 /// The store's files, the model before the last log's writes, and those writes in order.
 struct Image {
     compression: Compression,
+    vlog: bool,
     files: Vec<(PathBuf, Vec<u8>)>,
     base: Map,
     wal_ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Image {
-    fn build(compression: Compression) -> Image {
+    fn build(compression: Compression, vlog: bool) -> Image {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, opts(&env, compression)).unwrap();
+        let db = Db::open(DIR, opts(&env, compression, vlog)).unwrap();
         let mut model = Map::new();
         let put = |db: &Db, model: &mut Map, i: u32, round: u32| {
             db.put(&key(i), &value(i, round)).unwrap();
@@ -124,6 +132,7 @@ impl Image {
             .collect();
         Image {
             compression,
+            vlog,
             files,
             base,
             wal_ops,
@@ -151,7 +160,7 @@ impl Image {
     }
 
     fn opts(&self, env: &Env) -> Options {
-        opts(env, self.compression)
+        opts(env, self.compression, self.vlog)
     }
 
     fn kind(&self, i: usize) -> &'static str {
@@ -164,6 +173,8 @@ impl Image {
             "WAL"
         } else if name.ends_with(".sst") {
             "table"
+        } else if name.ends_with(".vlog") {
+            "vlog"
         } else {
             panic!("unexpected file {name}")
         }
@@ -318,7 +329,7 @@ fn check_flip(
         tally.read_detected += 1;
     } else if candidates.contains(&n) {
         tally.intact += 1;
-    } else if image.kind(fi) == "WAL" {
+    } else if matches!(image.kind(fi), "WAL" | "vlog") {
         // Only the log may lose writes to a flip, and only as a torn tail.
         tally.prefix += 1;
     } else {
@@ -353,7 +364,7 @@ fn install_panic_hook() {
 fn positions(kind: &str, len: usize, wal_stride: usize, table_stride: usize) -> Vec<usize> {
     let stride = match kind {
         "CURRENT" | "MANIFEST" => 1,
-        "WAL" => wal_stride,
+        "WAL" | "vlog" => wal_stride,
         _ => table_stride,
     };
     let tail = if kind == "table" { 400.min(len) } else { 0 };
@@ -363,9 +374,9 @@ fn positions(kind: &str, len: usize, wal_stride: usize, table_stride: usize) -> 
 }
 
 /// Build a store, then flip bits in each of its files and check every outcome.
-fn flip_everything(compression: Compression, wal_stride: usize, table_stride: usize) {
+fn flip_everything(compression: Compression, vlog: bool, wal_stride: usize, table_stride: usize) {
     install_panic_hook();
-    let image = Image::build(compression);
+    let image = Image::build(compression, vlog);
     let prefixes = image.prefix_states();
     let mut all_keys: Vec<Vec<u8>> = (0..960).map(key).collect();
     all_keys.sort();
@@ -441,11 +452,10 @@ fn flip_everything(compression: Compression, wal_stride: usize, table_stride: us
             .collect::<Vec<_>>()
             .join("\n")
     );
+    let log = if vlog { "vlog" } else { "WAL" };
     assert_eq!(
         kinds_seen,
-        ["CURRENT", "MANIFEST", "WAL", "table"]
-            .into_iter()
-            .collect()
+        ["CURRENT", "MANIFEST", log, "table"].into_iter().collect()
     );
     let t = &tallies["table"];
     assert_eq!(
@@ -456,10 +466,15 @@ fn flip_everything(compression: Compression, wal_stride: usize, table_stride: us
 
 #[test]
 fn bit_flips_in_every_file_kind_are_detected_or_harmless() {
-    flip_everything(Compression::None, 2, 23);
+    flip_everything(Compression::None, false, 2, 23);
+}
+
+#[test]
+fn bit_flips_in_a_wisckey_store_are_detected_or_harmless() {
+    flip_everything(Compression::None, true, 29, 61);
 }
 
 #[test]
 fn bit_flips_in_compressed_tables_are_detected_or_harmless() {
-    flip_everything(Compression::Lz4, 11, 31);
+    flip_everything(Compression::Lz4, false, 11, 31);
 }

@@ -110,6 +110,26 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     .encode_varint(&mut h);
     s.push(("table_meta", with_mode(2, &h)));
 
+    {
+        use shale::key::ValueKind;
+        use shale::values::vlog::format::{Pointer, encode_header, encode_record};
+        let mut seg = encode_header(1).to_vec();
+        let mut rec = Vec::new();
+        encode_record(&mut rec, 300, ValueKind::Value, false, b"k1", b"abc");
+        encode_record(&mut rec, 301, ValueKind::Delete, true, b"k2", b"");
+        seg.extend_from_slice(&rec);
+        let mut one = Vec::new();
+        encode_record(&mut one, 7, ValueKind::Value, true, b"key", &[b'v'; 100]);
+        s.push(("vlog", with_mode(0, &one)));
+        s.push(("vlog", with_mode(3, &one)));
+        let p = Pointer {
+            segment: 12,
+            offset: 4096,
+            length: 4118,
+        };
+        s.push(("vlog", with_mode(1, &p.to_vec())));
+        s.push(("vlog", with_mode(2, &seg)));
+    }
     for compression in [Compression::None, Compression::Lz4] {
         let files = store_files(compression);
         let mut tables = 0;

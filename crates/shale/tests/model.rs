@@ -32,6 +32,9 @@ fn small_options(preset: &str, env: &Env) -> Options {
     o.max_open_files = 32;
     // Compactions run side by side, so the model checks the parallel path.
     o.max_background_compactions = 2;
+    // wisckey: separate most values, and rotate value-log segments every few KiB.
+    o.min_separated_value_size = 16;
+    o.vlog_segment_size = 8 * 1024;
     o
 }
 
@@ -198,6 +201,10 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                     d.compact_range(Some(&a), Some(&b))
                 };
                 r.unwrap_or_else(|e| panic!("{}: compact: {e}", ctx()));
+                // Value-log garbage collection after the compaction found garbage, with the
+                // model's snapshots open (a no-op without a value log).
+                d.run_value_gc()
+                    .unwrap_or_else(|e| panic!("{}: value gc: {e}", ctx()));
             }
             93..=95 => {
                 // A cursor walk with direction changes, checked against the model.

@@ -49,6 +49,9 @@ pub struct CompactionContext<'a> {
     pub stop: &'a AtomicBool,
     /// Counted cause of the bytes written.
     pub cause: WriteCause,
+    /// Told of every entry the merge drops, as (kind, stored value): the value placement
+    /// learns which separated values became garbage.
+    pub on_discard: &'a dyn Fn(ValueKind, &[u8]),
 }
 
 /// How one merge writes its output.
@@ -125,7 +128,9 @@ pub fn merge_into_tables(
                 false
             };
             last_stripe = stripe;
-            if !drop {
+            if drop {
+                (ctx.on_discard)(parsed.kind, input.value());
+            } else {
                 if builder.is_none() {
                     let number = (ctx.new_file_number)();
                     let path = ctx.dir.join(table_file_name(number));

@@ -55,6 +55,7 @@ fn with_context<T>(
         new_file_number: &new_file,
         stop: &inner.shutting_down,
         cause,
+        on_discard: &|kind, stored| inner.values.discarded(kind, stored),
     };
     f(&ctx)
 }
@@ -67,6 +68,8 @@ fn commit(
     after: impl FnOnce(&mut super::BgState, &mut Vec<Arc<dyn MemTable>>),
 ) -> Result<()> {
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
+    let mut edit = edit;
+    inner.values.note_edit(&mut edit);
     let mut versions = inner.versions.lock();
     let last_seq = inner.last_seq.load(Ordering::Acquire);
     let version = versions.log_and_apply(edit, last_seq);
@@ -103,10 +106,10 @@ fn commit(
 /// Flush the oldest frozen memtable. Requires that no other flush runs (the flush thread,
 /// or `flush_and_wait` through it).
 fn flush_one(inner: &DbInner) -> Result<bool> {
-    let (mem, wal_number) = {
+    let (mem, log_end) = {
         let bg = inner.bg.lock();
         match bg.imms.front() {
-            Some(imm) => (Arc::clone(&imm.mem), imm.wal_number),
+            Some(imm) => (Arc::clone(&imm.mem), imm.log_end),
             None => return Ok(false),
         }
     };
@@ -119,11 +122,12 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
             return Err(e);
         }
     };
-    let mut edit = VersionEdit {
-        // Every write in this log and older ones is now in a table.
-        log_number: Some(wal_number + 1),
-        ..VersionEdit::default()
-    };
+    // Every write before `log_end` is now in a table.
+    let mut edit = VersionEdit::default();
+    if let Err(e) = inner.values.flushed(log_end, &mut edit) {
+        inner.set_error(&e);
+        return Err(e);
+    }
     let size = file.as_ref().map_or(0, |f| f.size);
     if let Some(f) = file {
         let level = inner.layout.flush_level(&inner.super_version().version, &f);
@@ -393,18 +397,26 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     let Ok(names) = inner.env.fs().list_dir(&inner.dir) else {
         return;
     };
-    let (live, pending, log_number, manifest_number) = {
+    let (live, pending, mut placement, manifest_number) = {
         let mut v = inner.versions.lock();
         let pending = inner.pending_outputs.lock().clone();
-        (v.live_files(), pending, v.log_number(), v.manifest_number())
+        (
+            v.live_files(),
+            pending,
+            v.placement().clone(),
+            v.manifest_number(),
+        )
     };
+    super::gc::unpin(inner, &mut placement);
+    inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {
             continue;
         };
         let obsolete = match kind {
             FileKind::Table(n) => !live.contains(&n) && !pending.contains(&n),
-            FileKind::Log(n) => n < log_number,
+            // The durability log is the value placement's business (above).
+            FileKind::Log(_) | FileKind::Segment(_) => false,
             // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
             // may already name it (the rename done, the directory sync failed); the next
             // open starts another MANIFEST and removes both.

@@ -8,7 +8,8 @@
 //! the log and the memtable.
 //!
 //! Locks, always taken in this order (a thread holding one may take only later ones):
-//! 1. `wal`: held by the write leader (log writer and mutable memtable), and by `flush()`.
+//! 1. `wal`: held by the write leader (the mutable memtable; the placement's durability log
+//!    is only appended to under it), and by `flush()`.
 //! 2. `versions`: the MANIFEST; held while an edit is committed and its version installed.
 //!    It serializes commits: flushes and compactions commit one at a time, each edit applied
 //!    to the newest version.
@@ -36,6 +37,7 @@
 
 mod api;
 mod background;
+mod gc;
 mod open;
 #[cfg(test)]
 mod parallel_tests;
@@ -54,7 +56,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
-pub(crate) use open::MAX_FILE_NUMBER;
+pub(crate) use open::{FileKind, MAX_FILE_NUMBER, parse_file_name};
 pub use read::{Cursor, DbIterator};
 pub use verify::{VerifyReport, verify};
 
@@ -69,7 +71,6 @@ use crate::options::{Options, WriteOptions};
 use crate::values::ValueStore;
 use crate::version::Version;
 use crate::version::set::VersionSet;
-use crate::wal::LogWriter;
 use snapshots::SnapshotList;
 
 /// An atomic group of puts and deletes.
@@ -109,17 +110,15 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<Version>,
 }
 
-/// The write leader's state.
+/// The write leader's state (the durability log itself belongs to the value placement).
 pub(crate) struct WalState {
-    pub(crate) log: LogWriter,
-    pub(crate) number: u64,
     pub(crate) mem: Arc<dyn MemTable>,
 }
 
-/// A frozen memtable and the log that holds its writes.
+/// A frozen memtable and where its writes end in the durability log.
 pub(crate) struct Imm {
     pub(crate) mem: Arc<dyn MemTable>,
-    pub(crate) wal_number: u64,
+    pub(crate) log_end: crate::values::LogPosition,
 }
 
 /// State shared with the background threads.
@@ -194,6 +193,10 @@ pub(crate) struct DbInner {
     /// Held by a manual compaction: two of them take turns.
     pub(crate) compaction_lock: Mutex<()>,
     pub(crate) counters: Counters,
+    /// Value-log segments dropped by garbage collection whose files wait for their readers.
+    pub(crate) vlog_zombies: Mutex<Vec<gc::Zombie>>,
+    /// Held by a garbage-collection run (background or manual): one at a time.
+    pub(crate) gc_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -260,6 +263,7 @@ impl Db {
         for i in 0..self.inner.options.max_background_compactions {
             jobs.push((format!("shale-compact-{i}"), background::compaction_thread));
         }
+        jobs.push(("shale-gc".to_string(), gc::gc_thread));
         for (name, f) in jobs {
             let inner = Arc::clone(&self.inner);
             let h = std::thread::Builder::new()
@@ -406,6 +410,19 @@ impl Db {
         background::compact_range(&self.inner, begin, end)
     }
 
+    /// Run one value-log garbage collection now, on the sealed segment with the most garbage
+    /// whatever its ratio (a segment without garbage is never collected), and delete dropped segments no reader needs any more. Returns the
+    /// number of segments dropped (0 when there is nothing to collect, and always 0 for a
+    /// placement without a value log). Automatic collection needs no call to this.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] after an earlier failure; [`Error::Io`] or [`Error::Corruption`]
+    /// from the segment read.
+    pub fn run_value_gc(&self) -> Result<u64> {
+        self.inner.check_writable()?;
+        gc::run(&self.inner, true)
+    }
+
     /// Counters: bytes by cause, levels, write amplification.
     pub fn stats(&self) -> Stats {
         stats::stats(&self.inner)
@@ -440,8 +457,8 @@ impl Db {
         // Iterators may outlive the store; after this they resolve their values themselves.
         self.prefetch.shutdown();
         let result = {
-            let mut wal = self.inner.wal.lock();
-            wal.log.flush().and_then(|()| wal.log.sync())
+            let _wal = self.inner.wal.lock();
+            self.inner.values.sync()
         };
         background::delete_obsolete_files(&self.inner);
         self.inner.lock.lock().take();

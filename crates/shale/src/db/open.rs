@@ -1,9 +1,10 @@
-//! Opening a store: lock, read the MANIFEST, replay the logs, start fresh.
+//! Opening a store: lock, read the MANIFEST, replay the durability log, start fresh.
 //!
-//! Recovery replays every log at or above the MANIFEST's log number into memtables, writes
-//! them out as level-0 tables, and commits one edit that adds those tables and moves the log
-//! number past the replayed logs. A crash during recovery leaves the old logs in place, so
-//! recovery can simply run again.
+//! The value placement replays every write its log holds beyond what the MANIFEST covers
+//! (the WAL from the log number, or the value log from its head) into memtables; they are
+//! written out as level-0 tables, and one edit adds those tables and moves the placement's
+//! position past the replayed writes. A crash during recovery leaves the old logs in place,
+//! so recovery can simply run again.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,18 +17,14 @@ use super::{BgState, Counters, DbInner, SuperVersion, WalState};
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
-use crate::env::{ReadCause, WriteCause};
+use crate::env::WriteCause;
 use crate::error::{Error, Result};
-use crate::key::SeqNo;
 use crate::layout::new_layout;
 use crate::manifest::VersionEdit;
 use crate::memory::{MemTable, new_memtable};
 use crate::options::Options;
-use crate::values::new_value_store;
+use crate::values::{RecoverContext, new_value_store};
 use crate::version::set::VersionSet;
-use crate::wal::LogReader;
-use crate::wal::LogWriter;
-use crate::wal::WriteBatch;
 
 /// The largest file number the engine hands out (far beyond any real store): larger numbers
 /// in a directory or a MANIFEST are not the engine's, and arithmetic on them cannot overflow.
@@ -40,6 +37,8 @@ pub(crate) enum FileKind {
     Table(u64),
     /// `NNNNNN.log`
     Log(u64),
+    /// `NNNNNN.vlog` (a value-log segment)
+    Segment(u64),
     /// `MANIFEST-NNNNNN`
     Manifest(u64),
     /// `*.tmp`
@@ -71,6 +70,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
     match ext {
         "sst" => Some(FileKind::Table(n)),
         "log" => Some(FileKind::Log(n)),
+        "vlog" => Some(FileKind::Segment(n)),
         _ => None,
     }
 }
@@ -94,21 +94,30 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         .list_dir(dir)?
         .iter()
         .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Table(n) | FileKind::Log(n) | FileKind::Manifest(n) => Some(n + 1),
+            FileKind::Table(n)
+            | FileKind::Log(n)
+            | FileKind::Segment(n)
+            | FileKind::Manifest(n) => Some(n + 1),
             FileKind::Temp => None,
         })
         .max()
         .unwrap_or(1);
     let has_current = fs.exists(&dir.join("CURRENT"))?;
-    let (mut versions, log_number, mut last_seq) = if has_current {
+    // The identity a MANIFEST records: the layout, and a separated value placement (whose
+    // stores another placement cannot read).
+    let format_tag = match options.values {
+        crate::options::ValuesKind::Inline => layout.name().to_string(),
+        _ => format!("{}+{}", layout.name(), values_name(&options)),
+    };
+    let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
                 "a store already exists at {} (error_if_exists is true)",
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(&env, dir, options.num_levels, layout.name(), min_next_file)?;
-        (r.set, r.log_number, r.last_sequence)
+        let r = VersionSet::recover(&env, dir, options.num_levels, &format_tag, min_next_file)?;
+        (r.set, r.placement, r.last_sequence)
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -117,8 +126,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             )));
         }
         (
-            VersionSet::create(&env, dir, options.num_levels, layout.name(), min_next_file)?,
-            0,
+            VersionSet::create(&env, dir, options.num_levels, &format_tag, min_next_file)?,
+            crate::values::PersistedState::default(),
             0,
         )
     };
@@ -141,16 +150,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         block_cache.clone(),
         options.verify_checksums,
     ));
-    // Replay the logs that hold writes not yet in tables.
-    let mut logs: Vec<u64> = fs
-        .list_dir(dir)?
-        .iter()
-        .filter_map(|n| match parse_file_name(n) {
-            Some(FileKind::Log(n)) if n >= log_number => Some(n),
-            _ => None,
-        })
-        .collect();
-    logs.sort_unstable();
+    // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
+    // the edit moves the placement's position past the replayed writes.
+    let values = new_value_store(&options, dir, versions.file_numbers());
     let mut edit = VersionEdit::default();
     {
         let replay = Replay {
@@ -159,33 +161,46 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             tables: &tables,
             versions: &versions,
         };
-        // Only the newest log holding data can have an unsynced tail: a log is synced in
-        // full before the next one is started.
-        let mut newest = None;
-        for &number in &logs {
-            let path = dir.join(crate::wal::log_file_name(number));
-            if fs.file_size(&path)? > 0 {
-                newest = Some(number);
-            }
+        let names = fs.list_dir(dir)?;
+        let ctx = RecoverContext {
+            env: &env,
+            dir,
+            state: &placement_state,
+            names: &names,
+        };
+        let mut mem: Arc<dyn MemTable> = new_memtable(options.memory);
+        let mut failed: Option<Error> = None;
+        let mut flushed = VersionEdit::default();
+        let replayed = values.recover(
+            &ctx,
+            &mut |key, seq, kind, value| {
+                if failed.is_some() {
+                    return;
+                }
+                mem.insert(key, seq, kind, value);
+                if mem.approximate_bytes() >= options.write_buffer_size {
+                    if let Err(e) = replay.flush(&mem, &mut flushed) {
+                        failed = Some(e);
+                    }
+                    mem = new_memtable(options.memory);
+                }
+            },
+            &mut edit,
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        for &number in &logs {
-            let newest = newest.is_none_or(|n| number >= n);
-            replay.log(number, newest, &mut last_seq, &mut edit)?;
-        }
+        replay.flush(&mem, &mut flushed)?;
+        edit.new_files.append(&mut flushed.new_files);
+        last_seq = last_seq.max(replayed);
     }
-
-    // A fresh log for new writes; the edit retires every replayed log.
-    let wal_number = versions.new_file_number();
-    let wal_path = dir.join(crate::wal::log_file_name(wal_number));
-    let wal_file = env.create(&wal_path, WriteCause::Wal)?;
     fs.sync_dir(dir)?;
-    edit.log_number = Some(wal_number);
     let version = versions.log_and_apply(edit, last_seq)?;
 
     let mem = new_memtable(options.memory);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
-        values: new_value_store(options.values),
+        values,
         layout,
         env: env.clone(),
         tables,
@@ -194,8 +209,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         last_seq: AtomicU64::new(last_seq),
         file_numbers: versions.file_numbers(),
         wal: Mutex::new(WalState {
-            log: LogWriter::new(wal_file),
-            number: wal_number,
             mem: Arc::clone(&mem),
         }),
         queue: Mutex::default(),
@@ -214,12 +227,22 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         pending_outputs: Mutex::default(),
         compaction_lock: Mutex::new(()),
         counters: Counters::default(),
+        vlog_zombies: Mutex::default(),
+        gc_lock: Mutex::new(()),
         shutting_down: AtomicBool::new(false),
         lock: Mutex::new(Some(lock)),
         options,
     });
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// The name of the configured value placement (for the MANIFEST's format tag).
+fn values_name(options: &Options) -> &'static str {
+    match options.values {
+        crate::options::ValuesKind::Inline => "inline",
+        crate::options::ValuesKind::Vlog => "vlog",
+    }
 }
 
 /// What log replay needs: it runs before the store's shared state exists.
@@ -231,45 +254,6 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
-    /// Replay one log into memtables, writing each full memtable (and the last one) to a
-    /// level-0 table added to `edit`. In the `newest` log, pages lost from the unsynced
-    /// tail end the log instead of being reported as damage.
-    fn log(
-        &self,
-        number: u64,
-        newest: bool,
-        last_seq: &mut SeqNo,
-        edit: &mut VersionEdit,
-    ) -> Result<()> {
-        let env = &self.options.env;
-        let path = self.dir.join(crate::wal::log_file_name(number));
-        let file = env.open(&path)?;
-        let mut reader = LogReader::new(file, ReadCause::Recovery).tolerate_lost_pages(newest);
-        let mut record = Vec::new();
-        let mut mem: Arc<dyn MemTable> = new_memtable(self.options.memory);
-        loop {
-            let offset = reader.valid_end_offset();
-            if !reader.next_record(&mut record)? {
-                break;
-            }
-            let batch = WriteBatch::from_data(std::mem::take(&mut record)).map_err(|d| {
-                Error::corruption(&path, offset, format!("bad write batch in log: {d}"))
-            })?;
-            let seq = batch.sequence();
-            for (i, e) in batch.iter().enumerate() {
-                mem.insert(e.key, seq + i as u64, e.kind, e.value);
-            }
-            if !batch.is_empty() {
-                *last_seq = (*last_seq).max(seq + batch.len() as u64 - 1);
-            }
-            if mem.approximate_bytes() >= self.options.write_buffer_size {
-                self.flush(&mem, edit)?;
-                mem = new_memtable(self.options.memory);
-            }
-        }
-        self.flush(&mem, edit)
-    }
-
     fn flush(&self, mem: &Arc<dyn MemTable>, edit: &mut VersionEdit) -> Result<()> {
         let version = self.versions.current();
         let new_file = || self.versions.new_file_number();
@@ -284,6 +268,7 @@ impl Replay<'_> {
             new_file_number: &new_file,
             stop: &stop,
             cause: WriteCause::Flush,
+            on_discard: &|_, _| {},
         };
         if let Some(f) = write_memtable(mem, &ctx)? {
             edit.new_files.push((0, f));

@@ -35,7 +35,7 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
         if kind == ValueKind::Value {
             return Ok(Some(v));
         }
-        Ok(Some(inner.values.resolve(kind, &v)?.into_owned()))
+        Ok(Some(inner.values.resolve(key, kind, &v)?.into_owned()))
     };
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
         match mem.get(key, seq) {

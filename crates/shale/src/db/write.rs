@@ -12,11 +12,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{DbInner, Imm, SuperVersion, WalState};
-use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::memory::new_memtable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::wal::LogWriter;
 use crate::wal::WriteBatch;
 
 /// A group is cut at this many bytes of log payload (a small batch is not held back behind
@@ -138,7 +136,6 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     inner.check_writable()?;
     make_room(inner, &mut wal, false)?;
     let sync = group.iter().any(|p| p.sync);
-    let first_seq = inner.last_seq.load(Ordering::Acquire) + 1;
     // One batch goes out as is; several are concatenated into the first.
     let (head, rest) = match group.split_first_mut() {
         Some(x) => x,
@@ -147,15 +144,30 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     for p in rest.iter() {
         head.batch.append(&p.batch);
     }
-    let batch = &mut head.batch;
+    log_and_apply(inner, &wal, &mut head.batch, sync, true)
+}
+
+/// Give `batch` the next sequence numbers, make it durable through the value placement,
+/// insert it into the memtable and publish it. Requires the `wal` lock (passed in) and a
+/// memtable with room. `user` counts it as user data; otherwise it is a garbage-collection
+/// rewrite (always synced).
+pub(crate) fn log_and_apply(
+    inner: &DbInner,
+    wal: &WalState,
+    batch: &mut WriteBatch,
+    sync: bool,
+    user: bool,
+) -> Result<()> {
+    let first_seq = inner.last_seq.load(Ordering::Acquire) + 1;
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
-
-    let logged = wal
-        .log
-        .add_record(batch.data())
-        .and_then(|()| wal.log.flush())
-        .and_then(|()| if sync { wal.log.sync() } else { Ok(()) });
+    let mem = &wal.mem;
+    let mut insert = |key: &[u8], seq, kind, value: &[u8]| mem.insert(key, seq, kind, value);
+    let logged = if user {
+        inner.values.append(batch, sync, &mut insert)
+    } else {
+        inner.values.append_relocation(batch, &mut insert)
+    };
     if let Err(e) = logged {
         // The log may now end in a partial record: nothing more may be appended after it.
         // (A record refused for its size wrote nothing and leaves the log usable.)
@@ -164,19 +176,20 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
         }
         return Err(e);
     }
-    let mut user_bytes = 0u64;
-    for (i, e) in batch.iter().enumerate() {
-        wal.mem.insert(e.key, first_seq + i as u64, e.kind, e.value);
-        user_bytes += (e.key.len() + e.value.len()) as u64;
-    }
     inner
         .last_seq
         .store(first_seq + count - 1, Ordering::Release);
-    inner
-        .counters
-        .user_bytes
-        .fetch_add(user_bytes, Ordering::Relaxed);
-    inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
+    if user {
+        let user_bytes: u64 = batch
+            .iter()
+            .map(|e| (e.key.len() + e.value.len()) as u64)
+            .sum();
+        inner
+            .counters
+            .user_bytes
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
+    }
     Ok(())
 }
 
@@ -197,7 +210,10 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
             delayed = true;
             continue;
         }
-        if !force && wal.mem.approximate_bytes() < opts.write_buffer_size {
+        if !force
+            && wal.mem.approximate_bytes() < opts.write_buffer_size
+            && !inner.values.wants_freeze()
+        {
             return Ok(());
         }
         if force && wal.mem.is_empty() {
@@ -229,21 +245,11 @@ fn add_stall(inner: &DbInner, since: Instant) {
         .fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
 }
 
-/// Freeze the mutable memtable and start a new one with a new log.
-///
-/// The old log is synced first: a later synced write in the new log must never survive a
-/// crash that loses an earlier unsynced write in the old one (recovery yields a prefix).
+/// Freeze the mutable memtable and start a new one; the placement says where the frozen
+/// memtable's writes end in its log (and may start a new log there).
 fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
-    let number = inner.file_numbers.fetch_add(1, Ordering::Relaxed);
-    let path = inner.dir.join(crate::wal::log_file_name(number));
-    let switched = (|| {
-        wal.log.sync()?;
-        let file = inner.env.create(&path, WriteCause::Wal)?;
-        inner.env.fs().sync_dir(&inner.dir)?;
-        Ok::<_, Error>(file)
-    })();
-    let file = match switched {
-        Ok(f) => f,
+    let log_end = match inner.values.freeze() {
+        Ok(p) => p,
         Err(e) => {
             inner.set_error(&e);
             return Err(e);
@@ -251,12 +257,10 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
     };
     let new_mem = new_memtable(inner.options.memory);
     let old_mem = std::mem::replace(&mut wal.mem, Arc::clone(&new_mem));
-    let old_number = std::mem::replace(&mut wal.number, number);
-    wal.log = LogWriter::new(file);
     let mut bg = inner.bg.lock();
     bg.imms.push_back(Imm {
         mem: Arc::clone(&old_mem),
-        wal_number: old_number,
+        log_end,
     });
     {
         let mut sv = inner.super_version.write();

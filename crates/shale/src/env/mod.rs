@@ -281,6 +281,11 @@ impl WriteFile {
         self.io.add_written(self.cause, data.len() as u64);
         Ok(())
     }
+    /// Count the bytes appended from now on under `cause` (a value-log segment takes both
+    /// foreground writes and garbage-collection rewrites).
+    pub fn set_cause(&mut self, cause: WriteCause) {
+        self.cause = cause;
+    }
     /// Hand buffered bytes to the OS.
     pub fn flush(&mut self) -> Result<()> {
         self.inner.flush()

@@ -28,6 +28,16 @@ mod tag {
     pub const DELETED_FILE: u64 = 6;
     /// A table file added to a level.
     pub const NEW_FILE: u64 = 7;
+    // 8 and 9 belong to the flsm layout (guards).
+    /// Value log: the position (segment, offset) from which recovery replays.
+    pub const VLOG_HEAD: u64 = 10;
+    /// Value log: garbage bytes newly found in a segment, as (segment, bytes); added up.
+    pub const VLOG_GARBAGE: u64 = 11;
+    /// Value log: a segment removed by garbage collection.
+    pub const VLOG_DROPPED_SEGMENT: u64 = 12;
+    /// Value log: a segment's valid end, when recovery found a torn tail after it.
+    pub const VLOG_SEGMENT_END: u64 = 13;
+    // 14 and 15 are reserved for the value log.
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -50,6 +60,17 @@ pub struct VersionEdit {
     /// recorded in the first edit of each MANIFEST so that a store is never opened by the
     /// wrong design.
     pub format_tag: Option<String>,
+    /// Value log: the position `(segment, offset)` from which recovery replays; every
+    /// write before it is in a table.
+    pub vlog_head: Option<(u64, u64)>,
+    /// Value log: garbage bytes found in segments, as `(segment, bytes)`, added to the
+    /// segment's count.
+    pub vlog_garbage: Vec<(u64, u64)>,
+    /// Value log: segments removed by garbage collection (their files may be deleted).
+    pub vlog_dropped: Vec<u64>,
+    /// Value log: `(segment, valid end)` of segments whose tail recovery found torn; bytes
+    /// after the end are never read.
+    pub vlog_segment_ends: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -60,7 +81,11 @@ impl VersionEdit {
             + scalars.iter().filter(|v| v.is_some()).count()
             + self.compact_pointers.len()
             + self.deleted_files.len()
-            + self.new_files.len();
+            + self.new_files.len()
+            + usize::from(self.vlog_head.is_some())
+            + self.vlog_garbage.len()
+            + self.vlog_dropped.len()
+            + self.vlog_segment_ends.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
@@ -101,6 +126,29 @@ impl VersionEdit {
             put_varint64(&mut p, f.entries);
             put_varint64(&mut p, f.tombstones);
             field(buf, tag::NEW_FILE, &p);
+        }
+        if let Some((segment, offset)) = self.vlog_head {
+            p.clear();
+            put_varint64(&mut p, segment);
+            put_varint64(&mut p, offset);
+            field(buf, tag::VLOG_HEAD, &p);
+        }
+        for &(segment, bytes) in &self.vlog_garbage {
+            p.clear();
+            put_varint64(&mut p, segment);
+            put_varint64(&mut p, bytes);
+            field(buf, tag::VLOG_GARBAGE, &p);
+        }
+        for &segment in &self.vlog_dropped {
+            p.clear();
+            put_varint64(&mut p, segment);
+            field(buf, tag::VLOG_DROPPED_SEGMENT, &p);
+        }
+        for &(segment, end) in &self.vlog_segment_ends {
+            p.clear();
+            put_varint64(&mut p, segment);
+            put_varint64(&mut p, end);
+            field(buf, tag::VLOG_SEGMENT_END, &p);
         }
     }
 
@@ -194,6 +242,19 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             };
             e.new_files.push((level, f));
         }
+        tag::VLOG_HEAD => {
+            let head = (r.varint64()?, r.varint64()?);
+            once(&mut e.vlog_head, head, "value-log head")?;
+        }
+        tag::VLOG_GARBAGE => {
+            let g = (r.varint64()?, r.varint64()?);
+            e.vlog_garbage.push(g);
+        }
+        tag::VLOG_DROPPED_SEGMENT => e.vlog_dropped.push(r.varint64()?),
+        tag::VLOG_SEGMENT_END => {
+            let end = (r.varint64()?, r.varint64()?);
+            e.vlog_segment_ends.push(end);
+        }
         _ => return Err(format!("unknown field tag {t}")),
     }
     if !r.is_empty() {
@@ -231,6 +292,10 @@ mod tests {
             deleted_files: vec![(1, 4), (6, u64::MAX)],
             compact_pointers: vec![(2, b"kkk".to_vec()), (4, Vec::new())],
             format_tag: Some("leveled".to_string()),
+            vlog_head: Some((9, 24)),
+            vlog_garbage: vec![(7, 4118), (8, 1)],
+            vlog_dropped: vec![3],
+            vlog_segment_ends: vec![(8, 1000)],
         }
     }
 

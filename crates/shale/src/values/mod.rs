@@ -1,46 +1,276 @@
-//! The value-placement axis: where values live and how a stored value becomes the user's.
+//! The value-placement axis: where values live, and the durability log that goes with it.
 //!
-//! With `inline` placement (LevelDB) the tree stores the value itself and resolution is the
-//! identity. A separated placement (WiscKey's value log) stores a pointer in the tree
-//! (`ValueKind::ValuePointer`) and resolves it by reading the log; it will also take over the
-//! role of the write-ahead log, which is why this trait will grow write-path methods when
-//! that design lands.
+//! A placement owns two jobs that belong together because WiscKey's value log is both:
+//! making writes durable before they reach the memory component (the *durability log*), and
+//! turning what the tree stores into the user's value (*resolution*).
+//!
+//! - [`inline::InlinePlacement`] (LevelDB): the tree stores values as written; the durability
+//!   log is the WAL (`NNNNNN.log`, `docs/format/wal.md`), one file per memtable.
+//! - [`vlog::VlogPlacement`] (WiscKey): the value log (`NNNNNN.vlog`, `docs/format/vlog.md`)
+//!   is the durability log; the tree stores a pointer (`ValueKind::ValuePointer`) for every
+//!   value of at least `min_separated_value_size` bytes, so a large value is written once.
+//!
+//! The engine never asks which placement it holds: the write leader hands the sequenced
+//! group to [`ValueStore::append`], a memtable switch asks [`ValueStore::freeze`] where the
+//! frozen memtable's writes end, a flush asks [`ValueStore::flushed`] what its MANIFEST edit
+//! must record, recovery calls [`ValueStore::recover`], and the obsolete-file sweep calls
+//! [`ValueStore::delete_obsolete`].
+
+pub mod inline;
+pub mod vlog;
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
-use crate::error::{Error, Result};
-use crate::key::ValueKind;
-use crate::options::ValuesKind;
+use crate::env::Env;
+use crate::error::Result;
+use crate::key::{SeqNo, ValueKind};
+use crate::manifest::VersionEdit;
+use crate::options::{Options, ValuesKind};
+use crate::wal::WriteBatch;
 
-/// A value placement.
+pub use inline::InlinePlacement;
+pub use vlog::VlogPlacement;
+
+/// A point in the durability log: file number and byte offset. Writes before it belong to
+/// older memtables; the meaning of `offset` is the placement's (the WAL uses whole files
+/// and leaves it 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogPosition {
+    /// The log file (WAL number or value-log segment).
+    pub file: u64,
+    /// The byte offset within it.
+    pub offset: u64,
+}
+
+/// What the MANIFEST says about the placement, accumulated over every edit (the version set
+/// keeps it and writes it into each new MANIFEST's snapshot edit).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PersistedState {
+    /// WAL files numbered below this are flushed (inline placement).
+    pub log_number: u64,
+    /// Where value-log replay starts (vlog placement).
+    pub vlog_head: Option<(u64, u64)>,
+    /// Garbage bytes known per value-log segment.
+    pub vlog_garbage: BTreeMap<u64, u64>,
+    /// Value-log segments removed by garbage collection.
+    pub vlog_dropped: BTreeSet<u64>,
+    /// Valid ends of value-log segments whose tail recovery found torn.
+    pub vlog_segment_ends: BTreeMap<u64, u64>,
+}
+
+impl PersistedState {
+    /// Fold one edit in.
+    pub fn absorb(&mut self, edit: &VersionEdit) {
+        if let Some(n) = edit.log_number {
+            self.log_number = self.log_number.max(n);
+        }
+        if let Some(h) = edit.vlog_head {
+            self.vlog_head = Some(h);
+        }
+        for &(segment, bytes) in &edit.vlog_garbage {
+            if !self.vlog_dropped.contains(&segment) {
+                let g = self.vlog_garbage.entry(segment).or_default();
+                *g = g.saturating_add(bytes);
+            }
+        }
+        for &(segment, end) in &edit.vlog_segment_ends {
+            self.vlog_segment_ends.insert(segment, end);
+        }
+        for &segment in &edit.vlog_dropped {
+            self.vlog_garbage.remove(&segment);
+            self.vlog_segment_ends.remove(&segment);
+            self.vlog_dropped.insert(segment);
+        }
+    }
+
+    /// Write the value-log part of the state into a snapshot edit (the first edit of a new
+    /// MANIFEST; the log number is written there by the version set).
+    pub fn fill_vlog(&self, edit: &mut VersionEdit) {
+        edit.vlog_head = self.vlog_head;
+        edit.vlog_garbage = self.vlog_garbage.iter().map(|(&s, &b)| (s, b)).collect();
+        edit.vlog_dropped = self.vlog_dropped.iter().copied().collect();
+        edit.vlog_segment_ends = self
+            .vlog_segment_ends
+            .iter()
+            .map(|(&s, &e)| (s, e))
+            .collect();
+    }
+}
+
+/// What recovery gives a placement.
+pub struct RecoverContext<'a> {
+    /// The file system.
+    pub env: &'a Env,
+    /// The store's directory.
+    pub dir: &'a Path,
+    /// What the MANIFEST recorded.
+    pub state: &'a PersistedState,
+    /// The names in the directory.
+    pub names: &'a [String],
+}
+
+/// Receives each entry as the memory component must store it: key, sequence number, kind,
+/// and the stored value (the value itself, or a pointer for [`ValueKind::ValuePointer`]).
+pub type Apply<'a> = dyn FnMut(&[u8], SeqNo, ValueKind, &[u8]) + 'a;
+
+/// Counters a placement reports in `Db::stats()`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlacementStats {
+    /// Per value-log segment: (number, bytes, garbage bytes), oldest first.
+    pub segments: Vec<(u64, u64, u64)>,
+    /// Bytes garbage collection read.
+    pub gc_bytes_read: u64,
+    /// Bytes of live records garbage collection rewrote at the head.
+    pub gc_bytes_relocated: u64,
+    /// Records garbage collection rewrote.
+    pub gc_records_relocated: u64,
+    /// Segments garbage collection removed.
+    pub gc_segments_deleted: u64,
+    /// Garbage-collection runs.
+    pub gc_runs: u64,
+}
+
+/// A value placement and its durability log.
+///
+/// # Contract
+/// Thread-safety: `resolve` is called by any number of readers at once and must stay cheap
+/// (positional reads, no lock held across I/O that writers wait on). `append` and `freeze`
+/// are called only by the write leader, which holds the engine's write lock, so they never
+/// run concurrently with each other; `flushed`, `sync` and `delete_obsolete` may run
+/// concurrently with them.
+///
+/// Durability: when `append` returns `Ok`, the group survives a process crash, and with
+/// `sync` a machine crash. Recovery yields a prefix of the appended groups, each group whole
+/// or not at all, and a group logged after a synced one never survives without it. If
+/// `append` or `freeze` fails, the log may end in a partial record and the engine turns the
+/// store read-only (except for [`crate::Error::InvalidArgument`], which wrote nothing).
+///
+/// Positions: `freeze` returns the position where the frozen memtable's writes end; when that
+/// memtable (and every older one) is in tables, the engine commits an edit filled by
+/// `flushed(position)`, after which recovery need not replay anything before it.
 pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// The placement's name.
     fn name(&self) -> &'static str;
-    /// Turn a stored value of `kind` into the user's value.
-    fn resolve<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>;
+
+    /// Replay every write the MANIFEST does not cover, whole groups in log order, through
+    /// `apply`; then start a fresh log for new writes and record in `edit` where recovery
+    /// starts next time (the engine commits `edit` after writing the replayed memtables to
+    /// tables). Returns the largest sequence number replayed (0 if none).
+    fn recover(
+        &self,
+        ctx: &RecoverContext<'_>,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<SeqNo>;
+
+    /// Make the sequenced `batch` durable (synced when `sync`), then pass each of its entries
+    /// to `apply` as the memory component must store it.
+    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()>;
+
+    /// As [`ValueStore::append`] with `sync`, for a batch that garbage collection rewrites
+    /// (its bytes are counted under [`crate::env::WriteCause::Gc`] where the log can tell).
+    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
+        self.append(batch, true, apply)
+    }
+
+    /// The mutable memtable is being frozen: return the position where its writes end.
+    fn freeze(&self) -> Result<LogPosition>;
+
+    /// Whether the mutable memtable should be frozen although it is not full: the log has
+    /// grown so far past the last freeze that recovery would replay too much, or that
+    /// space behind the head cannot be reclaimed. Asked by the write leader before each group.
+    fn wants_freeze(&self) -> bool {
+        false
+    }
+
+    /// Every write before `end` is in tables synced to disk: make what those tables point to
+    /// durable and record in `edit` what recovery may skip from now on.
+    fn flushed(&self, end: LogPosition, edit: &mut VersionEdit) -> Result<()>;
+
+    /// Make every appended write durable.
+    fn sync(&self) -> Result<()>;
+
+    /// Delete the log files `state` no longer needs. `names` is a listing of the directory
+    /// taken before `state` was read. Errors are ignored (a file left behind is deleted later).
+    fn delete_obsolete(&self, names: &[String], state: &PersistedState);
+
+    /// Turn a stored value of `kind` for `key` into the user's value. A pointer is checked
+    /// against the live segments and the record it names (checksum, and the record's key
+    /// must be `key`): a bad pointer is [`crate::Error::Corruption`], never another value.
+    fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>;
+
+    /// Counters for `Db::stats()`.
+    fn stats(&self) -> PlacementStats {
+        PlacementStats::default()
+    }
+
+    /// A flush or compaction dropped an entry that no reader can see any more. Called during
+    /// the merge (before its edit commits).
+    fn discarded(&self, _kind: ValueKind, _stored: &[u8]) {}
+
+    /// An edit is about to be committed: add what the placement must persist with it (the
+    /// value log's garbage counts found since the last edit).
+    fn note_edit(&self, _edit: &mut VersionEdit) {}
+
+    /// Whether this placement has garbage to collect (the engine then runs a thread that
+    /// calls [`ValueStore::collect_garbage`]).
+    fn wants_gc(&self) -> bool {
+        false
+    }
+
+    /// Collect garbage through `host`: pick a segment worth collecting (when `force`, any
+    /// sealed segment with some garbage), relocate its live values, drop it. Returns the number of
+    /// segments dropped.
+    fn collect_garbage(&self, _host: &dyn GcHost, _force: bool) -> Result<u64> {
+        Ok(0)
+    }
 }
 
-/// Values stored in the tree as written.
-#[derive(Debug, Default)]
-pub struct Inline;
+/// A value that garbage collection found in the log and keeps only if the tree still points
+/// to its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relocation {
+    /// The user key.
+    pub key: Vec<u8>,
+    /// The value.
+    pub value: Vec<u8>,
+    /// The stored pointer ([`ValueKind::ValuePointer`]) that names the record: the newest
+    /// entry of the key must hold exactly these bytes.
+    pub pointer: Vec<u8>,
+}
 
-impl ValueStore for Inline {
-    fn name(&self) -> &'static str {
-        "inline"
-    }
-    fn resolve<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
-        match kind {
-            ValueKind::Value => Ok(Cow::Borrowed(stored)),
-            other => Err(Error::Unsupported(format!(
-                "found a {other:?} entry, but this store keeps values inline"
-            ))),
+/// What the engine offers garbage collection.
+pub trait GcHost {
+    /// What the MANIFEST records now.
+    fn persisted(&self) -> PersistedState;
+    /// Write each relocation's value again (synced) with a fresh sequence number, but only
+    /// if the newest entry for its key is still exactly its pointer;
+    /// checked and written atomically with respect to user writes. Returns the relocations
+    /// written.
+    fn relocate(&self, records: &[Relocation]) -> Result<u64>;
+    /// Commit a MANIFEST edit that drops `segment`; its file is deleted once no snapshot,
+    /// iterator or read can still hold a pointer into it.
+    fn drop_segment(&self, segment: u64) -> Result<()>;
+    /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
+    /// an error (the store is closing) stops the collection.
+    fn throttle(&self, bytes: u64) -> Result<()>;
+}
+
+/// Build the configured value placement for the store in `dir`. `file_numbers` is the
+/// store's shared file-number allocator.
+pub fn new_value_store(
+    options: &Options,
+    dir: &Path,
+    file_numbers: Arc<AtomicU64>,
+) -> Arc<dyn ValueStore> {
+    match options.values {
+        ValuesKind::Inline => {
+            Arc::new(InlinePlacement::new(options.env.clone(), dir, file_numbers))
         }
-    }
-}
-
-/// Build the configured value placement.
-pub fn new_value_store(kind: ValuesKind) -> std::sync::Arc<dyn ValueStore> {
-    match kind {
-        ValuesKind::Inline => std::sync::Arc::new(Inline),
+        ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
     }
 }

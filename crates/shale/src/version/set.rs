@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::manifest::VersionEdit;
 use crate::manifest::{self, ManifestWriter};
+use crate::values::PersistedState;
 
 /// A MANIFEST larger than this is rewritten as a snapshot into a new file.
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
@@ -32,6 +33,8 @@ pub struct VersionSet {
     last_sequence: SeqNo,
     format_tag: String,
     max_manifest_bytes: u64,
+    /// What the edits recorded for the value placement (its durability log, value log).
+    placement: PersistedState,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -54,6 +57,8 @@ pub struct Recovered {
     pub log_number: u64,
     /// The last sequence number the MANIFEST knows of.
     pub last_sequence: SeqNo,
+    /// What the MANIFEST recorded for the value placement.
+    pub placement: PersistedState,
 }
 
 impl VersionSet {
@@ -80,7 +85,9 @@ impl VersionSet {
         let mut next_file = 2;
         let mut last_sequence = 0;
         let mut tag: Option<String> = None;
+        let mut placement = PersistedState::default();
         for (i, edit) in edits.iter().enumerate() {
+            placement.absorb(edit);
             version = version.apply(edit).map_err(|detail| {
                 Error::corruption(&path, 0, format!("edit {i} does not apply: {detail}"))
             })?;
@@ -147,6 +154,7 @@ impl VersionSet {
             &next,
             last_sequence,
             format_tag,
+            &placement,
         )?;
         Ok(Recovered {
             set: VersionSet {
@@ -161,9 +169,11 @@ impl VersionSet {
                 last_sequence,
                 format_tag: format_tag.to_string(),
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
+                placement: placement.clone(),
             },
             log_number,
             last_sequence,
+            placement,
         })
     }
 
@@ -178,8 +188,18 @@ impl VersionSet {
         let next = Arc::new(AtomicU64::new(min_next_file.max(1)));
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::new(num_levels));
-        let manifest =
-            Self::write_new_manifest(env, dir, manifest_number, &current, 0, &next, 0, format_tag)?;
+        let placement = PersistedState::default();
+        let manifest = Self::write_new_manifest(
+            env,
+            dir,
+            manifest_number,
+            &current,
+            0,
+            &next,
+            0,
+            format_tag,
+            &placement,
+        )?;
         Ok(VersionSet {
             env: env.clone(),
             dir: dir.to_path_buf(),
@@ -192,6 +212,7 @@ impl VersionSet {
             last_sequence: 0,
             format_tag: format_tag.to_string(),
             max_manifest_bytes: MAX_MANIFEST_BYTES,
+            placement,
         })
     }
 
@@ -205,9 +226,11 @@ impl VersionSet {
         next_file: &AtomicU64,
         last_sequence: SeqNo,
         format_tag: &str,
+        placement: &PersistedState,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
         let mut edit = version.snapshot_edit();
+        placement.fill_vlog(&mut edit);
         edit.log_number = Some(log_number);
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(last_sequence);
@@ -237,6 +260,11 @@ impl VersionSet {
     /// WAL files below this number are obsolete.
     pub fn log_number(&self) -> u64 {
         self.log_number
+    }
+
+    /// What the committed edits recorded for the value placement.
+    pub fn placement(&self) -> &PersistedState {
+        &self.placement
     }
 
     /// The number of the live MANIFEST.
@@ -277,6 +305,8 @@ impl VersionSet {
             debug_assert!(n >= self.log_number);
         }
         let next = Arc::new(next);
+        let mut placement = self.placement.clone();
+        placement.absorb(&edit);
         if self.manifest.len() >= self.max_manifest_bytes {
             let number = self.new_file_number();
             let log_number = edit.log_number.unwrap_or(self.log_number);
@@ -289,6 +319,7 @@ impl VersionSet {
                 &self.next_file,
                 self.last_sequence,
                 &self.format_tag,
+                &placement,
             )?;
             self.manifest = writer;
             self.manifest_number = number;
@@ -298,10 +329,17 @@ impl VersionSet {
         if let Some(n) = edit.log_number {
             self.log_number = self.log_number.max(n);
         }
+        self.placement = placement;
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));
         self.current = Arc::clone(&next);
         Ok(next)
+    }
+
+    /// Every version still held by someone (the current one included).
+    pub fn live_versions(&mut self) -> Vec<Weak<Version>> {
+        self.live.retain(|w| w.strong_count() > 0);
+        self.live.clone()
     }
 
     /// Numbers of every table file some live version (current, or held by a reader) lists.

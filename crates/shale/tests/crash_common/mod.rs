@@ -29,10 +29,15 @@ pub type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 #[derive(Clone, Debug)]
 pub enum Step {
-    Write { entries: Write, sync: bool },
+    Write {
+        entries: Write,
+        sync: bool,
+    },
     Flush,
     Compact,
     Reopen,
+    /// Value-log garbage collection (`Db::run_value_gc`).
+    Gc,
 }
 
 /// A named, seeded list of steps and the options to run them with.
@@ -96,6 +101,27 @@ fn opts_manifest(env: &Env) -> Options {
     o
 }
 
+/// The `wisckey` placement on top of `o`: values of 40 bytes or more separated, segments
+/// of a few KiB so that they rotate every few writes.
+fn vlog(mut o: Options) -> Options {
+    o.values = shale::ValuesKind::Vlog;
+    o.min_separated_value_size = 40;
+    o.vlog_segment_size = 4096;
+    o
+}
+
+fn opts_vlog_wal(env: &Env) -> Options {
+    vlog(opts_wal(env))
+}
+
+fn opts_vlog_medium(env: &Env) -> Options {
+    vlog(opts_medium(env))
+}
+
+fn opts_vlog_manifest(env: &Env) -> Options {
+    vlog(opts_manifest(env))
+}
+
 fn key(rng: &mut StdRng, keys: u32) -> Vec<u8> {
     format!("key{:03}", rng.random_range(0..keys)).into_bytes()
 }
@@ -118,6 +144,7 @@ struct Mix {
     flush_permille: u32,
     compact_permille: u32,
     reopen_permille: u32,
+    gc_permille: u32,
 }
 
 fn generate(seed: u64, n: usize, mix: &Mix) -> Vec<Step> {
@@ -136,6 +163,10 @@ fn generate(seed: u64, n: usize, mix: &Mix) -> Vec<Step> {
         }
         if r < mix.flush_permille + mix.compact_permille + mix.reopen_permille {
             steps.push(Step::Reopen);
+            continue;
+        }
+        if r < mix.flush_permille + mix.compact_permille + mix.reopen_permille + mix.gc_permille {
+            steps.push(Step::Gc);
             continue;
         }
         let size = if rng.random_range(0..100) < mix.batch_pct {
@@ -186,6 +217,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 0,
                 compact_permille: 0,
                 reopen_permille: 40,
+                gc_permille: 0,
             },
         ),
         // Long unsynced log tails: pages of them may survive a crash, with holes.
@@ -202,6 +234,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 0,
                 compact_permille: 0,
                 reopen_permille: 20,
+                gc_permille: 0,
             },
         ),
         // Memtable flushes and WAL rotation every few dozen writes, compactions behind.
@@ -218,6 +251,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 60,
                 compact_permille: 0,
                 reopen_permille: 0,
+                gc_permille: 0,
             },
         ),
         // Compactions down the levels, explicit and in the background, with tombstones.
@@ -234,6 +268,57 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 80,
                 compact_permille: 80,
                 reopen_permille: 30,
+                gc_permille: 0,
+            },
+        ),
+        // The value log as the WAL: rotation by size, torn tails, unsynced holes.
+        mk(
+            "vlog-wal",
+            opts_vlog_wal,
+            50,
+            Mix {
+                keys: 24,
+                max_value: 1500,
+                delete_pct: 20,
+                batch_pct: 30,
+                sync_pct: 10,
+                flush_permille: 0,
+                compact_permille: 0,
+                reopen_permille: 30,
+                gc_permille: 0,
+            },
+        ),
+        // The value log's head moving with flushes; compactions and MANIFEST rollover.
+        mk(
+            "vlog-flush",
+            opts_vlog_medium,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 1500,
+                delete_pct: 25,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 80,
+                compact_permille: 40,
+                reopen_permille: 20,
+                gc_permille: 80,
+            },
+        ),
+        mk(
+            "vlog-manifest",
+            opts_vlog_manifest,
+            50,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 30,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 100,
+                compact_permille: 60,
+                reopen_permille: 40,
+                gc_permille: 60,
             },
         ),
         // MANIFEST rollover (a new MANIFEST and CURRENT every couple of edits).
@@ -250,6 +335,7 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 100,
                 compact_permille: 40,
                 reopen_permille: 40,
+                gc_permille: 0,
             },
         ),
     ]
@@ -514,15 +600,18 @@ impl Runner {
                     Err(e) => self.error(i, "write", &e),
                 }
             }
-            Step::Flush | Step::Compact => {
+            Step::Flush | Step::Compact | Step::Gc => {
                 let Some(db) = &self.db else { return };
                 let acked = self.progress.acked.load(Ordering::SeqCst);
-                let (what, r) = if matches!(step, Step::Flush) {
-                    ("flush", db.flush())
-                } else {
-                    ("compact", db.compact_range(None, None))
+                let (what, r) = match step {
+                    Step::Flush => ("flush", db.flush()),
+                    Step::Compact => ("compact", db.compact_range(None, None)),
+                    // Collection promises no durability of earlier writes (it may find
+                    // nothing to relocate and sync nothing): the floor stays.
+                    _ => ("gc", db.run_value_gc().map(|_| ())),
                 };
                 match r {
+                    Ok(()) if matches!(step, Step::Gc) => {}
                     Ok(()) => self.progress.floor.store(acked, Ordering::SeqCst),
                     Err(e) => self.error(i, what, &e),
                 }

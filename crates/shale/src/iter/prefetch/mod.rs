@@ -54,10 +54,8 @@ pub struct PlacementResolver(pub Arc<dyn ValueStore>);
 
 impl Resolve for PlacementResolver {
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
-        // The placement checks pointers by value; the key is for placements that verify
-        // the record they read belongs to it.
-        let _ = key;
-        Ok(self.0.resolve(kind, stored)?.into_owned())
+        // The placement checks that the record it reads belongs to `key`.
+        Ok(self.0.resolve(key, kind, stored)?.into_owned())
     }
 }
 

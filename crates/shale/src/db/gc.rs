@@ -1,0 +1,259 @@
+//! The engine's half of value-log garbage collection: the [`GcHost`] a placement collects
+//! through, the background thread, and the deferred deletion of dropped segments.
+//!
+//! # Why a relocation never resurrects a deleted key (Badger issue 2286)
+//! A relocation is a *conditional* write made under the `wal` lock, which every user write
+//! also holds while it is sequenced, logged and inserted. Under the lock, the newest entry of
+//! the key (mutable memtable, frozen memtables, then the tree, all from the super version
+//! the lock keeps consistent) must be a pointer to exactly the record being moved; only then
+//! is the value appended at the head with the next sequence number. A delete or overwrite
+//! sequenced before is seen, and the record is left to die; one sequenced after gets a higher
+//! sequence number and hides the relocated copy. Recovery replays from the MANIFEST's head,
+//! which never lies before a dropped segment, so an old record is never replayed again.
+//!
+//! # When a dropped segment's file is deleted
+//! The segment is registered as a *zombie* before the edit that drops it commits (so the
+//! obsolete-file sweep never sees the drop without the pin), then records the versions alive
+//! at the commit. Its file is deleted once every one of those versions is gone (every read
+//! and iterator holds the version of its super version, and one that started before the
+//! commit may hold an old pointer) and no snapshot is older than the last relocation.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use super::{DbInner, SuperVersion, write};
+use crate::env::ReadCause;
+use crate::error::{Error, Result};
+use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
+use crate::layout::ReadContext;
+use crate::manifest::VersionEdit;
+use crate::memory::MemLookup;
+use crate::values::{GcHost, PersistedState, Relocation};
+use crate::version::Version;
+use crate::wal::WriteBatch;
+
+/// A dropped segment whose file waits for its last possible reader.
+pub(crate) struct Zombie {
+    segment: u64,
+    /// The last sequence number when the segment was dropped: snapshots below it may read it.
+    gc_seq: SeqNo,
+    /// The versions alive when the drop committed (`None` until then).
+    waits: Option<Vec<Weak<Version>>>,
+}
+
+/// How often the thread looks for work when nothing wakes it.
+const IDLE: Duration = Duration::from_millis(200);
+
+struct Host<'a> {
+    inner: &'a Arc<DbInner>,
+    started: Instant,
+    read: Cell<u64>,
+    /// Bytes per second; 0: no limit.
+    rate: u64,
+}
+
+impl GcHost for Host<'_> {
+    fn persisted(&self) -> PersistedState {
+        self.inner.versions.lock().placement().clone()
+    }
+
+    fn relocate(&self, records: &[Relocation]) -> Result<u64> {
+        let inner = self.inner;
+        // A first check without the lock drops the records already dead, so that the lock
+        // is held only to confirm the rest.
+        let sv = inner.super_version();
+        let mut live = Vec::with_capacity(records.len());
+        for r in records {
+            if points_to(inner, &sv, r)? {
+                live.push(r);
+            }
+        }
+        drop(sv);
+        if live.is_empty() {
+            return Ok(0);
+        }
+        let mut wal = inner.wal.lock();
+        inner.check_writable()?;
+        write::make_room(inner, &mut wal, false)?;
+        // Under the lock, the super version's mutable memtable is `wal.mem`.
+        let sv = inner.super_version();
+        let mut batch = WriteBatch::new();
+        for r in live {
+            if points_to(inner, &sv, r)? {
+                batch.put(&r.key, &r.value);
+            }
+        }
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let n = batch.len() as u64;
+        write::log_and_apply(inner, &wal, &mut batch, true, false)?;
+        Ok(n)
+    }
+
+    fn drop_segment(&self, segment: u64) -> Result<()> {
+        let inner = self.inner;
+        let gc_seq = inner.last_seq.load(Ordering::Acquire);
+        inner.vlog_zombies.lock().push(Zombie {
+            segment,
+            gc_seq,
+            waits: None,
+        });
+        let mut edit = VersionEdit {
+            vlog_dropped: vec![segment],
+            ..VersionEdit::default()
+        };
+        inner.values.note_edit(&mut edit);
+        let mut versions = inner.versions.lock();
+        let waits = versions.live_versions();
+        let version = match versions.log_and_apply(edit, inner.last_seq.load(Ordering::Acquire)) {
+            Ok(v) => v,
+            Err(e) => {
+                // The drop may or may not be in the MANIFEST: the zombie stays pinned.
+                drop(versions);
+                inner.set_error(&e);
+                return Err(e);
+            }
+        };
+        {
+            let mut sv = inner.super_version.write();
+            *sv = Arc::new(SuperVersion {
+                mem: Arc::clone(&sv.mem),
+                imms: sv.imms.clone(),
+                version,
+            });
+        }
+        drop(versions);
+        if let Some(z) = inner
+            .vlog_zombies
+            .lock()
+            .iter_mut()
+            .find(|z| z.segment == segment)
+        {
+            z.waits = Some(waits);
+        }
+        Ok(())
+    }
+
+    fn throttle(&self, bytes: u64) -> Result<()> {
+        if self.inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let read = self.read.get() + bytes;
+        self.read.set(read);
+        if self.rate > 0 {
+            let due = Duration::from_secs_f64(read as f64 / self.rate as f64);
+            let elapsed = self.started.elapsed();
+            if due > elapsed {
+                std::thread::sleep((due - elapsed).min(Duration::from_millis(100)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the newest entry of `r.key` in `sv` is a pointer to exactly `r`'s record.
+fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool> {
+    let is_it = |kind: ValueKind, stored: &[u8]| {
+        kind == ValueKind::ValuePointer && stored == r.pointer.as_slice()
+    };
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        match mem.get(&r.key, MAX_SEQNO) {
+            Some(MemLookup::Found(kind, v)) => return Ok(is_it(kind, &v)),
+            Some(MemLookup::Deleted) => return Ok(false),
+            None => {}
+        }
+    }
+    let ctx = ReadContext {
+        tables: &inner.tables,
+        cause: ReadCause::Gc,
+    };
+    let seek = seek_key(&r.key, MAX_SEQNO);
+    match inner.layout.get(&sv.version, &ctx, &r.key, &seek)? {
+        None => Ok(false),
+        Some((ikey, value)) => {
+            let parsed = parse_internal_key(&ikey)
+                .map_err(|d| Error::corruption(&inner.dir, 0, format!("GC lookup: {d}")))?;
+            Ok(is_it(parsed.kind, &value))
+        }
+    }
+}
+
+/// Run one collection (`force`: any sealed segment, whatever its garbage ratio), then delete
+/// the dropped segments no reader needs. Returns the segments dropped.
+pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
+    let _one = inner.gc_lock.lock();
+    let host = Host {
+        inner,
+        started: Instant::now(),
+        read: Cell::new(0),
+        rate: if force {
+            0
+        } else {
+            inner.options.vlog_gc_bytes_per_sec
+        },
+    };
+    let r = inner.values.collect_garbage(&host, force);
+    reap(inner);
+    r
+}
+
+/// Delete the files of zombies no reader can need any more.
+pub(crate) fn reap(inner: &DbInner) {
+    let oldest_snapshot = inner.snapshots.all().first().copied();
+    let ready = {
+        let mut zombies = inner.vlog_zombies.lock();
+        let before = zombies.len();
+        zombies.retain(|z| {
+            let readers_gone = z
+                .waits
+                .as_ref()
+                .is_some_and(|w| w.iter().all(|v| v.strong_count() == 0));
+            let snapshots_gone = oldest_snapshot.is_none_or(|s| s >= z.gc_seq);
+            !(readers_gone && snapshots_gone)
+        });
+        zombies.len() != before
+    };
+    if ready {
+        super::background::delete_obsolete_files(inner);
+    }
+}
+
+/// Remove from `state`'s dropped segments those still pinned by readers, before the sweep
+/// deletes files.
+pub(crate) fn unpin(inner: &DbInner, state: &mut PersistedState) {
+    for z in inner.vlog_zombies.lock().iter() {
+        state.vlog_dropped.remove(&z.segment);
+    }
+}
+
+/// The garbage-collection thread: collects when a segment's garbage passes the ratio.
+pub(crate) fn gc_thread(inner: Arc<DbInner>) {
+    if !inner.values.wants_gc() {
+        return;
+    }
+    loop {
+        {
+            let mut bg = inner.bg.lock();
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            inner.bg_cv.wait_for(&mut bg, IDLE);
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            if bg.error.is_some() {
+                continue;
+            }
+        }
+        // Errors that matter (a failed write or MANIFEST commit) already made the store
+        // read-only; a read error leaves the segment for a later run.
+        while let Ok(n) = run(&inner, false) {
+            if n == 0 || inner.shutting_down.load(Ordering::Acquire) {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The value-log format: segment header, records and value pointers. The normative
+//! byte-by-byte description with a worked example is `docs/format/vlog.md`.
+//!
+//! ```text
+//! segment: | header (24 B) | record | record | ... |
+//! header:  | magic "SHALEVLG" (8) | version u32 LE | segment number u64 LE | crc u32 LE |
+//!          crc = mask_crc(crc32c(bytes 0..20))
+//! record:  | crc u32 LE | seq u64 LE | kind u8 | flags u8 | key_len u32 LE | value_len u32 LE |
+//!          | key | value |
+//!          crc = mask_crc(crc32c(bytes 4..end of record)); flags bit 0: last record of a batch
+//! pointer (in the tree, ValueKind::ValuePointer): varint64 segment, varint64 offset,
+//!          varint32 length (the whole record)
+//! ```
+//!
+//! All integers little-endian. Every length read from disk is checked before use.
+
+use crate::format::{Reader, crc32c, mask_crc, put_varint32, put_varint64, unmask_crc};
+use crate::key::{SeqNo, ValueKind};
+use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+
+/// The segment magic. On-disk: never change.
+pub const MAGIC: &[u8; 8] = b"SHALEVLG";
+/// The format version this code writes and reads. On-disk.
+pub const VERSION: u32 = 1;
+/// Bytes of the segment header.
+pub const HEADER_LEN: u64 = 24;
+/// Bytes of a record header (before key and value).
+pub const RECORD_HEADER_LEN: usize = 22;
+/// Flag: the record is the last of its write batch. On-disk: never renumber.
+pub const FLAG_LAST_IN_BATCH: u8 = 1;
+/// The largest encoded pointer: two varint64 and a varint32.
+pub const MAX_POINTER_LEN: usize = 10 + 10 + 5;
+
+/// The file name of segment `number`.
+pub fn segment_file_name(number: u64) -> String {
+    format!("{number:06}.vlog")
+}
+
+/// Encode a segment header.
+pub fn encode_header(number: u64) -> [u8; HEADER_LEN as usize] {
+    let mut h = [0u8; HEADER_LEN as usize];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&number.to_le_bytes());
+    let crc = mask_crc(crc32c(&h[..20]));
+    h[20..24].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// Check a segment header read from segment `number`.
+///
+/// # Errors
+/// A description of the first mismatch.
+pub fn check_header(bytes: &[u8], number: u64) -> Result<(), String> {
+    let mut r = Reader::new(bytes);
+    let magic = r.bytes(8)?;
+    if magic != MAGIC {
+        return Err("not a value-log segment (bad magic)".into());
+    }
+    let version = r.fixed32()?;
+    let n = r.fixed64()?;
+    let crc = r.fixed32()?;
+    let body = bytes.get(..20).ok_or("short header")?;
+    if unmask_crc(crc) != crc32c(body) {
+        return Err("segment header checksum mismatch".into());
+    }
+    if version != VERSION {
+        return Err(format!(
+            "segment format version {version}; this build reads {VERSION}"
+        ));
+    }
+    if n != number {
+        return Err(format!("header names segment {n}, file name says {number}"));
+    }
+    Ok(())
+}
+
+/// Append one record to `buf`; returns its length.
+pub fn encode_record(
+    buf: &mut Vec<u8>,
+    seq: SeqNo,
+    kind: ValueKind,
+    last_in_batch: bool,
+    key: &[u8],
+    value: &[u8],
+) -> usize {
+    let start = buf.len();
+    buf.extend_from_slice(&[0; 4]);
+    buf.extend_from_slice(&seq.to_le_bytes());
+    buf.push(kind as u8);
+    buf.push(if last_in_batch { FLAG_LAST_IN_BATCH } else { 0 });
+    buf.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    buf.extend_from_slice(key);
+    buf.extend_from_slice(value);
+    let crc = mask_crc(crc32c(buf.get(start + 4..).unwrap_or_default()));
+    if let Some(c) = buf.get_mut(start..start + 4) {
+        c.copy_from_slice(&crc.to_le_bytes());
+    }
+    buf.len() - start
+}
+
+/// The length of a record with this key and value.
+pub fn record_len(key: &[u8], value: &[u8]) -> usize {
+    RECORD_HEADER_LEN + key.len() + value.len()
+}
+
+/// A record's fixed header, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// The stored checksum (masked).
+    pub crc: u32,
+    /// The write's sequence number.
+    pub seq: SeqNo,
+    /// Value or delete.
+    pub kind: ValueKind,
+    /// Flag bits.
+    pub flags: u8,
+    /// Key length.
+    pub key_len: usize,
+    /// Value length.
+    pub value_len: usize,
+}
+
+impl RecordHeader {
+    /// Bytes of the whole record.
+    pub fn record_len(&self) -> usize {
+        RECORD_HEADER_LEN + self.key_len + self.value_len
+    }
+}
+
+/// Decode and bound-check a record header.
+///
+/// # Errors
+/// A description: short input, unknown kind or flags, lengths over the engine's limits.
+pub fn decode_header(bytes: &[u8]) -> Result<RecordHeader, String> {
+    let mut r = Reader::new(bytes);
+    let crc = r.fixed32()?;
+    let seq = r.fixed64()?;
+    let kind_byte = r.u8()?;
+    let kind = match ValueKind::from_u8(kind_byte) {
+        Some(k @ (ValueKind::Value | ValueKind::Delete)) => k,
+        _ => {
+            return Err(format!(
+                "record kind {kind_byte} is not a value or a delete"
+            ));
+        }
+    };
+    let flags = r.u8()?;
+    if flags & !FLAG_LAST_IN_BATCH != 0 {
+        return Err(format!("unknown record flags {flags:#04x}"));
+    }
+    let key_len = r.fixed32()? as usize;
+    let value_len = r.fixed32()? as usize;
+    if key_len > MAX_KEY_SIZE {
+        return Err(format!("key length {key_len} exceeds {MAX_KEY_SIZE}"));
+    }
+    if value_len > MAX_VALUE_SIZE {
+        return Err(format!("value length {value_len} exceeds {MAX_VALUE_SIZE}"));
+    }
+    Ok(RecordHeader {
+        crc,
+        seq,
+        kind,
+        flags,
+        key_len,
+        value_len,
+    })
+}
+
+/// A decoded record borrowing its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// The write's sequence number.
+    pub seq: SeqNo,
+    /// Value or delete.
+    pub kind: ValueKind,
+    /// Whether this record ends its batch.
+    pub last_in_batch: bool,
+    /// The user key.
+    pub key: &'a [u8],
+    /// The value (empty for a delete).
+    pub value: &'a [u8],
+}
+
+/// Decode one whole record (exactly `bytes`), checking its checksum.
+///
+/// # Errors
+/// A description of the first problem.
+pub fn decode_record(bytes: &[u8]) -> Result<Record<'_>, String> {
+    let h = decode_header(bytes)?;
+    if bytes.len() != h.record_len() {
+        return Err(format!(
+            "record of {} bytes where its header says {}",
+            bytes.len(),
+            h.record_len()
+        ));
+    }
+    let body = bytes.get(4..).ok_or("short record")?;
+    if unmask_crc(h.crc) != crc32c(body) {
+        return Err("record checksum mismatch".into());
+    }
+    let key = bytes
+        .get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + h.key_len)
+        .ok_or("short key")?;
+    let value = bytes
+        .get(RECORD_HEADER_LEN + h.key_len..)
+        .ok_or("short value")?;
+    Ok(Record {
+        seq: h.seq,
+        kind: h.kind,
+        last_in_batch: h.flags & FLAG_LAST_IN_BATCH != 0,
+        key,
+        value,
+    })
+}
+
+/// Where a separated value lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pointer {
+    /// The segment number.
+    pub segment: u64,
+    /// The record's offset in the segment.
+    pub offset: u64,
+    /// The whole record's length.
+    pub length: u32,
+}
+
+impl Pointer {
+    /// Encode into `buf`; returns the used prefix.
+    pub fn encode<'b>(&self, buf: &'b mut [u8; MAX_POINTER_LEN]) -> &'b [u8] {
+        // Written into a stack buffer: no allocation per write.
+        let mut n = 0;
+        for x in [self.segment, self.offset, u64::from(self.length)] {
+            let mut x = x;
+            loop {
+                let byte = (x & 0x7f) as u8;
+                x >>= 7;
+                if let Some(b) = buf.get_mut(n) {
+                    *b = if x == 0 { byte } else { byte | 0x80 };
+                }
+                n += 1;
+                if x == 0 {
+                    break;
+                }
+            }
+        }
+        buf.get(..n).unwrap_or_default()
+    }
+
+    /// Encode into a new vector (tests, tools).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        put_varint64(&mut v, self.segment);
+        put_varint64(&mut v, self.offset);
+        put_varint32(&mut v, self.length);
+        v
+    }
+
+    /// Decode a stored pointer.
+    ///
+    /// # Errors
+    /// A description of the problem.
+    pub fn decode(bytes: &[u8]) -> Result<Pointer, String> {
+        let mut r = Reader::new(bytes);
+        let p = Pointer {
+            segment: r.varint64()?,
+            offset: r.varint64()?,
+            length: r.varint32()?,
+        };
+        if !r.is_empty() {
+            return Err(format!("{} bytes after a value pointer", r.remaining()));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trip_and_flips() {
+        let mut b = Vec::new();
+        let n = encode_record(&mut b, 7, ValueKind::Value, true, b"key", b"value");
+        assert_eq!(n, record_len(b"key", b"value"));
+        let r = decode_record(&b).unwrap();
+        assert_eq!(
+            (r.seq, r.kind, r.last_in_batch, r.key, r.value),
+            (7, ValueKind::Value, true, &b"key"[..], &b"value"[..])
+        );
+        for i in 0..b.len() {
+            let mut d = b.clone();
+            d[i] ^= 0x10;
+            assert!(decode_record(&d).is_err(), "flip at {i}");
+        }
+        for cut in 0..b.len() {
+            assert!(decode_record(&b[..cut]).is_err());
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn worked_example_of_the_format_doc() {
+        assert_eq!(
+            hex(&encode_header(7)),
+            "53 48 41 4c 45 56 4c 47 01 00 00 00 07 00 00 00 00 00 00 00 72 4a 64 5d"
+        );
+        let mut b = Vec::new();
+        assert_eq!(
+            encode_record(&mut b, 300, ValueKind::Value, false, b"k1", b"abc"),
+            27
+        );
+        assert_eq!(
+            encode_record(&mut b, 301, ValueKind::Delete, true, b"k2", b""),
+            24
+        );
+        assert_eq!(
+            hex(&b),
+            "aa c1 84 b9 2c 01 00 00 00 00 00 00 01 00 02 00 00 00 03 00 00 00 6b 31 61 62 63 \
+             78 9c ab 12 2d 01 00 00 00 00 00 00 00 01 02 00 00 00 00 00 00 00 6b 32"
+        );
+        let p = Pointer {
+            segment: 7,
+            offset: 24,
+            length: 27,
+        };
+        assert_eq!(hex(&p.to_vec()), "07 18 1b");
+    }
+
+    #[test]
+    fn header_checks() {
+        let h = encode_header(42);
+        check_header(&h, 42).unwrap();
+        assert!(
+            check_header(&h, 43)
+                .unwrap_err()
+                .contains("names segment 42")
+        );
+        for i in 0..h.len() {
+            let mut d = h;
+            d[i] ^= 1;
+            assert!(check_header(&d, 42).is_err());
+        }
+    }
+
+    #[test]
+    fn pointer_round_trip() {
+        for p in [
+            Pointer {
+                segment: 0,
+                offset: 0,
+                length: 0,
+            },
+            Pointer {
+                segment: 123_456,
+                offset: 1 << 40,
+                length: u32::MAX,
+            },
+            Pointer {
+                segment: u64::MAX,
+                offset: u64::MAX,
+                length: 4118,
+            },
+        ] {
+            let mut buf = [0; MAX_POINTER_LEN];
+            let enc = p.encode(&mut buf).to_vec();
+            assert_eq!(enc, p.to_vec());
+            assert_eq!(Pointer::decode(&enc).unwrap(), p);
+        }
+        assert!(Pointer::decode(&[1, 2]).is_err());
+        assert!(Pointer::decode(&[1, 2, 3, 4]).is_err());
+    }
+}

@@ -1,0 +1,397 @@
+//! The value log (WiscKey): values separated from keys, and the log that is also the WAL.
+//!
+//! Every write group is appended as records (key, value, sequence number, kind, checksum) to
+//! the newest segment `NNNNNN.vlog`; the memory component receives a pointer
+//! `(segment, offset, length)` for each value of at least `min_separated_value_size` bytes
+//! and the value itself for smaller ones. Segments rotate by size. The MANIFEST records the
+//! *head*: the position before which every write is in tables; recovery replays from it.
+//! Format: `docs/format/vlog.md`; design and deviations: `docs/designs/wisckey.md`.
+//!
+//! Thread-safety: the segment writer sits behind a mutex taken by the write leader and by
+//! `flushed`/`sync`; readers find a segment in a read-locked map and read it with
+//! positional reads through a cached handle, without touching the writer.
+//!
+//! Durability rules (each one argued where it is enforced):
+//! - a segment is synced in full before the next one gets its first record (prefix property
+//!   across rotation);
+//! - a flush that moves the head syncs the segment up to the new head first (the tables it
+//!   commits point into that range);
+//! - a batch's records are contiguous in one segment and the last carries a flag: replay
+//!   applies a batch whole or not at all.
+
+pub mod format;
+pub mod gc;
+pub(crate) mod reader;
+mod writer;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+pub use format::Pointer;
+
+use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueStore};
+use crate::env::{Env, ReadFile};
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
+use crate::manifest::VersionEdit;
+use crate::options::Options;
+use crate::wal::WriteBatch;
+use writer::SegmentWriter;
+
+/// One segment as readers see it.
+#[derive(Debug)]
+pub(crate) struct Segment {
+    pub(crate) number: u64,
+    /// Bytes of whole records (header included): pointers must end at or before it.
+    pub(crate) end: AtomicU64,
+    /// Garbage bytes known (persisted ones plus those found since).
+    pub(crate) garbage: AtomicU64,
+    /// The cached read handle, opened on first use.
+    handle: RwLock<Option<ReadFile>>,
+}
+
+impl Segment {
+    fn new(number: u64, end: u64, garbage: u64) -> Segment {
+        Segment {
+            number,
+            end: AtomicU64::new(end),
+            garbage: AtomicU64::new(garbage),
+            handle: RwLock::new(None),
+        }
+    }
+}
+
+/// Garbage-collection counters.
+#[derive(Debug, Default)]
+pub(crate) struct GcCounters {
+    pub(crate) runs: AtomicU64,
+    pub(crate) bytes_read: AtomicU64,
+    pub(crate) bytes_relocated: AtomicU64,
+    pub(crate) records_relocated: AtomicU64,
+    pub(crate) segments_deleted: AtomicU64,
+}
+
+/// See the module documentation.
+pub struct VlogPlacement {
+    env: Env,
+    dir: PathBuf,
+    file_numbers: Arc<AtomicU64>,
+    min_separated: usize,
+    segment_size: u64,
+    writer: Mutex<Option<SegmentWriter>>,
+    /// Live segments by number (sealed and active). A segment leaves this map when garbage
+    /// collection has dropped it and no reader can still hold a pointer into it.
+    segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
+    /// Garbage found since the last MANIFEST edit, per segment (persisted by `note_edit`).
+    pub(crate) pending_garbage: Mutex<BTreeMap<u64, u64>>,
+    /// Segments garbage collection could not read to the end (left alone).
+    pub(crate) unreadable: Mutex<std::collections::BTreeSet<u64>>,
+    min_gc_ratio: f64,
+    /// Log bytes after which a memtable that is not full is frozen anyway (separated values
+    /// make memtables fill slowly, and the head only moves at a flush).
+    freeze_after: u64,
+    /// Log bytes appended since the last freeze.
+    since_freeze: AtomicU64,
+    gc_enabled: bool,
+    pub(crate) gc: GcCounters,
+}
+
+impl std::fmt::Debug for VlogPlacement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VlogPlacement")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl VlogPlacement {
+    /// A placement for the store in `dir`; [`ValueStore::recover`] opens its log.
+    pub fn new(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) -> VlogPlacement {
+        VlogPlacement {
+            env: options.env.clone(),
+            dir: dir.to_path_buf(),
+            file_numbers,
+            min_separated: options.min_separated_value_size,
+            segment_size: options.vlog_segment_size,
+            writer: Mutex::new(None),
+            segments: RwLock::new(BTreeMap::new()),
+            pending_garbage: Mutex::new(BTreeMap::new()),
+            unreadable: Mutex::new(std::collections::BTreeSet::new()),
+            min_gc_ratio: options.vlog_gc_ratio,
+            freeze_after: 2 * options
+                .vlog_segment_size
+                .max(options.write_buffer_size as u64),
+            since_freeze: AtomicU64::new(0),
+            gc_enabled: options.vlog_gc,
+            gc: GcCounters::default(),
+        }
+    }
+
+    fn segment_path(&self, number: u64) -> PathBuf {
+        self.dir.join(format::segment_file_name(number))
+    }
+
+    /// Whether a value of this kind and size goes to the log (the tree gets a pointer).
+    fn separates(&self, kind: ValueKind, value: &[u8]) -> bool {
+        kind == ValueKind::Value && value.len() >= self.min_separated
+    }
+
+    /// The live segment `number`.
+    pub(crate) fn segment(&self, number: u64) -> Option<Arc<Segment>> {
+        self.segments.read().get(&number).cloned()
+    }
+
+    /// Sealed segments (every one but the active), oldest first.
+    pub(crate) fn sealed_segments(&self) -> Vec<Arc<Segment>> {
+        let active = self.writer.lock().as_ref().map(SegmentWriter::number);
+        self.segments
+            .read()
+            .values()
+            .filter(|s| Some(s.number) != active)
+            .cloned()
+            .collect()
+    }
+
+    /// Count `bytes` of garbage found in `segment` (it may have been dropped already).
+    pub(crate) fn add_garbage(&self, segment: u64, bytes: u64) {
+        if let Some(s) = self.segment(segment) {
+            s.garbage.fetch_add(bytes, Ordering::Relaxed);
+            *self.pending_garbage.lock().entry(segment).or_default() += bytes;
+        }
+    }
+
+    /// The cached read handle of `seg`, opened on first use.
+    pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
+        if let Some(f) = seg.handle.read().as_ref() {
+            return Ok(f.clone());
+        }
+        let mut h = seg.handle.write();
+        if let Some(f) = h.as_ref() {
+            return Ok(f.clone());
+        }
+        let f = self.env.open(&self.segment_path(seg.number))?;
+        *h = Some(f.clone());
+        Ok(f)
+    }
+
+    /// Append a group; `relocation` counts its bytes as garbage-collection writes.
+    fn append_as(
+        &self,
+        batch: &WriteBatch,
+        sync: bool,
+        relocation: bool,
+        apply: &mut Apply<'_>,
+    ) -> Result<()> {
+        if batch.iter().any(|e| e.kind == ValueKind::ValuePointer) {
+            return Err(Error::InvalidArgument(
+                "a write batch for the value log holds a value pointer".into(),
+            ));
+        }
+        let (segment, base) = {
+            let mut guard = self.writer.lock();
+            let w = guard.as_mut().ok_or(Error::Closed)?;
+            if w.len() >= self.segment_size {
+                let next = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+                w.rotate(&self.env, &self.dir, next)?;
+                self.segments
+                    .write()
+                    .insert(next, Arc::new(Segment::new(next, format::HEADER_LEN, 0)));
+            }
+            let (base, end) = w.append_batch(batch, sync, relocation)?;
+            self.since_freeze.fetch_add(end - base, Ordering::Relaxed);
+            if let Some(s) = self.segment(w.number()) {
+                s.end.store(end, Ordering::Release);
+            }
+            (w.number(), base)
+        };
+        let seq = batch.sequence();
+        let mut offset = base;
+        let mut ptr = [0u8; format::MAX_POINTER_LEN];
+        let mut inline_bytes = 0u64;
+        for (i, e) in batch.iter().enumerate() {
+            let len = format::record_len(e.key, e.value);
+            if self.separates(e.kind, e.value) {
+                let p = Pointer {
+                    segment,
+                    offset,
+                    length: len as u32,
+                };
+                apply(
+                    e.key,
+                    seq + i as u64,
+                    ValueKind::ValuePointer,
+                    p.encode(&mut ptr),
+                );
+            } else {
+                // The tree keeps this one: its record is garbage once flushed.
+                inline_bytes += len as u64;
+                apply(e.key, seq + i as u64, e.kind, e.value);
+            }
+            offset += len as u64;
+        }
+        if inline_bytes > 0 {
+            self.add_garbage(segment, inline_bytes);
+        }
+        Ok(())
+    }
+
+    /// Forget a dropped segment and delete its file.
+    pub(crate) fn remove_segment(&self, number: u64) {
+        self.segments.write().remove(&number);
+        let _ = self.env.fs().remove_file(&self.segment_path(number));
+    }
+}
+
+impl ValueStore for VlogPlacement {
+    fn name(&self) -> &'static str {
+        "vlog"
+    }
+
+    fn recover(
+        &self,
+        ctx: &RecoverContext<'_>,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<SeqNo> {
+        let (last, torn) = reader::replay(self, ctx, apply)?;
+        edit.vlog_segment_ends = torn;
+        self.note_edit(edit);
+        let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        let w = SegmentWriter::create(&self.env, &self.dir, number)?;
+        self.segments.write().insert(
+            number,
+            Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
+        );
+        *self.writer.lock() = Some(w);
+        edit.vlog_head = Some((number, format::HEADER_LEN));
+        Ok(last)
+    }
+
+    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
+        self.append_as(batch, sync, false, apply)
+    }
+
+    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
+        self.append_as(batch, true, true, apply)
+    }
+
+    fn wants_freeze(&self) -> bool {
+        self.since_freeze.load(Ordering::Relaxed) >= self.freeze_after
+    }
+
+    fn freeze(&self) -> Result<LogPosition> {
+        self.since_freeze.store(0, Ordering::Relaxed);
+        let guard = self.writer.lock();
+        let w = guard.as_ref().ok_or(Error::Closed)?;
+        Ok(LogPosition {
+            file: w.number(),
+            offset: w.len(),
+        })
+    }
+
+    fn flushed(&self, end: LogPosition, edit: &mut VersionEdit) -> Result<()> {
+        // The flushed tables point into the log before `end`: those records must be durable
+        // before the edit commits. Older segments were synced when they were sealed.
+        {
+            let mut guard = self.writer.lock();
+            if let Some(w) = guard.as_mut()
+                && w.number() == end.file
+            {
+                w.sync_through(end.offset)?;
+            }
+        }
+        edit.vlog_head = Some((end.file, end.offset));
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        match self.writer.lock().as_mut() {
+            Some(w) => w.sync_through(u64::MAX),
+            None => Ok(()),
+        }
+    }
+
+    fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
+        for name in names {
+            let Some(number) = parse_segment_name(name) else {
+                continue;
+            };
+            if state.vlog_dropped.contains(&number) {
+                self.remove_segment(number);
+            }
+        }
+    }
+
+    fn discarded(&self, kind: ValueKind, stored: &[u8]) {
+        if kind == ValueKind::ValuePointer
+            && let Ok(p) = Pointer::decode(stored)
+        {
+            self.add_garbage(p.segment, u64::from(p.length));
+        }
+    }
+
+    fn note_edit(&self, edit: &mut VersionEdit) {
+        let pending = std::mem::take(&mut *self.pending_garbage.lock());
+        edit.vlog_garbage.extend(pending);
+    }
+
+    fn wants_gc(&self) -> bool {
+        self.gc_enabled
+    }
+
+    fn collect_garbage(&self, host: &dyn super::GcHost, force: bool) -> Result<u64> {
+        gc::collect(self, host, force)
+    }
+
+    fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match kind {
+            ValueKind::Value => Ok(Cow::Borrowed(stored)),
+            ValueKind::ValuePointer => reader::read_value(self, key, stored).map(Cow::Owned),
+            ValueKind::Delete => Err(Error::InvalidArgument(
+                "a delete has no value to resolve".into(),
+            )),
+        }
+    }
+
+    fn stats(&self) -> PlacementStats {
+        let segments = self
+            .segments
+            .read()
+            .values()
+            .map(|s| {
+                (
+                    s.number,
+                    s.end.load(Ordering::Relaxed),
+                    s.garbage.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        PlacementStats {
+            segments,
+            gc_runs: self.gc.runs.load(Ordering::Relaxed),
+            gc_bytes_read: self.gc.bytes_read.load(Ordering::Relaxed),
+            gc_bytes_relocated: self.gc.bytes_relocated.load(Ordering::Relaxed),
+            gc_records_relocated: self.gc.records_relocated.load(Ordering::Relaxed),
+            gc_segments_deleted: self.gc.segments_deleted.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The number of a segment file name `NNNNNN.vlog`.
+pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(".vlog")?;
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse()
+        .ok()
+        .filter(|&n| n <= crate::db::MAX_FILE_NUMBER)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! Appending to the newest value-log segment.
+//!
+//! Thread-safety: owned by the placement's writer mutex.
+
+use std::path::Path;
+
+use super::format;
+use crate::env::{Env, WriteCause, WriteFile};
+use crate::error::Result;
+use crate::wal::WriteBatch;
+
+/// A group is encoded into this buffer and handed to the file in one append (the paper's
+/// user-space write buffer); a buffer grown past this is dropped after use.
+const KEEP_SCRATCH: usize = 4 << 20;
+
+/// The active segment.
+pub(crate) struct SegmentWriter {
+    file: WriteFile,
+    number: u64,
+    scratch: Vec<u8>,
+    /// Bytes known durable.
+    synced: u64,
+}
+
+impl SegmentWriter {
+    /// Create segment `number` with its header, synced, and its directory entry durable: a
+    /// new segment is never lost while a later one survives.
+    pub(crate) fn create(env: &Env, dir: &Path, number: u64) -> Result<SegmentWriter> {
+        let path = dir.join(format::segment_file_name(number));
+        let mut file = env.create(&path, WriteCause::Vlog)?;
+        file.append(&format::encode_header(number))?;
+        file.flush()?;
+        file.sync()?;
+        env.fs().sync_dir(dir)?;
+        Ok(SegmentWriter {
+            synced: file.len(),
+            file,
+            number,
+            scratch: Vec::new(),
+        })
+    }
+
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written to the segment (header included).
+    pub(crate) fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Seal this segment (synced in full) and continue in a new segment `next`.
+    pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<()> {
+        self.file.flush()?;
+        self.file.sync()?;
+        let scratch = std::mem::take(&mut self.scratch);
+        *self = SegmentWriter::create(env, dir, next)?;
+        self.scratch = scratch;
+        Ok(())
+    }
+
+    /// Append the records of a sequenced batch, handed to the OS (and synced when `sync`);
+    /// `relocation` counts the bytes under [`WriteCause::Gc`].
+    /// Returns the offset of the first record and the segment's new length.
+    pub(crate) fn append_batch(
+        &mut self,
+        batch: &WriteBatch,
+        sync: bool,
+        relocation: bool,
+    ) -> Result<(u64, u64)> {
+        let base = self.file.len();
+        self.scratch.clear();
+        let seq = batch.sequence();
+        let n = batch.len();
+        for (i, e) in batch.iter().enumerate() {
+            format::encode_record(
+                &mut self.scratch,
+                seq + i as u64,
+                e.kind,
+                i + 1 == n,
+                e.key,
+                e.value,
+            );
+        }
+        if relocation {
+            self.file.set_cause(WriteCause::Gc);
+        }
+        let appended = self.file.append(&self.scratch);
+        if relocation {
+            self.file.set_cause(WriteCause::Vlog);
+        }
+        appended?;
+        if self.scratch.capacity() > KEEP_SCRATCH {
+            self.scratch = Vec::new();
+        }
+        self.file.flush()?;
+        if sync {
+            self.file.sync()?;
+            self.synced = self.file.len();
+        }
+        Ok((base, self.file.len()))
+    }
+
+    /// Make the segment durable at least through `offset`.
+    pub(crate) fn sync_through(&mut self, offset: u64) -> Result<()> {
+        if self.synced >= offset.min(self.file.len()) {
+            return Ok(());
+        }
+        self.file.flush()?;
+        self.file.sync()?;
+        self.synced = self.file.len();
+        Ok(())
+    }
+}

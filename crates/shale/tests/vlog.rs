@@ -1,0 +1,339 @@
+//! The value log (`wisckey`): separation, checked reads, garbage collection with snapshots,
+//! iterators, racing deletes and reopen.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test helper's failure is a test failure"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use shale::env::Env;
+use shale::{Db, IterOptions, Options, WriteBatch};
+
+const DIR: &str = "/db";
+
+fn opts(env: &Env) -> Options {
+    let mut o = Options::preset("wisckey").expect("preset");
+    o.env = env.clone();
+    o.write_buffer_size = 64 * 1024;
+    o.vlog_segment_size = 16 * 1024;
+    o.min_separated_value_size = 64;
+    // Tests drive collection themselves.
+    o.vlog_gc = false;
+    o.target_file_size = 32 * 1024;
+    o.max_bytes_for_level_base = 128 * 1024;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(300 + (i as usize % 7) * 50, b'a' + (round % 26) as u8);
+    v
+}
+
+fn segments(env: &Env) -> Vec<String> {
+    let mut v: Vec<String> = env
+        .fs()
+        .list_dir(std::path::Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".vlog"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.iter(IterOptions::default())
+        .expect("iter")
+        .map(|r| r.expect("entry"))
+        .collect()
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, n: u32) {
+    for i in 0..n {
+        assert_eq!(
+            db.get(&key(i)).expect("get"),
+            model.get(&key(i)).cloned(),
+            "key {i}"
+        );
+    }
+    assert_eq!(&all(db), model);
+}
+
+/// Collect until nothing is left to collect.
+fn gc_all(db: &Db) -> u64 {
+    let mut total = 0;
+    loop {
+        let n = db.run_value_gc().expect("gc");
+        if n == 0 {
+            return total;
+        }
+        total += n;
+    }
+}
+
+#[test]
+fn gc_reclaims_overwritten_and_deleted_values() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env)).expect("open");
+    let n = 300;
+    let mut model = BTreeMap::new();
+    for round in 0..3 {
+        for i in 0..n {
+            if round == 2 && i % 3 == 0 {
+                db.delete(&key(i)).expect("delete");
+                model.remove(&key(i));
+            } else {
+                db.put(&key(i), &value(i, round)).expect("put");
+                model.insert(key(i), value(i, round));
+            }
+        }
+    }
+    db.compact_range(None, None).expect("compact");
+    let before = segments(&env).len();
+    let stats = db.stats();
+    assert!(
+        stats.vlog_segments.iter().any(|s| s.2 > 0),
+        "garbage is counted: {stats:?}"
+    );
+    let dropped = gc_all(&db);
+    assert!(dropped > 0);
+    check(&db, &model, n);
+    let after = segments(&env).len();
+    assert!(after < before, "segments {before} -> {after}");
+    let stats = db.stats();
+    assert!(stats.gc_segments_deleted >= dropped && stats.gc_bytes_read > 0);
+    db.close().expect("close");
+    let db = Db::open(DIR, opts(&env)).expect("reopen");
+    check(&db, &model, n);
+    // Deleted keys stay deleted after collection, compaction and reopen.
+    db.compact_range(None, None).expect("compact");
+    gc_all(&db);
+    check(&db, &model, n);
+}
+
+#[test]
+fn snapshots_and_iterators_keep_dropped_segments_readable() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env)).expect("open");
+    let n = 200;
+    let mut old = BTreeMap::new();
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+        old.insert(key(i), value(i, 0));
+        // A delete is logged but kept in the tree: its record is garbage from the start, so
+        // these segments are worth collecting although the snapshot keeps every old value.
+        db.delete(b"absent").expect("delete");
+    }
+    db.flush().expect("flush");
+    let snap = db.snapshot();
+    let mut it = db.iter(IterOptions::default()).expect("iter");
+    let first = it.next().expect("some").expect("entry");
+    // Overwrite half, so the old segments hold both garbage and live values.
+    let mut new = old.clone();
+    for i in (0..n).step_by(2) {
+        db.put(&key(i), &value(i, 1)).expect("put");
+        new.insert(key(i), value(i, 1));
+    }
+    db.compact_range(None, None).expect("compact");
+    let before = segments(&env);
+    assert!(gc_all(&db) > 0);
+    // The snapshot and the iterator still read the old values from the dropped segments.
+    for i in 0..n {
+        assert_eq!(
+            db.get_at(&key(i), &snap).expect("get"),
+            old.get(&key(i)).cloned()
+        );
+    }
+    let mut seen: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    seen.insert(first.0, first.1);
+    for e in it {
+        let (k, v) = e.expect("entry");
+        seen.insert(k, v);
+    }
+    assert_eq!(seen, old);
+    check(&db, &new, n);
+    let pinned = segments(&env);
+    assert!(
+        before.iter().all(|s| pinned.contains(s)),
+        "no segment file is deleted while a snapshot may read it"
+    );
+    drop(snap);
+    db.run_value_gc().expect("gc");
+    let after = segments(&env);
+    assert!(after.len() < before.len(), "{before:?} -> {after:?}");
+    check(&db, &new, n);
+}
+
+#[test]
+fn gc_racing_deletes_and_compactions_never_resurrects() {
+    let env = Env::memory();
+    let db = Arc::new(Db::open(DIR, opts(&env)).expect("open"));
+    let n = 400;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    let writer = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            for round in 1..4 {
+                for i in 0..n {
+                    let mut b = WriteBatch::new();
+                    if i % 2 == 0 {
+                        b.delete(&key(i));
+                    } else {
+                        b.put(&key(i), &value(i, round));
+                    }
+                    db.write(b).expect("write");
+                }
+                db.compact_range(None, None).expect("compact");
+            }
+        })
+    };
+    let mut collected = 0;
+    while !writer.is_finished() {
+        collected += db.run_value_gc().expect("gc");
+    }
+    writer.join().expect("writer");
+    collected += gc_all(&db);
+    let mut model = BTreeMap::new();
+    for i in (1..n).step_by(2) {
+        model.insert(key(i), value(i, 3));
+    }
+    check(&db, &model, n);
+    assert!(collected > 0);
+    drop(db);
+    let db = Db::open(DIR, opts(&env)).expect("reopen");
+    check(&db, &model, n);
+}
+
+#[test]
+fn automatic_gc_keeps_every_value_correct() {
+    let env = Env::memory();
+    let mut o = opts(&env);
+    o.vlog_gc = true;
+    o.vlog_gc_ratio = 0.3;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    let n = 200;
+    for round in 0..6 {
+        for i in 0..n {
+            db.put(&key(i), &value(i, round)).expect("put");
+        }
+        db.compact_range(None, None).expect("compact");
+    }
+    let mut model = BTreeMap::new();
+    for i in 0..n {
+        model.insert(key(i), value(i, 5));
+    }
+    check(&db, &model, n);
+    db.close().expect("close");
+    let db = Db::open(DIR, o).expect("reopen");
+    check(&db, &model, n);
+}
+
+#[test]
+fn leveldb_has_no_value_log() {
+    let env = Env::memory();
+    let mut o = Options::default().with_env(env.clone());
+    o.write_buffer_size = 64 * 1024;
+    let db = Db::open(DIR, o).expect("open");
+    db.put(b"k", &[7u8; 1000]).expect("put");
+    assert_eq!(db.run_value_gc().expect("gc"), 0);
+    assert!(segments(&env).is_empty());
+    assert!(db.stats().vlog_segments.is_empty());
+}
+
+#[test]
+fn a_store_is_opened_only_by_its_placement() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env)).expect("open");
+    db.put(b"k", &[1u8; 500]).expect("put");
+    db.close().expect("close");
+    let o = Options::default().with_env(env.clone());
+    let e = Db::open(DIR, o).expect_err("leveldb must refuse a wisckey store");
+    assert!(e.to_string().contains("vlog"), "{e}");
+}
+
+#[test]
+fn a_torn_tail_is_cut_once_and_its_segment_collected_later() {
+    let env = Env::memory();
+    let mut o = opts(&env);
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    let n = 50;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.close().expect("close");
+    // A crash tore the newest segment's tail: half a record after the last whole one.
+    let newest = segments(&env).pop().expect("a segment");
+    let path = std::path::Path::new(DIR).join(&newest);
+    let mut bytes = env
+        .read_all(&path, shale::env::ReadCause::Other)
+        .expect("read");
+    let whole = bytes.len();
+    let half_record = bytes[whole - 200..whole - 100].to_vec();
+    bytes.extend_from_slice(&half_record);
+    let mut f = env
+        .create(&path, shale::env::WriteCause::Other)
+        .expect("create");
+    f.append(&bytes).expect("append");
+    f.sync().expect("sync");
+    drop(f);
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::open(DIR, o.clone()).expect("recover the torn tail");
+        for i in 0..n {
+            model.insert(key(i), value(i, 0));
+        }
+        check(&db, &model, n);
+        // Overwrite everything, so that the torn segment holds only garbage.
+        for i in 0..n {
+            db.put(&key(i), &value(i, 1)).expect("put");
+            model.insert(key(i), value(i, 1));
+        }
+        db.flush().expect("flush");
+    }
+    // Reopened, the torn segment is no longer the newest: its recorded end keeps the torn
+    // bytes from being read as damage, and collection can drop it.
+    let db = Db::open(DIR, o).expect("reopen");
+    check(&db, &model, n);
+    db.compact_range(None, None).expect("compact");
+    gc_all(&db);
+    check(&db, &model, n);
+    assert!(
+        !segments(&env).contains(&newest),
+        "the torn segment {newest} should be collected: {:?}",
+        segments(&env)
+    );
+}
+
+#[test]
+fn gc_rewrites_are_counted_as_gc() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env)).expect("open");
+    for round in 0..2 {
+        for i in 0..200 {
+            if round == 0 || i % 2 == 0 {
+                db.put(&key(i), &value(i, round)).expect("put");
+            }
+        }
+    }
+    db.compact_range(None, None).expect("compact");
+    let before = db.stats();
+    assert!(gc_all(&db) > 0);
+    let after = db.stats();
+    let gc = shale::env::WriteCause::Gc;
+    assert!(after.gc_records_relocated > 0);
+    assert!(after.written_for(gc) > before.written_for(gc));
+}
