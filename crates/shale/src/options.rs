@@ -60,6 +60,43 @@ pub enum LayoutKind {
     /// Leveled compaction with disjoint tables per level (LevelDB).
     #[default]
     Leveled,
+    /// Fragmented LSM: guards partition each level, tables within a guard may overlap and
+    /// compaction appends to the next level instead of rewriting it (PebblesDB).
+    Flsm,
+}
+
+/// Options of the FLSM layout (ignored by the others).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlsmOptions {
+    /// A key is a level-1 guard when this many low bits of its guard hash are all ones.
+    /// About one key in `2^top_level_bits` becomes a level-1 guard. Default 18: about 76
+    /// level-1 guards at 20M keys.
+    pub top_level_bits: u32,
+    /// Each deeper level needs this many fewer bits (4x more guards per level at 2).
+    /// Default 2.
+    pub bit_decrement: u32,
+    /// A guard holding more tables than this is compacted. 1 behaves like leveled.
+    /// Default 4.
+    pub max_sstables_per_guard: usize,
+    /// The second-to-last level rewrites a guard in place instead of pushing it into the
+    /// last level when the push would rewrite more than this many times its bytes (the
+    /// paper's 25x rule). Default 25.
+    pub rewrite_ratio: u64,
+    /// Consecutive seeks landing in one guard that make it wanted for compaction; 0
+    /// disables seek-based compaction. Default 10.
+    pub seek_compaction_trigger: u32,
+}
+
+impl Default for FlsmOptions {
+    fn default() -> Self {
+        FlsmOptions {
+            top_level_bits: 18,
+            bit_decrement: 2,
+            max_sstables_per_guard: 4,
+            rewrite_ratio: 25,
+            seek_compaction_trigger: 10,
+        }
+    }
 }
 
 /// Options of the table format.
@@ -133,6 +170,8 @@ pub struct Options {
     pub values: ValuesKind,
     /// Layout.
     pub layout: LayoutKind,
+    /// Options of the FLSM layout.
+    pub flsm: FlsmOptions,
 }
 
 impl Default for Options {
@@ -158,6 +197,7 @@ impl Default for Options {
             memory: MemoryKind::SkipList,
             values: ValuesKind::Inline,
             layout: LayoutKind::Leveled,
+            flsm: FlsmOptions::default(),
         }
     }
 }
@@ -175,12 +215,12 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb"]
+        vec!["leveldb", "pebblesdb"]
     }
 
-    /// Options for a named design: `leveldb` (leveled + skiplist + inline). The other names
-    /// (`pebblesdb`, `wisckey`, `flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet
-    /// built and return [`Error::Unsupported`].
+    /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
+    /// (flsm + skiplist + inline). The other names (`wisckey`, `flodb`, `lwc`, `lsm-trie`)
+    /// are reserved for designs not yet built and return [`Error::Unsupported`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
@@ -188,6 +228,10 @@ impl Options {
     pub fn preset(name: &str) -> Result<Options> {
         match name {
             "leveldb" => Ok(Options::default()),
+            "pebblesdb" => Ok(Options {
+                layout: LayoutKind::Flsm,
+                ..Options::default()
+            }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
                 "the {n} design is not implemented yet; available: {}",
                 Options::available_presets().join(", ")
@@ -261,6 +305,25 @@ impl Options {
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16".into());
         }
+        let f = &self.flsm;
+        if f.top_level_bits == 0 || f.top_level_bits > 63 {
+            return bad(format!(
+                "flsm.top_level_bits {} must be in 1..=63",
+                f.top_level_bits
+            ));
+        }
+        if f.bit_decrement > f.top_level_bits {
+            return bad(format!(
+                "flsm.bit_decrement {} exceeds top_level_bits {}",
+                f.bit_decrement, f.top_level_bits
+            ));
+        }
+        if f.max_sstables_per_guard == 0 {
+            return bad("flsm.max_sstables_per_guard must be at least 1".into());
+        }
+        if f.rewrite_ratio == 0 {
+            return bad("flsm.rewrite_ratio must be at least 1".into());
+        }
         Ok(())
     }
 }
@@ -279,6 +342,10 @@ mod tests {
     #[test]
     fn presets() {
         assert!(Options::preset("leveldb").is_ok());
+        assert_eq!(
+            Options::preset("pebblesdb").unwrap().layout,
+            LayoutKind::Flsm
+        );
         assert!(matches!(
             Options::preset("wisckey"),
             Err(Error::Unsupported(_))

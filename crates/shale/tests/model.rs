@@ -30,6 +30,11 @@ fn small_options(preset: &str, env: &Env) -> Options {
     o.table.block_size = 512;
     o.block_cache_bytes = 64 * 1024;
     o.max_open_files = 32;
+    // FLSM: guards from the few hundred keys of the model, and guards that overflow often.
+    o.flsm.top_level_bits = 5;
+    o.flsm.bit_decrement = 1;
+    o.flsm.max_sstables_per_guard = 2;
+    o.flsm.seek_compaction_trigger = 3;
     o
 }
 

@@ -28,6 +28,11 @@ mod tag {
     pub const DELETED_FILE: u64 = 6;
     /// A table file added to a level.
     pub const NEW_FILE: u64 = 7;
+    /// A guard key added to a level (FLSM layout): `level: varint32`, then the user key.
+    pub const NEW_GUARD: u64 = 8;
+    /// A guard key removed from a level (FLSM layout): `level: varint32`, then the user key.
+    pub const DELETED_GUARD: u64 = 9;
+    // 10 and above: reserved for other designs' fields.
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -50,6 +55,10 @@ pub struct VersionEdit {
     /// recorded in the first edit of each MANIFEST so that a store is never opened by the
     /// wrong design.
     pub format_tag: Option<String>,
+    /// Guard keys added, as (level, user key). Layouts without guards never write them.
+    pub new_guards: Vec<(u32, Vec<u8>)>,
+    /// Guard keys removed, as (level, user key); applied before `new_guards`.
+    pub deleted_guards: Vec<(u32, Vec<u8>)>,
 }
 
 impl VersionEdit {
@@ -60,7 +69,9 @@ impl VersionEdit {
             + scalars.iter().filter(|v| v.is_some()).count()
             + self.compact_pointers.len()
             + self.deleted_files.len()
-            + self.new_files.len();
+            + self.new_files.len()
+            + self.new_guards.len()
+            + self.deleted_guards.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
@@ -101,6 +112,17 @@ impl VersionEdit {
             put_varint64(&mut p, f.entries);
             put_varint64(&mut p, f.tombstones);
             field(buf, tag::NEW_FILE, &p);
+        }
+        for (t, guards) in [
+            (tag::DELETED_GUARD, &self.deleted_guards),
+            (tag::NEW_GUARD, &self.new_guards),
+        ] {
+            for (level, key) in guards {
+                p.clear();
+                put_varint32(&mut p, *level);
+                p.extend_from_slice(key);
+                field(buf, t, &p);
+            }
         }
     }
 
@@ -194,6 +216,15 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             };
             e.new_files.push((level, f));
         }
+        tag::NEW_GUARD | tag::DELETED_GUARD => {
+            let level = r.varint32()?;
+            let key = r.bytes(r.remaining())?.to_vec();
+            if t == tag::NEW_GUARD {
+                e.new_guards.push((level, key));
+            } else {
+                e.deleted_guards.push((level, key));
+            }
+        }
         _ => return Err(format!("unknown field tag {t}")),
     }
     if !r.is_empty() {
@@ -231,6 +262,8 @@ mod tests {
             deleted_files: vec![(1, 4), (6, u64::MAX)],
             compact_pointers: vec![(2, b"kkk".to_vec()), (4, Vec::new())],
             format_tag: Some("leveled".to_string()),
+            new_guards: vec![(1, b"g1".to_vec()), (2, Vec::new())],
+            deleted_guards: vec![(3, b"old".to_vec())],
         }
     }
 
@@ -281,6 +314,17 @@ mod tests {
             "05 01 07 6c 65 76 65 6c 65 64 02 01 04 03 01 06 04 02 ac 02 07 1c 00 05 e8 07 \
              09 61 01 01 00 00 00 00 00 00 09 62 01 02 00 00 00 00 00 00 01 02 02 00"
         );
+    }
+
+    #[test]
+    fn guard_fields_worked_example() {
+        let e = VersionEdit {
+            new_guards: vec![(1, b"k7".to_vec())],
+            deleted_guards: vec![(2, b"a".to_vec())],
+            ..VersionEdit::default()
+        };
+        let hex: String = enc(&e).iter().map(|b| format!("{b:02x} ")).collect();
+        assert_eq!(hex.trim_end(), "02 09 02 02 61 08 03 01 6b 37");
     }
 
     #[test]

@@ -1,0 +1,406 @@
+//! The fragmented LSM layout (PebblesDB, SOSP'17): guards partition every level below 0, the
+//! tables inside one guard may overlap, and compaction appends to the next level instead of
+//! rewriting it.
+//!
+//! ```text
+//! L0   [t9 t8 t7]                       unguarded, newest first
+//! L1   | sentinel  | g=k4          |    one guard key: two ranges
+//!      | t5        | t6 t3         |    tables of one range may overlap
+//! L2   | sentinel  | k2  | k4 | k7 |    guards of L1 are guards of L2 (hash rule)
+//! ```
+//!
+//! Which keys are guards is decided by a fixed hash ([`guards`]). A compaction writing into a
+//! level cuts its output at that level's guards, committed ones and keys of the data that the
+//! hash makes guards there; the latter are committed in the same edit (at that level and every
+//! deeper one), so a guard exists on disk exactly when some compaction has partitioned by it.
+//!
+//! Reads: a get binary-searches the guards of each level and asks every table of that guard
+//! whose range holds the key (each table checks its bloom filter first), keeping the newest
+//! entry; a scan walks each level guard by guard, merging the tables of the current guard.
+//! See `docs/designs/pebblesdb.md`.
+
+pub mod guards;
+pub mod iter;
+pub mod picker;
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{Layout, Plan, PlanKind, ReadContext};
+use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::env::ReadCause;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::iter::merging::MergingIterator;
+use crate::key::{compare_internal, user_key};
+use crate::manifest::VersionEdit;
+use crate::options::Options;
+use crate::version::{FileMeta, Version, unit_index};
+use guards::GuardRule;
+use picker::{Busy, HotGuard, PickerConfig};
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Flsm {
+    cfg: PickerConfig,
+    rule: GuardRule,
+    target_file_size: u64,
+    seek_trigger: u32,
+    seeks: Mutex<SeekState>,
+}
+
+/// Consecutive seeks per guard (the paper's seek-based compaction).
+#[derive(Debug, Default)]
+struct SeekState {
+    last: Option<HotGuard>,
+    run: u32,
+    hot: Vec<HotGuard>,
+}
+
+impl Flsm {
+    /// An FLSM layout configured from `options`.
+    pub fn new(options: &Options) -> Flsm {
+        Flsm {
+            cfg: PickerConfig {
+                level0_trigger: options.level0_compaction_trigger,
+                base_bytes: options.max_bytes_for_level_base,
+                multiplier: options.level_size_multiplier,
+                max_files_per_guard: options.flsm.max_sstables_per_guard,
+                rewrite_ratio: options.flsm.rewrite_ratio,
+            },
+            rule: GuardRule {
+                top_level_bits: options.flsm.top_level_bits,
+                bit_decrement: options.flsm.bit_decrement,
+            },
+            target_file_size: options.target_file_size,
+            seek_trigger: options.flsm.seek_compaction_trigger,
+            seeks: Mutex::new(SeekState::default()),
+        }
+    }
+
+    /// The next compaction given what other compactions hold (see [`picker::pick`]).
+    pub fn pick_with(&self, version: &Version, busy: &Busy) -> Option<Plan> {
+        let hot = self.seeks.lock().hot.clone();
+        let plan = picker::pick(version, &self.cfg, busy, &hot);
+        if let Some(p) = &plan
+            && let Some((level, files)) = p.inputs.first()
+            && p.output_level == *level
+        {
+            // A guard compacted in place is no longer hot.
+            let g = version.guards(*level);
+            let mut s = self.seeks.lock();
+            s.hot.retain(|&(l, u)| {
+                l != *level
+                    || !files.iter().any(|f| {
+                        unit_index(g, f.smallest_user_key()) <= u
+                            && u <= unit_index(g, f.largest_user_key())
+                    })
+            });
+        }
+        plan
+    }
+}
+
+/// True when `f`'s user-key range holds `key`.
+fn holds(f: &FileMeta, key: &[u8]) -> bool {
+    f.smallest_user_key() <= key && key <= f.largest_user_key()
+}
+
+impl Layout for Flsm {
+    fn name(&self) -> &'static str {
+        "flsm"
+    }
+
+    fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
+        0
+    }
+
+    fn get(
+        &self,
+        version: &Version,
+        ctx: &ReadContext<'_>,
+        user_key: &[u8],
+        seek_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        for f in version.level(0) {
+            if holds(f, user_key) {
+                let t = ctx.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+        for level in 1..version.num_levels() {
+            let u = unit_index(version.guards(level), user_key);
+            let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+            for f in version.unit_files(level, u) {
+                if !holds(f, user_key) {
+                    continue;
+                }
+                let t = ctx.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                    // Tables of one guard may overlap: the newest entry (smallest internal
+                    // key for one user key) wins.
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| compare_internal(&hit.0, &b.0) == Ordering::Less)
+                    {
+                        best = Some(hit);
+                    }
+                }
+            }
+            if best.is_some() {
+                return Ok(best);
+            }
+        }
+        Ok(None)
+    }
+
+    fn iterators(
+        &self,
+        version: &Arc<Version>,
+        ctx: &ReadContext<'_>,
+    ) -> Result<Vec<Box<dyn InternalIterator>>> {
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for f in version.level(0) {
+            let t = ctx.tables.table(f.number)?;
+            out.push(Box::new(t.iter(ctx.cause)));
+        }
+        for level in 1..version.num_levels() {
+            if !version.level(level).is_empty() {
+                out.push(Box::new(iter::GuardLevelIterator::new(
+                    Arc::clone(version),
+                    level,
+                    Arc::clone(ctx.tables),
+                    ctx.cause,
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    fn pick(&self, version: &Version) -> Option<Plan> {
+        self.pick_with(version, &Busy::default())
+    }
+
+    fn pick_range(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        picker::pick_range(version, level, begin, end)
+    }
+
+    fn note_seek(&self, version: &Version, user_key: &[u8]) -> bool {
+        if self.seek_trigger == 0 {
+            return false;
+        }
+        // The deepest level whose guard holds several tables is where a seek pays most.
+        let Some(g) = (1..version.num_levels()).rev().find_map(|l| {
+            let u = unit_index(version.guards(l), user_key);
+            (version.unit_files(l, u).len() > 1).then_some((l, u))
+        }) else {
+            return false;
+        };
+        let mut s = self.seeks.lock();
+        if s.last == Some(g) {
+            s.run += 1;
+        } else {
+            s.last = Some(g);
+            s.run = 1;
+        }
+        if s.run >= self.seek_trigger && !s.hot.contains(&g) {
+            s.run = 0;
+            s.hot.push(g);
+            return true;
+        }
+        false
+    }
+
+    fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
+        let mut edit = VersionEdit::default();
+        for (level, f) in plan.input_files() {
+            edit.deleted_files.push((level as u32, f.number));
+        }
+        if plan.kind == PlanKind::Move {
+            for (_, f) in plan.input_files() {
+                edit.new_files
+                    .push((plan.output_level as u32, (**f).clone()));
+            }
+            return Ok(edit);
+        }
+        let out_level = plan.output_level;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (_, f) in plan.input_files() {
+            let t = ctx.tables.table(f.number)?;
+            children.push(Box::new(t.iter(ReadCause::Compaction)));
+        }
+        let merged = MergingIterator::new(children);
+        let inputs: HashSet<u64> = plan.input_files().map(|(_, f)| f.number).collect();
+        let v = ctx.version;
+        let is_base = |key: &[u8]| {
+            (out_level..v.num_levels()).all(|l| {
+                let u = unit_index(v.guards(l), key);
+                !v.unit_files(l, u)
+                    .iter()
+                    .any(|f| !inputs.contains(&f.number) && holds(f, key))
+            })
+        };
+        let in_place = plan.inputs.iter().all(|(l, _)| *l == out_level);
+        let target_file_size = if in_place {
+            // At most `max_files_per_guard` outputs per guard, or the guard would overflow
+            // again at once.
+            let per = (self.cfg.max_files_per_guard.max(1)) as u64;
+            self.target_file_size.max(plan.input_bytes() / per + 1)
+        } else {
+            self.target_file_size
+        };
+        let spec = MergeSpec {
+            target_file_size,
+            is_base_for_key: &is_base,
+        };
+        let mut cut = GuardCut {
+            inner: merged,
+            committed: v.guards(out_level).to_vec(),
+            rule: self.rule,
+            level: out_level,
+            started: false,
+            stopped: false,
+            limit: None,
+            last_user_key: Vec::new(),
+            discovered: Vec::new(),
+        };
+        loop {
+            let (outputs, _) = merge_into_tables(&mut cut, &spec, ctx)?;
+            for f in outputs {
+                edit.new_files.push((out_level as u32, f));
+            }
+            if !cut.resume() {
+                break;
+            }
+        }
+        // New guards hold at the output level and every deeper one (the hash rule nests).
+        for key in &cut.discovered {
+            for l in out_level..v.num_levels() {
+                if v.guards(l).binary_search(key).is_err() {
+                    edit.new_guards.push((l as u32, key.clone()));
+                }
+            }
+        }
+        Ok(edit)
+    }
+}
+
+/// The merged input of one compaction, cut at the output level's guards: it stops (reports
+/// not valid) before the first key of the next guard range, so each call of the merge writes
+/// the tables of one range. Keys that the hash makes guards of the output level but are not
+/// committed yet are recorded as discovered and cut at too.
+struct GuardCut {
+    inner: MergingIterator,
+    committed: Vec<Vec<u8>>,
+    rule: GuardRule,
+    level: usize,
+    started: bool,
+    stopped: bool,
+    /// The first committed guard above the current range's start.
+    limit: Option<Vec<u8>>,
+    last_user_key: Vec<u8>,
+    discovered: Vec<Vec<u8>>,
+}
+
+impl GuardCut {
+    /// Start a range at the current key. Returns false when the input is exhausted.
+    fn resume(&mut self) -> bool {
+        if !self.inner.valid() {
+            return false;
+        }
+        self.stopped = false;
+        self.start_range();
+        true
+    }
+
+    fn start_range(&mut self) {
+        let k = user_key(self.inner.key()).to_vec();
+        let i = self
+            .committed
+            .partition_point(|g| g.as_slice() <= k.as_slice());
+        self.limit = self.committed.get(i).cloned();
+        let is_committed = i > 0 && self.committed.get(i - 1).is_some_and(|g| *g == k);
+        if !is_committed && self.rule.is_guard(&k, self.level) && self.discovered.last() != Some(&k)
+        {
+            self.discovered.push(k.clone());
+        }
+        self.last_user_key = k;
+    }
+
+    /// After moving: stop at a new user key that starts another guard range.
+    fn check(&mut self) {
+        if !self.inner.valid() {
+            return;
+        }
+        let k = user_key(self.inner.key());
+        if k == self.last_user_key.as_slice() {
+            return;
+        }
+        if self.limit.as_deref().is_some_and(|l| k >= l) {
+            self.stopped = true;
+            return;
+        }
+        if self.rule.is_guard(k, self.level) {
+            self.stopped = true;
+            return;
+        }
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(k);
+    }
+}
+
+impl InternalIterator for GuardCut {
+    fn valid(&self) -> bool {
+        !self.stopped && self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        // The merge calls this at the start of every range; only the first one positions.
+        if !self.started {
+            self.started = true;
+            self.inner.seek_to_first()?;
+            if self.inner.valid() {
+                self.start_range();
+            }
+        }
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()?;
+        self.check();
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}
