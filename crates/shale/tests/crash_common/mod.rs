@@ -80,6 +80,37 @@ pub fn opts_small(env: &Env) -> Options {
     o
 }
 
+/// `opts_small` with the FLSM layout (the `pebblesdb` preset): guards from the few dozen
+/// keys of a workload, and guards that overflow after two tables.
+fn opts_flsm(env: &Env) -> Options {
+    let mut o = Options::preset("pebblesdb")
+        .expect("pebblesdb preset")
+        .with_env(env.clone());
+    let small = opts_small(env);
+    o.block_cache_bytes = small.block_cache_bytes;
+    o.max_open_files = small.max_open_files;
+    o.table.block_size = small.table.block_size;
+    o.num_levels = small.num_levels;
+    o.write_buffer_size = small.write_buffer_size;
+    o.target_file_size = small.target_file_size;
+    o.max_bytes_for_level_base = small.max_bytes_for_level_base;
+    o.level_size_multiplier = small.level_size_multiplier;
+    o.level0_compaction_trigger = small.level0_compaction_trigger;
+    o.level0_slowdown_trigger = small.level0_slowdown_trigger;
+    o.level0_stop_trigger = small.level0_stop_trigger;
+    o.flsm.top_level_bits = 3;
+    o.flsm.bit_decrement = 1;
+    o.flsm.max_sstables_per_guard = 2;
+    o
+}
+
+/// `opts_flsm` with a MANIFEST rewritten every couple of edits (guards in snapshots).
+fn opts_flsm_manifest(env: &Env) -> Options {
+    let mut o = opts_flsm(env);
+    o.max_manifest_bytes = 600;
+    o
+}
+
 /// Memtables that hold a few dozen writes (just over the skiplist's first arena chunk).
 fn opts_medium(env: &Env) -> Options {
     let mut o = opts_small(env);
@@ -232,6 +263,37 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 flush_permille: 80,
                 compact_permille: 80,
                 reopen_permille: 30,
+            },
+        ),
+        // The same over the FLSM layout (pebblesdb): guards committed with compactions.
+        mk(
+            "compact-flsm",
+            opts_flsm,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 35,
+                batch_pct: 25,
+                sync_pct: 15,
+                flush_permille: 80,
+                compact_permille: 80,
+                reopen_permille: 30,
+            },
+        ),
+        mk(
+            "manifest-flsm",
+            opts_flsm_manifest,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 20,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 100,
+                compact_permille: 40,
+                reopen_permille: 40,
             },
         ),
         // MANIFEST rollover (a new MANIFEST and CURRENT every couple of edits).

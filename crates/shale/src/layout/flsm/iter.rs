@@ -43,6 +43,15 @@ impl GuardLevelIterator {
         }
     }
 
+    /// Open range `unit` unless it is open already (repeated seeks into one guard reuse its
+    /// table iterators).
+    fn reopen(&mut self, unit: usize) -> Result<()> {
+        if self.cur.is_some() && self.unit == unit {
+            return Ok(());
+        }
+        self.open(unit)
+    }
+
     /// Open range `unit` (None when it holds no table).
     fn open(&mut self, unit: usize) -> Result<()> {
         self.unit = unit;
@@ -61,11 +70,6 @@ impl GuardLevelIterator {
         Ok(())
     }
 
-    fn bounds(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-        let (lo, hi) = self.version.unit_bounds(self.level, self.unit);
-        (lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec))
-    }
-
     /// True when the open range is positioned on one of its own keys.
     fn in_bounds(&self) -> bool {
         let Some(c) = &self.cur else {
@@ -82,20 +86,16 @@ impl GuardLevelIterator {
     /// Position at the first own key of the open range at or after `target` (or its start),
     /// moving to later ranges while there is none.
     fn forward_from(&mut self, target: Option<&[u8]>) -> Result<()> {
-        let mut target = target.map(<[u8]>::to_vec);
+        let mut target = target;
+        let version = Arc::clone(&self.version);
         loop {
-            let (lo, _) = self.bounds();
+            let (lo, _) = version.unit_bounds(self.level, self.unit);
             if let Some(c) = self.cur.as_mut() {
-                let start = match (&target, &lo) {
-                    (Some(t), Some(l)) if user_key(t) >= l.as_slice() => t.clone(),
-                    (_, Some(l)) => seek_key(l, MAX_SEQNO),
-                    (Some(t), None) => t.clone(),
-                    (None, None) => Vec::new(),
-                };
-                if start.is_empty() {
-                    c.seek_to_first()?;
-                } else {
-                    c.seek(&start)?;
+                match (target, lo) {
+                    (Some(t), Some(l)) if user_key(t) >= l => c.seek(t)?,
+                    (_, Some(l)) => c.seek(&seek_key(l, MAX_SEQNO))?,
+                    (Some(t), None) => c.seek(t)?,
+                    (None, None) => c.seek_to_first()?,
                 }
                 if self.in_bounds() {
                     return Ok(());
@@ -113,12 +113,13 @@ impl GuardLevelIterator {
     /// Position at the last own key of the open range at or before `target` (or its end),
     /// moving to earlier ranges while there is none.
     fn backward_from(&mut self, target: Option<&[u8]>) -> Result<()> {
-        let mut target = target.map(<[u8]>::to_vec);
+        let mut target = target;
+        let version = Arc::clone(&self.version);
         loop {
-            let (_, hi) = self.bounds();
+            let (_, hi) = version.unit_bounds(self.level, self.unit);
             if let Some(c) = self.cur.as_mut() {
-                match (&target, &hi) {
-                    (Some(t), Some(h)) if user_key(t) < h.as_slice() => c.seek_for_prev(t)?,
+                match (target, hi) {
+                    (Some(t), Some(h)) if user_key(t) < h => c.seek_for_prev(t)?,
                     (Some(t), None) => c.seek_for_prev(t)?,
                     (_, Some(h)) => {
                         c.seek(&seek_key(h, MAX_SEQNO))?;
@@ -169,13 +170,13 @@ impl InternalIterator for GuardLevelIterator {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
-        let r = self.open(u).and_then(|()| self.forward_from(Some(target)));
+        let r = self.reopen(u).and_then(|()| self.forward_from(Some(target)));
         self.fail(r)
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
-        let r = self.open(u).and_then(|()| self.backward_from(Some(target)));
+        let r = self.reopen(u).and_then(|()| self.backward_from(Some(target)));
         self.fail(r)
     }
 
