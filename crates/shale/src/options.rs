@@ -228,8 +228,12 @@ impl Options {
     pub fn preset(name: &str) -> Result<Options> {
         match name {
             "leveldb" => Ok(Options::default()),
+            // Fewer, larger levels: a level only appends, so its size limit decides how often
+            // data is written again one level down, not how much of it is rewritten. See
+            // docs/designs/pebblesdb.md for the numbers behind these.
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
+                max_bytes_for_level_base: 4 << 30,
                 ..Options::default()
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(

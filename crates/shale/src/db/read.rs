@@ -103,16 +103,35 @@ fn prepare(
     (seq, sv, opts, pinned)
 }
 
-pub(crate) fn cursor(inner: &DbInner, options: IterOptions) -> Result<Cursor> {
+pub(crate) fn cursor(inner: &Arc<DbInner>, options: IterOptions) -> Result<Cursor> {
     let (_, sv, opts, pinned) = prepare(inner, options);
     let it = DbIter::new(merged(inner, &sv)?, opts);
     Ok(Cursor {
         it,
         values: Arc::clone(&inner.values),
         resolved: Vec::new(),
+        on_seek: seek_hook(inner, &sv),
         _pinned: pinned,
     })
 }
+
+/// Tell the layout where each seek lands (FLSM compacts guards that seeks keep hitting), and
+/// wake the compaction thread when it asks for it.
+fn seek_hook(inner: &Arc<DbInner>, sv: &Arc<SuperVersion>) -> SeekHook {
+    let weak = Arc::downgrade(inner);
+    let version = Arc::clone(&sv.version);
+    Box::new(move |key: &[u8]| {
+        if let Some(inner) = weak.upgrade()
+            && inner.layout.note_seek(&version, key)
+        {
+            let mut bg = inner.bg.lock();
+            bg.compaction_wanted = true;
+            inner.bg_cv.notify_all();
+        }
+    })
+}
+
+type SeekHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 
 pub(crate) fn iter(inner: &DbInner, options: IterOptions) -> Result<DbIterator> {
     let (_, sv, opts, pinned) = prepare(inner, options);
@@ -166,6 +185,7 @@ pub struct Cursor {
     it: DbIter<MergingIterator>,
     values: Arc<dyn ValueStore>,
     resolved: Vec<u8>,
+    on_seek: SeekHook,
     _pinned: Pinned,
 }
 
@@ -196,6 +216,7 @@ impl Cursor {
     }
     /// Position on the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        (self.on_seek)(key);
         let r = self.it.seek(key);
         self.settle(r)
     }

@@ -83,14 +83,9 @@ pub fn opts_small(env: &Env) -> Options {
 /// `opts_small` with the FLSM layout (the `pebblesdb` preset): guards from the few dozen
 /// keys of a workload, and guards that overflow after two tables.
 fn opts_flsm(env: &Env) -> Options {
-    let mut o = Options::preset("pebblesdb")
-        .expect("pebblesdb preset")
-        .with_env(env.clone());
+    let mut o = base(env);
+    o.layout = shale::options::LayoutKind::Flsm;
     let small = opts_small(env);
-    o.block_cache_bytes = small.block_cache_bytes;
-    o.max_open_files = small.max_open_files;
-    o.table.block_size = small.table.block_size;
-    o.num_levels = small.num_levels;
     o.write_buffer_size = small.write_buffer_size;
     o.target_file_size = small.target_file_size;
     o.max_bytes_for_level_base = small.max_bytes_for_level_base;

@@ -170,13 +170,17 @@ impl InternalIterator for GuardLevelIterator {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
-        let r = self.reopen(u).and_then(|()| self.forward_from(Some(target)));
+        let r = self
+            .reopen(u)
+            .and_then(|()| self.forward_from(Some(target)));
         self.fail(r)
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
-        let r = self.reopen(u).and_then(|()| self.backward_from(Some(target)));
+        let r = self
+            .reopen(u)
+            .and_then(|()| self.backward_from(Some(target)));
         self.fail(r)
     }
 

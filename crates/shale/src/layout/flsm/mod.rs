@@ -203,13 +203,17 @@ impl Layout for Flsm {
             return false;
         }
         // The deepest level whose guard holds several tables is where a seek pays most.
-        let Some(g) = (1..version.num_levels()).rev().find_map(|l| {
+        let g = (1..version.num_levels()).rev().find_map(|l| {
             let u = unit_index(version.guards(l), user_key);
             (version.unit_files(l, u).len() > 1).then_some((l, u))
-        }) else {
+        });
+        let mut s = self.seeks.lock();
+        let Some(g) = g else {
+            // A seek elsewhere breaks the run.
+            s.last = None;
+            s.run = 0;
             return false;
         };
-        let mut s = self.seeks.lock();
         if s.last == Some(g) {
             s.run += 1;
         } else {
@@ -294,8 +298,49 @@ impl Layout for Flsm {
                 }
             }
         }
+        edit.deleted_guards = empty_guards(v, plan, &edit);
         Ok(edit)
     }
+}
+
+/// Guards that `edit` leaves with no data at any level: the guard keys inside the plan's
+/// input range at its input level whose range is empty at every level that has them (then
+/// no level's guard list loses a key that a shallower level keeps, so guards still nest).
+/// The paper designed this and left it out; without it, deleted key ranges leave empty
+/// guards behind forever. A deleted guard returns when a compaction meets its key again.
+fn empty_guards(v: &Version, plan: &Plan, edit: &VersionEdit) -> Vec<(u32, Vec<u8>)> {
+    let Some((level, files)) = plan.inputs.first() else {
+        return Vec::new();
+    };
+    let Some((lo, hi)) = picker::key_range(files) else {
+        return Vec::new();
+    };
+    let candidates: Vec<Vec<u8>> = v
+        .guards(*level)
+        .iter()
+        .filter(|g| lo <= g.as_slice() && g.as_slice() <= hi)
+        .cloned()
+        .collect();
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let Ok(after) = v.apply(edit) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for g in candidates {
+        let levels: Vec<usize> = (1..after.num_levels())
+            .filter(|&l| after.guards(l).binary_search(&g).is_ok())
+            .collect();
+        let empty = levels.iter().all(|&l| {
+            let u = unit_index(after.guards(l), &g);
+            after.unit_files(l, u).is_empty()
+        });
+        if empty && !levels.is_empty() {
+            out.extend(levels.into_iter().map(|l| (l as u32, g.clone())));
+        }
+    }
+    out
 }
 
 /// The merged input of one compaction, cut at the output level's guards: it stops (reports

@@ -127,7 +127,10 @@ fn busy_tables_and_ranges_are_left_alone() {
         files: HashSet::from([1]),
         writing: Vec::new(),
     };
-    assert_eq!(run_with("L0: 1:a-b 2:a-b 3:a-b 4:a-b", &busy, &[]), "nothing");
+    assert_eq!(
+        run_with("L0: 1:a-b 2:a-b 3:a-b 4:a-b", &busy, &[]),
+        "nothing"
+    );
 }
 
 #[test]
@@ -180,4 +183,78 @@ fn manual_range_pushes_the_guards_it_touches() {
     );
     assert!(pick_range(&v, 1, Some(b"d"), Some(b"e")).is_none());
     assert!(pick_range(&v, 6, None, None).is_none());
+}
+
+fn flsm_options() -> crate::Options {
+    let mut o = crate::Options::preset("pebblesdb").unwrap();
+    o.flsm.max_sstables_per_guard = 2;
+    o.flsm.seek_compaction_trigger = 3;
+    o
+}
+
+#[test]
+fn consecutive_seeks_on_one_guard_make_it_hot() {
+    use crate::layout::Layout;
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c 2:b-d 3:m-n").unwrap();
+    assert!(layout.pick(&v).is_none());
+    // Seeks alternating between guards never count up.
+    for k in [b"a", b"n", b"b", b"m"] {
+        assert!(!layout.note_seek(&v, k));
+    }
+    // A guard with one table is not worth it.
+    for _ in 0..5 {
+        assert!(!layout.note_seek(&v, b"n"));
+    }
+    assert!(!layout.note_seek(&v, b"a"));
+    assert!(!layout.note_seek(&v, b"b"));
+    assert!(
+        layout.note_seek(&v, b"c"),
+        "third seek in a row into guard 0"
+    );
+    let p = layout.pick(&v).unwrap();
+    assert_eq!(
+        format!("{} because {}", p.describe(), p.reason),
+        "L1[1,2] -> L1 (merge) because seeks keep landing on L1 guard 0 (2 tables)"
+    );
+    // Once picked, the guard is not hot any more.
+    assert!(layout.pick(&v).is_none());
+}
+
+#[test]
+fn empty_guards_are_deleted_at_every_level_that_has_them() {
+    use crate::layout::Plan;
+    use crate::manifest::VersionEdit;
+    let plan_of = |v: &crate::version::Version, level: usize, nums: &[u64]| Plan {
+        kind: crate::layout::PlanKind::Merge,
+        inputs: vec![(
+            level,
+            v.level(level)
+                .iter()
+                .filter(|f| nums.contains(&f.number))
+                .cloned()
+                .collect(),
+        )],
+        output_level: level,
+        reason: String::new(),
+    };
+    let drop_all = |nums: &[u64], level: u32| VersionEdit {
+        deleted_files: nums.iter().map(|&n| (level, n)).collect(),
+        ..VersionEdit::default()
+    };
+    // Everything in [m, t) at L1 was deleted (tombstones met their keys and were dropped).
+    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
+    assert_eq!(got, vec![(1, b"m".to_vec()), (2, b"m".to_vec())]);
+    // Data below keeps the guard (a push down empties the upper range but not the lower).
+    let v = text::parse("G1: m t\nG2: m t\nL1: 2:m-n 3:m-p\nL2: 9:m-o").unwrap();
+    let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
+    assert!(got.is_empty());
+    // The edit applied removes the guard and the tree still nests.
+    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let mut e = drop_all(&[2, 3], 1);
+    e.deleted_guards = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &e);
+    let after = v.apply(&e).unwrap();
+    assert_eq!(after.guards(1), [b"t".to_vec()]);
+    assert_eq!(after.guards(2), [b"t".to_vec()]);
 }
