@@ -76,14 +76,17 @@ pub struct FlsmOptions {
     /// Default 2.
     pub bit_decrement: u32,
     /// A guard holding more tables than this is compacted. 1 behaves like leveled.
-    /// Default 4.
+    /// Default 24: above the number of level-0 compactions a level-1 guard receives before
+    /// its level is over budget, so level 1 never rewrites itself while it fills.
     pub max_sstables_per_guard: usize,
     /// The second-to-last level rewrites a guard in place instead of pushing it into the
     /// last level when the push would rewrite more than this many times its bytes (the
     /// paper's 25x rule). Default 25.
     pub rewrite_ratio: u64,
-    /// Consecutive seeks landing in one guard that make it wanted for compaction; 0
-    /// disables seek-based compaction. Default 10.
+    /// Seeks that a guard holding several tables absorbs before it is merged in place: the
+    /// larger of this and the guard's bytes / 16 KiB / (tables - 1) (LevelDB's
+    /// `allowed_seeks` rule);
+    /// 0 disables seek-based compaction. Default 10.
     pub seek_compaction_trigger: u32,
 }
 
@@ -92,7 +95,7 @@ impl Default for FlsmOptions {
         FlsmOptions {
             top_level_bits: 18,
             bit_decrement: 2,
-            max_sstables_per_guard: 4,
+            max_sstables_per_guard: 24,
             rewrite_ratio: 25,
             seek_compaction_trigger: 10,
         }

@@ -26,7 +26,7 @@ pub mod picker;
 mod tests;
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -54,13 +54,20 @@ pub struct Flsm {
     seeks: Mutex<SeekState>,
 }
 
-/// Consecutive seeks per guard (the paper's seek-based compaction).
+/// Seeks per guard (the paper's seek-based compaction).
 #[derive(Debug, Default)]
 struct SeekState {
-    last: Option<HotGuard>,
-    run: u32,
-    hot: Vec<HotGuard>,
+    /// Per (level, guard hash of the guard's key): seeks counted while the guard held the
+    /// recorded number of tables (a change of that number restarts the count).
+    counts: HashMap<(usize, u64), (u64, usize)>,
+    /// Guards wanted for compaction, as (level, the guard's key; empty for the sentinel).
+    hot: Vec<(usize, Vec<u8>)>,
 }
+
+/// Bytes of guard data that one extra table read by a seek is worth compacting (LevelDB's
+/// `allowed_seeks` rule): a guard of `n` tables absorbs `bytes / SEEK_BYTES / (n - 1)` seeks
+/// (at least `seek_compaction_trigger`) before it is merged.
+const SEEK_BYTES: u64 = 16 * 1024;
 
 impl Flsm {
     /// An FLSM layout configured from `options`.
@@ -85,21 +92,25 @@ impl Flsm {
 
     /// The next compaction given what other compactions hold (see [`picker::pick`]).
     pub fn pick_with(&self, version: &Version, busy: &Busy) -> Option<Plan> {
-        let hot = self.seeks.lock().hot.clone();
+        let hot: Vec<HotGuard> = self
+            .seeks
+            .lock()
+            .hot
+            .iter()
+            .map(|(l, k)| (*l, unit_index(version.guards(*l), k)))
+            .collect();
         let plan = picker::pick(version, &self.cfg, busy, &hot);
         if let Some(p) = &plan
             && let Some((level, files)) = p.inputs.first()
             && p.output_level == *level
+            && let Some((lo, hi)) = picker::key_range(files)
         {
             // A guard compacted in place is no longer hot.
             let g = version.guards(*level);
-            let mut s = self.seeks.lock();
-            s.hot.retain(|&(l, u)| {
-                l != *level
-                    || !files.iter().any(|f| {
-                        unit_index(g, f.smallest_user_key()) <= u
-                            && u <= unit_index(g, f.largest_user_key())
-                    })
+            let (a, b) = (unit_index(g, lo), unit_index(g, hi));
+            self.seeks.lock().hot.retain(|(l, k)| {
+                let u = unit_index(g, k);
+                *l != *level || u < a || u > b
             });
         }
         plan
@@ -202,30 +213,37 @@ impl Layout for Flsm {
         if self.seek_trigger == 0 {
             return false;
         }
-        // The deepest level whose guard holds several tables is where a seek pays most.
-        let g = (1..version.num_levels()).rev().find_map(|l| {
-            let u = unit_index(version.guards(l), user_key);
-            (version.unit_files(l, u).len() > 1).then_some((l, u))
-        });
         let mut s = self.seeks.lock();
-        let Some(g) = g else {
-            // A seek elsewhere breaks the run.
-            s.last = None;
-            s.run = 0;
-            return false;
-        };
-        if s.last == Some(g) {
-            s.run += 1;
-        } else {
-            s.last = Some(g);
-            s.run = 1;
+        let mut wanted = false;
+        // Every level where the seek had to merge several tables of one guard is charged.
+        for l in 1..version.num_levels() {
+            let u = unit_index(version.guards(l), user_key);
+            let files = version.unit_files(l, u);
+            if files.len() < 2 {
+                continue;
+            }
+            // A seek here pays for `files - 1` extra tables.
+            let extra = files.len() as u64 - 1;
+            let budget = u64::from(self.seek_trigger)
+                .max(files.iter().map(|f| f.size).sum::<u64>() / SEEK_BYTES / extra);
+            let lo = version.unit_bounds(l, u).0.unwrap_or_default();
+            let c = s
+                .counts
+                .entry((l, guards::guard_hash(lo)))
+                .or_insert((0, files.len()));
+            if c.1 != files.len() {
+                *c = (0, files.len());
+            }
+            c.0 += 1;
+            if c.0 == budget {
+                let key = lo.to_vec();
+                if !s.hot.contains(&(l, key.clone())) {
+                    s.hot.push((l, key));
+                    wanted = true;
+                }
+            }
         }
-        if s.run >= self.seek_trigger && !s.hot.contains(&g) {
-            s.run = 0;
-            s.hot.push(g);
-            return true;
-        }
-        false
+        wanted
     }
 
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {

@@ -193,25 +193,20 @@ fn flsm_options() -> crate::Options {
 }
 
 #[test]
-fn consecutive_seeks_on_one_guard_make_it_hot() {
+fn seeks_into_a_guard_of_several_tables_make_it_hot() {
     use crate::layout::Layout;
     let layout = super::Flsm::new(&flsm_options());
-    let v = text::parse("G1: m\nL1: 1:a-c 2:b-d 3:m-n").unwrap();
+    // Small tables: the seek budget is the trigger (3), not bytes / 16 KiB.
+    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
     assert!(layout.pick(&v).is_none());
-    // Seeks alternating between guards never count up.
-    for k in [b"a", b"n", b"b", b"m"] {
-        assert!(!layout.note_seek(&v, k));
-    }
-    // A guard with one table is not worth it.
+    // A guard with one table is never charged.
     for _ in 0..5 {
         assert!(!layout.note_seek(&v, b"n"));
     }
     assert!(!layout.note_seek(&v, b"a"));
     assert!(!layout.note_seek(&v, b"b"));
-    assert!(
-        layout.note_seek(&v, b"c"),
-        "third seek in a row into guard 0"
-    );
+    assert!(layout.note_seek(&v, b"c"), "third seek into guard 0");
+    assert!(!layout.note_seek(&v, b"c"), "wanted once");
     let p = layout.pick(&v).unwrap();
     assert_eq!(
         format!("{} because {}", p.describe(), p.reason),
@@ -219,6 +214,16 @@ fn consecutive_seeks_on_one_guard_make_it_hot() {
     );
     // Once picked, the guard is not hot any more.
     assert!(layout.pick(&v).is_none());
+    // Big guards absorb more seeks: 2 MiB / 16 KiB = 128 for one extra table, half that
+    // for two.
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M").unwrap();
+    assert!((0..127).all(|_| !layout.note_seek(&v, b"a")));
+    assert!(layout.note_seek(&v, b"a"));
+    assert!(layout.pick(&v).is_some());
+    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M 3:b-d/1M").unwrap();
+    assert!((0..95).all(|_| !layout.note_seek(&v, b"a")));
+    assert!(layout.note_seek(&v, b"a"));
 }
 
 #[test]
