@@ -67,6 +67,14 @@ pub(super) fn compute_units(
                     u.push(Arc::clone(f));
                 }
             }
+            // Newest first: a lookup that finds its key can skip every older table.
+            for u in &mut units {
+                u.sort_by(|a, b| {
+                    b.largest_seq
+                        .cmp(&a.largest_seq)
+                        .then(b.number.cmp(&a.number))
+                });
+            }
             units
         })
         .collect()
@@ -88,8 +96,9 @@ impl Version {
         self.guards(level).len() + 1
     }
 
-    /// The files whose span intersects guard range `unit` of `level` (0 is the sentinel).
-    /// A level without guards is one range holding every file.
+    /// The files whose span intersects guard range `unit` of `level` (0 is the sentinel),
+    /// newest (largest sequence number) first. A level without guards is one range holding
+    /// every file, in the level's order.
     pub fn unit_files(&self, level: usize, unit: usize) -> &[Arc<FileMeta>] {
         match self.units.get(level) {
             Some(u) if !u.is_empty() => u.get(unit).map_or(&[], Vec::as_slice),

@@ -150,6 +150,16 @@ impl Layout for Flsm {
             let u = unit_index(version.guards(level), user_key);
             let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
             for f in version.unit_files(level, u) {
+                // Tables come newest first: one whose entries are all older than the entry
+                // found holds nothing newer, and neither does any after it (when the level
+                // has guards; a level without them keeps key order, and is searched whole).
+                if best
+                    .as_ref()
+                    .is_some_and(|b| f.largest_seq < crate::key::trailer(&b.0) >> 8)
+                    && !version.guards(level).is_empty()
+                {
+                    break;
+                }
                 if !holds(f, user_key) {
                     continue;
                 }

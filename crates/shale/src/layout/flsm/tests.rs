@@ -51,12 +51,12 @@ fn overflowing_guard_merges_in_place() {
     // The sentinel holds 3 tables (max 2); the guard at m holds 2.
     assert_eq!(
         run("G1: m\nL1: 1:a-c 2:b-d 3:a-b 4:n-p 5:m-q"),
-        "L1[3,1,2] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2)"
+        "L1[3,2,1] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2)"
     );
     // The last level rewrites in place too.
     assert_eq!(
         run("G6: m\nL6: 1:m-n 2:m-o 3:n-p"),
-        "L6[2,1,3] -> L6 (merge) because L6 guard 1 holds 3 tables (max 2)"
+        "L6[3,2,1] -> L6 (merge) because L6 guard 1 holds 3 tables (max 2)"
     );
 }
 
@@ -65,7 +65,7 @@ fn level_over_budget_pushes_its_fullest_guard_down() {
     // L1 holds 12M over a 10M budget; the guard at m holds 8M: it goes down, appended.
     assert_eq!(
         run("G1: m\nG2: g m t\nL1: 1:a-c/4M 2:m-p/4M 3:n-z/4M\nL2: 9:m-n/50M"),
-        "L1[2,3] -> L2 (merge) because L1 score 1.20, guard 1 holds 8388608 bytes"
+        "L1[3,2] -> L2 (merge) because L1 score 1.20, guard 1 holds 8388608 bytes"
     );
 }
 
@@ -100,7 +100,7 @@ fn tables_reaching_into_other_guards_are_taken_together() {
     // The guard at m overflows (1, 2, 5); the merge takes the sentinel's table 3 too.
     assert_eq!(
         run("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z 5:m-n"),
-        "L1[1,3,5,2] -> L1 (merge) because L1 guard 1 holds 3 tables (max 2)"
+        "L1[3,1,5,2] -> L1 (merge) because L1 guard 1 holds 3 tables (max 2)"
     );
 }
 
@@ -164,7 +164,7 @@ fn hot_guards_merge_in_place_when_nothing_else_is_due() {
     assert_eq!(run(tree), "nothing");
     assert_eq!(
         run_with(tree, &Busy::default(), &[(2, 0)]),
-        "L2[1,2] -> L2 (merge) because seeks keep landing on L2 guard 0 (2 tables)"
+        "L2[2,1] -> L2 (merge) because seeks keep landing on L2 guard 0 (2 tables)"
     );
     // A guard with one table gains nothing.
     assert_eq!(run_with(tree, &Busy::default(), &[(2, 1)]), "nothing");
@@ -210,7 +210,7 @@ fn seeks_into_a_guard_of_several_tables_make_it_hot() {
     let p = layout.pick(&v).unwrap();
     assert_eq!(
         format!("{} because {}", p.describe(), p.reason),
-        "L1[1,2] -> L1 (merge) because seeks keep landing on L1 guard 0 (2 tables)"
+        "L1[2,1] -> L1 (merge) because seeks keep landing on L1 guard 0 (2 tables)"
     );
     // Once picked, the guard is not hot any more.
     assert!(layout.pick(&v).is_none());
