@@ -47,7 +47,11 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
         cause: ReadCause::Get,
     };
     let seek = seek_key(key, seq);
-    match inner.layout.get(&sv.version, &ctx, key, &seek)? {
+    let found = inner.layout.get(&sv.version, &ctx, key, &seek)?;
+    if inner.layout.take_compaction_wanted() {
+        wake_compaction(inner);
+    }
+    match found {
         None => Ok(None),
         Some((ikey, value)) => {
             let parsed = parse_internal_key(&ikey)
@@ -124,11 +128,16 @@ fn seek_hook(inner: &Arc<DbInner>, sv: &Arc<SuperVersion>) -> SeekHook {
         if let Some(inner) = weak.upgrade()
             && inner.layout.note_seek(&version, key)
         {
-            let mut bg = inner.bg.lock();
-            bg.compaction_wanted = true;
-            inner.bg_cv.notify_all();
+            wake_compaction(&inner);
         }
     })
+}
+
+/// Ask the compaction thread to run the picker (a read made the layout want a compaction).
+fn wake_compaction(inner: &DbInner) {
+    let mut bg = inner.bg.lock();
+    bg.compaction_wanted = true;
+    inner.bg_cv.notify_all();
 }
 
 type SeekHook = Box<dyn Fn(&[u8]) + Send + Sync>;

@@ -129,6 +129,13 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     fn note_seek(&self, _version: &Version, _user_key: &[u8]) -> bool {
         false
     }
+
+    /// True once after `get` made the layout want a compaction (FLSM charges guards whose
+    /// many tables gets had to probe); the engine then wakes its compaction thread.
+    /// Default: never.
+    fn take_compaction_wanted(&self) -> bool {
+        false
+    }
 }
 
 /// Build the configured layout.

@@ -28,6 +28,7 @@ mod tests;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
@@ -52,6 +53,8 @@ pub struct Flsm {
     target_file_size: u64,
     seek_trigger: u32,
     seeks: Mutex<SeekState>,
+    /// Set when a get marked a guard hot; taken by the engine to wake compaction.
+    wanted: AtomicBool,
 }
 
 /// Seeks per guard (the paper's seek-based compaction).
@@ -87,6 +90,7 @@ impl Flsm {
             target_file_size: options.target_file_size,
             seek_trigger: options.flsm.seek_compaction_trigger,
             seeks: Mutex::new(SeekState::default()),
+            wanted: AtomicBool::new(false),
         }
     }
 
@@ -114,6 +118,41 @@ impl Flsm {
             });
         }
         plan
+    }
+}
+
+impl Flsm {
+    /// Charge guard `u` of `level` for one read that touched `extra` more tables than one.
+    /// Returns true when the guard just became hot. Counting is best effort: a read that
+    /// finds the counters busy skips it rather than wait.
+    fn charge(&self, version: &Version, level: usize, u: usize, extra: usize) -> bool {
+        if self.seek_trigger == 0 {
+            return false;
+        }
+        let files = version.unit_files(level, u);
+        let Some(mut s) = self.seeks.try_lock() else {
+            return false;
+        };
+        let budget = u64::from(self.seek_trigger)
+            .max(files.iter().map(|f| f.size).sum::<u64>() / SEEK_BYTES / extra.max(1) as u64);
+        let lo = version.unit_bounds(level, u).0.unwrap_or_default();
+        let c = s
+            .counts
+            .entry((level, guards::guard_hash(lo)))
+            .or_insert((0, files.len()));
+        if c.1 != files.len() {
+            *c = (0, files.len());
+        }
+        c.0 += 1;
+        if c.0 < budget {
+            return false;
+        }
+        let key = (level, lo.to_vec());
+        if s.hot.contains(&key) {
+            return false;
+        }
+        s.hot.push(key);
+        true
     }
 }
 
@@ -149,6 +188,7 @@ impl Layout for Flsm {
         for level in 1..version.num_levels() {
             let u = unit_index(version.guards(level), user_key);
             let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+            let mut probed = 0usize;
             for f in version.unit_files(level, u) {
                 // Tables come newest first: one whose entries are all older than the entry
                 // found holds nothing newer, and neither does any after it (when the level
@@ -163,6 +203,7 @@ impl Layout for Flsm {
                 if !holds(f, user_key) {
                     continue;
                 }
+                probed += 1;
                 let t = ctx.tables.table(f.number)?;
                 if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
                     // Tables of one guard may overlap: the newest entry (smallest internal
@@ -175,11 +216,18 @@ impl Layout for Flsm {
                     }
                 }
             }
+            if probed > 1 && self.charge(version, level, u, probed - 1) {
+                self.wanted.store(true, AtomicOrdering::Release);
+            }
             if best.is_some() {
                 return Ok(best);
             }
         }
         Ok(None)
+    }
+
+    fn take_compaction_wanted(&self) -> bool {
+        self.wanted.load(AtomicOrdering::Relaxed) && self.wanted.swap(false, AtomicOrdering::AcqRel)
     }
 
     fn iterators(
@@ -220,37 +268,13 @@ impl Layout for Flsm {
     }
 
     fn note_seek(&self, version: &Version, user_key: &[u8]) -> bool {
-        if self.seek_trigger == 0 {
-            return false;
-        }
-        let mut s = self.seeks.lock();
         let mut wanted = false;
-        // Every level where the seek had to merge several tables of one guard is charged.
+        // Every level where the seek has to merge several tables of one guard is charged.
         for l in 1..version.num_levels() {
             let u = unit_index(version.guards(l), user_key);
-            let files = version.unit_files(l, u);
-            if files.len() < 2 {
-                continue;
-            }
-            // A seek here pays for `files - 1` extra tables.
-            let extra = files.len() as u64 - 1;
-            let budget = u64::from(self.seek_trigger)
-                .max(files.iter().map(|f| f.size).sum::<u64>() / SEEK_BYTES / extra);
-            let lo = version.unit_bounds(l, u).0.unwrap_or_default();
-            let c = s
-                .counts
-                .entry((l, guards::guard_hash(lo)))
-                .or_insert((0, files.len()));
-            if c.1 != files.len() {
-                *c = (0, files.len());
-            }
-            c.0 += 1;
-            if c.0 == budget {
-                let key = lo.to_vec();
-                if !s.hot.contains(&(l, key.clone())) {
-                    s.hot.push((l, key));
-                    wanted = true;
-                }
+            let n = version.unit_files(l, u).len();
+            if n > 1 {
+                wanted |= self.charge(version, l, u, n - 1);
             }
         }
         wanted

@@ -263,3 +263,19 @@ fn empty_guards_are_deleted_at_every_level_that_has_them() {
     assert_eq!(after.guards(1), [b"t".to_vec()]);
     assert_eq!(after.guards(2), [b"t".to_vec()]);
 }
+
+#[test]
+fn gets_probing_several_tables_of_a_guard_make_it_hot() {
+    use crate::layout::Layout;
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    assert!(!layout.take_compaction_wanted());
+    // charged as a get that probed both tables of the sentinel
+    assert!(!layout.charge(&v, 1, 0, 1));
+    assert!(!layout.charge(&v, 1, 0, 1));
+    assert!(layout.charge(&v, 1, 0, 1));
+    assert_eq!(
+        layout.pick(&v).map(|p| p.describe()),
+        Some("L1[2,1] -> L1 (merge)".to_string())
+    );
+}
