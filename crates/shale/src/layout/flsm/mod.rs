@@ -310,11 +310,11 @@ impl Layout for Flsm {
             })
         };
         let in_place = plan.inputs.iter().all(|(l, _)| *l == out_level);
+        // A guard merged in place ends as one table per guard range: were it cut by size, a
+        // guard larger than the target would still hold several tables, and the rule that
+        // picked it (too many tables, or reads paying for them) would pick it again.
         let target_file_size = if in_place {
-            // At most `max_files_per_guard` outputs per guard, or the guard would overflow
-            // again at once.
-            let per = (self.cfg.max_files_per_guard.max(1)) as u64;
-            self.target_file_size.max(plan.input_bytes() / per + 1)
+            u64::MAX
         } else {
             self.target_file_size
         };
