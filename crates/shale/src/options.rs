@@ -88,6 +88,9 @@ pub struct FlsmOptions {
     /// `allowed_seeks` rule);
     /// 0 disables seek-based compaction. Default 10.
     pub seek_compaction_trigger: u32,
+    /// Gets that probe several tables of one guard charge its read budget too (as seeks
+    /// do). Default true.
+    pub get_compaction: bool,
 }
 
 impl Default for FlsmOptions {
@@ -98,6 +101,7 @@ impl Default for FlsmOptions {
             max_sstables_per_guard: 24,
             rewrite_ratio: 25,
             seek_compaction_trigger: 10,
+            get_compaction: true,
         }
     }
 }

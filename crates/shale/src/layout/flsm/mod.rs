@@ -52,6 +52,7 @@ pub struct Flsm {
     rule: GuardRule,
     target_file_size: u64,
     seek_trigger: u32,
+    get_compaction: bool,
     seeks: Mutex<SeekState>,
     /// Set when a get marked a guard hot; taken by the engine to wake compaction.
     wanted: AtomicBool,
@@ -89,6 +90,7 @@ impl Flsm {
             },
             target_file_size: options.target_file_size,
             seek_trigger: options.flsm.seek_compaction_trigger,
+            get_compaction: options.flsm.get_compaction,
             seeks: Mutex::new(SeekState::default()),
             wanted: AtomicBool::new(false),
         }
@@ -216,7 +218,7 @@ impl Layout for Flsm {
                     }
                 }
             }
-            if probed > 1 && self.charge(version, level, u, probed - 1) {
+            if probed > 1 && self.get_compaction && self.charge(version, level, u, probed - 1) {
                 self.wanted.store(true, AtomicOrdering::Release);
             }
             if best.is_some() {
