@@ -62,6 +62,50 @@ pub enum LayoutKind {
     /// Leveled compaction with disjoint tables per level (LevelDB).
     #[default]
     Leveled,
+    /// Fragmented LSM: guards partition each level, tables within a guard may overlap and
+    /// compaction appends to the next level instead of rewriting it (PebblesDB).
+    Flsm,
+}
+
+/// Options of the FLSM layout (ignored by the others).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlsmOptions {
+    /// A key is a level-1 guard when this many low bits of its guard hash are all ones.
+    /// About one key in `2^top_level_bits` becomes a level-1 guard. Default 18: about 76
+    /// level-1 guards at 20M keys.
+    pub top_level_bits: u32,
+    /// Each deeper level needs this many fewer bits (4x more guards per level at 2).
+    /// Default 2.
+    pub bit_decrement: u32,
+    /// A guard holding more tables than this is compacted. 1 behaves like leveled.
+    /// Default 24: above the number of level-0 compactions a level-1 guard receives before
+    /// its level is over budget, so level 1 never rewrites itself while it fills.
+    pub max_sstables_per_guard: usize,
+    /// The second-to-last level rewrites a guard in place instead of pushing it into the
+    /// last level when the push would rewrite more than this many times its bytes (the
+    /// paper's 25x rule). Default 25.
+    pub rewrite_ratio: u64,
+    /// Seeks that a guard holding several tables absorbs before it is merged in place: the
+    /// larger of this and the guard's bytes / 16 KiB / (tables - 1) (LevelDB's
+    /// `allowed_seeks` rule);
+    /// 0 disables seek-based compaction. Default 10.
+    pub seek_compaction_trigger: u32,
+    /// Gets that probe several tables of one guard charge its read budget too (as seeks
+    /// do). Default true.
+    pub get_compaction: bool,
+}
+
+impl Default for FlsmOptions {
+    fn default() -> Self {
+        FlsmOptions {
+            top_level_bits: 18,
+            bit_decrement: 2,
+            max_sstables_per_guard: 24,
+            rewrite_ratio: 25,
+            seek_compaction_trigger: 10,
+            get_compaction: true,
+        }
+    }
 }
 
 /// Options of the table format.
@@ -177,6 +221,8 @@ pub struct Options {
     /// With `values = vlog`: bytes per second the automatic garbage collection may read;
     /// 0 means no limit. Default 64 MiB/s.
     pub vlog_gc_bytes_per_sec: u64,
+    /// Options of the FLSM layout.
+    pub flsm: FlsmOptions,
 }
 
 impl Default for Options {
@@ -212,6 +258,7 @@ impl Default for Options {
             vlog_gc: true,
             vlog_gc_ratio: 0.5,
             vlog_gc_bytes_per_sec: 64 << 20,
+            flsm: FlsmOptions::default(),
         }
     }
 }
@@ -229,12 +276,13 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb", "wisckey"]
+        vec!["leveldb", "pebblesdb", "wisckey"]
     }
 
-    /// Options for a named design: `leveldb` (leveled + skiplist + inline), `wisckey`
-    /// (leveled + skiplist + vlog). The other names (`pebblesdb`, `flodb`, `lwc`,
-    /// `lsm-trie`) are reserved for designs not yet built and return [`Error::Unsupported`].
+    /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
+    /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog). The other names
+    /// (`flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet built and return
+    /// [`Error::Unsupported`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
@@ -244,6 +292,14 @@ impl Options {
             "leveldb" => Ok(Options::default()),
             "wisckey" => Ok(Options {
                 values: ValuesKind::Vlog,
+                ..Options::default()
+            }),
+            // Fewer, larger levels: a level only appends, so its size limit decides how often
+            // data is written again one level down, not how much of it is rewritten. See
+            // docs/designs/pebblesdb.md for the numbers behind these.
+            "pebblesdb" => Ok(Options {
+                layout: LayoutKind::Flsm,
+                max_bytes_for_level_base: 4 << 30,
                 ..Options::default()
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
@@ -346,6 +402,25 @@ impl Options {
                 self.vlog_gc_ratio
             ));
         }
+        let f = &self.flsm;
+        if f.top_level_bits == 0 || f.top_level_bits > 63 {
+            return bad(format!(
+                "flsm.top_level_bits {} must be in 1..=63",
+                f.top_level_bits
+            ));
+        }
+        if f.bit_decrement > f.top_level_bits {
+            return bad(format!(
+                "flsm.bit_decrement {} exceeds top_level_bits {}",
+                f.bit_decrement, f.top_level_bits
+            ));
+        }
+        if f.max_sstables_per_guard == 0 {
+            return bad("flsm.max_sstables_per_guard must be at least 1".into());
+        }
+        if f.rewrite_ratio == 0 {
+            return bad("flsm.rewrite_ratio must be at least 1".into());
+        }
         Ok(())
     }
 }
@@ -365,6 +440,10 @@ mod tests {
     fn presets() {
         assert!(Options::preset("leveldb").is_ok());
         assert_eq!(Options::preset("wisckey").unwrap().values, ValuesKind::Vlog);
+        assert_eq!(
+            Options::preset("pebblesdb").unwrap().layout,
+            LayoutKind::Flsm
+        );
         assert!(matches!(
             Options::preset("flodb"),
             Err(Error::Unsupported(_))

@@ -29,11 +29,12 @@ const DIR: &str = "/db";
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn opts(env: &Env, compression: Compression, vlog: bool) -> Options {
-    let mut o = Options::default().with_env(env.clone());
-    if vlog {
-        // wisckey: most values separated, segments of a few KiB, no background collection.
-        o.values = shale::ValuesKind::Vlog;
+fn opts(env: &Env, design: &str, compression: Compression) -> Options {
+    let mut o = Options::preset(design).unwrap().with_env(env.clone());
+    // FLSM: guards among the few hundred keys, so reads cross guard ranges.
+    o.flsm.top_level_bits = 4;
+    if design == "wisckey" {
+        // Most values separated, segments of a few KiB, no background collection.
         o.min_separated_value_size = 24;
         o.vlog_segment_size = 16 * 1024;
         o.vlog_gc = false;
@@ -60,18 +61,18 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 
 /// The store's files, the model before the last log's writes, and those writes in order.
 struct Image {
+    design: &'static str,
     compression: Compression,
-    vlog: bool,
     files: Vec<(PathBuf, Vec<u8>)>,
     base: Map,
     wal_ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Image {
-    fn build(compression: Compression, vlog: bool) -> Image {
+    fn build(design: &'static str, compression: Compression) -> Image {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, opts(&env, compression, vlog)).unwrap();
+        let db = Db::open(DIR, opts(&env, design, compression)).unwrap();
         let mut model = Map::new();
         let put = |db: &Db, model: &mut Map, i: u32, round: u32| {
             db.put(&key(i), &value(i, round)).unwrap();
@@ -131,8 +132,8 @@ impl Image {
             })
             .collect();
         Image {
+            design,
             compression,
-            vlog,
             files,
             base,
             wal_ops,
@@ -160,7 +161,7 @@ impl Image {
     }
 
     fn opts(&self, env: &Env) -> Options {
-        opts(env, self.compression, self.vlog)
+        opts(env, self.design, self.compression)
     }
 
     fn kind(&self, i: usize) -> &'static str {
@@ -374,9 +375,14 @@ fn positions(kind: &str, len: usize, wal_stride: usize, table_stride: usize) -> 
 }
 
 /// Build a store, then flip bits in each of its files and check every outcome.
-fn flip_everything(compression: Compression, vlog: bool, wal_stride: usize, table_stride: usize) {
+fn flip_everything(
+    design: &'static str,
+    compression: Compression,
+    wal_stride: usize,
+    table_stride: usize,
+) {
     install_panic_hook();
-    let image = Image::build(compression, vlog);
+    let image = Image::build(design, compression);
     let prefixes = image.prefix_states();
     let mut all_keys: Vec<Vec<u8>> = (0..960).map(key).collect();
     all_keys.sort();
@@ -434,7 +440,7 @@ fn flip_everything(compression: Compression, vlog: bool, wal_stride: usize, tabl
         }
     }
     let total: usize = tallies.values().map(|t| t.flips).sum();
-    eprintln!("compression {compression:?}: {total} flips");
+    eprintln!("{design}, compression {compression:?}: {total} flips");
     for (kind, t) in &tallies {
         eprintln!("  {kind:8} {t:?}");
     }
@@ -452,7 +458,7 @@ fn flip_everything(compression: Compression, vlog: bool, wal_stride: usize, tabl
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let log = if vlog { "vlog" } else { "WAL" };
+    let log = if design == "wisckey" { "vlog" } else { "WAL" };
     assert_eq!(
         kinds_seen,
         ["CURRENT", "MANIFEST", log, "table"].into_iter().collect()
@@ -466,15 +472,20 @@ fn flip_everything(compression: Compression, vlog: bool, wal_stride: usize, tabl
 
 #[test]
 fn bit_flips_in_every_file_kind_are_detected_or_harmless() {
-    flip_everything(Compression::None, false, 2, 23);
+    flip_everything("leveldb", Compression::None, 2, 23);
+}
+
+#[test]
+fn bit_flips_in_every_file_kind_of_pebblesdb_are_detected_or_harmless() {
+    flip_everything("pebblesdb", Compression::None, 3, 29);
 }
 
 #[test]
 fn bit_flips_in_a_wisckey_store_are_detected_or_harmless() {
-    flip_everything(Compression::None, true, 29, 61);
+    flip_everything("wisckey", Compression::None, 29, 61);
 }
 
 #[test]
 fn bit_flips_in_compressed_tables_are_detected_or_harmless() {
-    flip_everything(Compression::Lz4, false, 11, 31);
+    flip_everything("leveldb", Compression::Lz4, 11, 31);
 }

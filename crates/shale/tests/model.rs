@@ -35,6 +35,11 @@ fn small_options(preset: &str, env: &Env) -> Options {
     // wisckey: separate most values, and rotate value-log segments every few KiB.
     o.min_separated_value_size = 16;
     o.vlog_segment_size = 8 * 1024;
+    // FLSM: guards from the few hundred keys of the model, and guards that overflow often.
+    o.flsm.top_level_bits = 5;
+    o.flsm.bit_decrement = 1;
+    o.flsm.max_sstables_per_guard = 2;
+    o.flsm.seek_compaction_trigger = 3;
     o
 }
 

@@ -49,7 +49,11 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
         cause: ReadCause::Get,
     };
     let seek = seek_key(key, seq);
-    match inner.layout.get(&sv.version, &ctx, key, &seek)? {
+    let found = inner.layout.get(&sv.version, &ctx, key, &seek)?;
+    if inner.layout.take_compaction_wanted() {
+        wake_compaction(inner);
+    }
+    match found {
         None => Ok(None),
         Some((ikey, value)) => {
             let parsed = parse_internal_key(&ikey)
@@ -110,7 +114,7 @@ fn resolver(inner: &DbInner) -> Arc<dyn Resolve> {
 }
 
 pub(crate) fn cursor(
-    inner: &DbInner,
+    inner: &Arc<DbInner>,
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<Cursor> {
@@ -118,9 +122,33 @@ pub(crate) fn cursor(
     let it = merged(inner, &sv)?;
     Ok(Cursor {
         it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
+        on_seek: seek_hook(inner, &sv),
         _pinned: pinned,
     })
 }
+
+/// Tell the layout where each seek lands (FLSM compacts guards that seeks keep hitting), and
+/// wake the compaction thread when it asks for it.
+fn seek_hook(inner: &Arc<DbInner>, sv: &Arc<SuperVersion>) -> SeekHook {
+    let weak = Arc::downgrade(inner);
+    let version = Arc::clone(&sv.version);
+    Box::new(move |key: &[u8]| {
+        if let Some(inner) = weak.upgrade()
+            && inner.layout.note_seek(&version, key)
+        {
+            wake_compaction(&inner);
+        }
+    })
+}
+
+/// Ask the compaction thread to run the picker (a read made the layout want a compaction).
+fn wake_compaction(inner: &DbInner) {
+    let mut bg = inner.bg.lock();
+    bg.compaction_wanted = true;
+    inner.bg_cv.notify_all();
+}
+
+type SeekHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 
 pub(crate) fn iter(
     inner: &DbInner,
@@ -164,6 +192,7 @@ impl DoubleEndedIterator for DbIterator {
 /// [`crate::iter::prefetch`]).
 pub struct Cursor {
     it: PrefetchCursor<MergingIterator>,
+    on_seek: SeekHook,
     _pinned: Pinned,
 }
 
@@ -182,6 +211,7 @@ impl Cursor {
     }
     /// Position on the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        (self.on_seek)(key);
         self.it.seek(key)
     }
     /// Position on the last key `<= key`.

@@ -3,7 +3,7 @@
 //! A layout answers four questions about a [`Version`]: where does a flushed memtable go,
 //! where can a key be (`get`), which iterators cover a scan, and what should be compacted
 //! next (`pick`, a pure function returning a [`Plan`]). Executing a plan (`compact`) turns it
-//! into a [`VersionEdit`] that the engine commits. Implementations: [`leveled`].
+//! into a [`VersionEdit`] that the engine commits. Implementations: [`leveled`], [`flsm`].
 //!
 //! # Concurrent compactions
 //!
@@ -29,6 +29,7 @@ use crate::manifest::VersionEdit;
 use crate::options::{LayoutKind, Options};
 use crate::version::{FileMeta, Version};
 
+pub mod flsm;
 pub mod leveled;
 
 /// What a picker decided: the inputs of one compaction and where its output goes.
@@ -226,11 +227,26 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
 
     /// Carry out a plan: write new files and describe the change as an edit (not committed).
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit>;
+
+    /// A user iterator sought `user_key` in `version`. Layouts that compact by read patterns
+    /// (FLSM's seek-based compaction) keep counters here; returns true when a compaction
+    /// became wanted, so the engine wakes its compaction thread. Default: nothing.
+    fn note_seek(&self, _version: &Version, _user_key: &[u8]) -> bool {
+        false
+    }
+
+    /// True once after `get` made the layout want a compaction (FLSM charges guards whose
+    /// many tables gets had to probe); the engine then wakes its compaction thread.
+    /// Default: never.
+    fn take_compaction_wanted(&self) -> bool {
+        false
+    }
 }
 
 /// Build the configured layout.
 pub fn new_layout(options: &Options) -> Arc<dyn Layout> {
     match options.layout {
         LayoutKind::Leveled => Arc::new(leveled::Leveled::new(options)),
+        LayoutKind::Flsm => Arc::new(flsm::Flsm::new(options)),
     }
 }

@@ -28,7 +28,10 @@ mod tag {
     pub const DELETED_FILE: u64 = 6;
     /// A table file added to a level.
     pub const NEW_FILE: u64 = 7;
-    // 8 and 9 belong to the flsm layout (guards).
+    /// A guard key added to a level (FLSM layout): `level: varint32`, then the user key.
+    pub const NEW_GUARD: u64 = 8;
+    /// A guard key removed from a level (FLSM layout): `level: varint32`, then the user key.
+    pub const DELETED_GUARD: u64 = 9;
     /// Value log: the position (segment, offset) from which recovery replays.
     pub const VLOG_HEAD: u64 = 10;
     /// Value log: garbage bytes newly found in a segment, as (segment, bytes); added up.
@@ -71,6 +74,10 @@ pub struct VersionEdit {
     /// Value log: `(segment, valid end)` of segments whose tail recovery found torn; bytes
     /// after the end are never read.
     pub vlog_segment_ends: Vec<(u64, u64)>,
+    /// Guard keys added, as (level, user key). Layouts without guards never write them.
+    pub new_guards: Vec<(u32, Vec<u8>)>,
+    /// Guard keys removed, as (level, user key); applied before `new_guards`.
+    pub deleted_guards: Vec<(u32, Vec<u8>)>,
 }
 
 impl VersionEdit {
@@ -85,7 +92,9 @@ impl VersionEdit {
             + usize::from(self.vlog_head.is_some())
             + self.vlog_garbage.len()
             + self.vlog_dropped.len()
-            + self.vlog_segment_ends.len();
+            + self.vlog_segment_ends.len()
+            + self.new_guards.len()
+            + self.deleted_guards.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
@@ -149,6 +158,17 @@ impl VersionEdit {
             put_varint64(&mut p, segment);
             put_varint64(&mut p, end);
             field(buf, tag::VLOG_SEGMENT_END, &p);
+        }
+        for (t, guards) in [
+            (tag::DELETED_GUARD, &self.deleted_guards),
+            (tag::NEW_GUARD, &self.new_guards),
+        ] {
+            for (level, key) in guards {
+                p.clear();
+                put_varint32(&mut p, *level);
+                p.extend_from_slice(key);
+                field(buf, t, &p);
+            }
         }
     }
 
@@ -255,6 +275,15 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             let end = (r.varint64()?, r.varint64()?);
             e.vlog_segment_ends.push(end);
         }
+        tag::NEW_GUARD | tag::DELETED_GUARD => {
+            let level = r.varint32()?;
+            let key = r.bytes(r.remaining())?.to_vec();
+            if t == tag::NEW_GUARD {
+                e.new_guards.push((level, key));
+            } else {
+                e.deleted_guards.push((level, key));
+            }
+        }
         _ => return Err(format!("unknown field tag {t}")),
     }
     if !r.is_empty() {
@@ -296,6 +325,8 @@ mod tests {
             vlog_garbage: vec![(7, 4118), (8, 1)],
             vlog_dropped: vec![3],
             vlog_segment_ends: vec![(8, 1000)],
+            new_guards: vec![(1, b"g1".to_vec()), (2, Vec::new())],
+            deleted_guards: vec![(3, b"old".to_vec())],
         }
     }
 
@@ -346,6 +377,17 @@ mod tests {
             "05 01 07 6c 65 76 65 6c 65 64 02 01 04 03 01 06 04 02 ac 02 07 1c 00 05 e8 07 \
              09 61 01 01 00 00 00 00 00 00 09 62 01 02 00 00 00 00 00 00 01 02 02 00"
         );
+    }
+
+    #[test]
+    fn guard_fields_worked_example() {
+        let e = VersionEdit {
+            new_guards: vec![(1, b"k7".to_vec())],
+            deleted_guards: vec![(2, b"a".to_vec())],
+            ..VersionEdit::default()
+        };
+        let hex: String = enc(&e).iter().map(|b| format!("{b:02x} ")).collect();
+        assert_eq!(hex.trim_end(), "02 09 02 02 61 08 03 01 6b 37");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! [`set::VersionSet`] deletes a file only when no live version lists it.
 
 mod file_meta;
+mod guards;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod text;
@@ -13,6 +14,7 @@ pub(crate) mod text;
 use std::sync::Arc;
 
 pub use file_meta::FileMeta;
+pub use guards::unit_index;
 
 use crate::key::compare_internal;
 use crate::manifest::VersionEdit;
@@ -25,6 +27,11 @@ use crate::manifest::VersionEdit;
 #[derive(Clone, Debug, Default)]
 pub struct Version {
     levels: Vec<Vec<Arc<FileMeta>>>,
+    /// Guard keys per level, sorted and distinct (only layouts with guards set them).
+    guards: Vec<Vec<Vec<u8>>>,
+    /// For each level with guards: the files overlapping each guard's key range (index 0 is
+    /// the sentinel below the first guard). Derived from `levels` and `guards`.
+    units: Vec<Vec<Vec<Arc<FileMeta>>>>,
 }
 
 impl Version {
@@ -32,6 +39,8 @@ impl Version {
     pub fn new(num_levels: usize) -> Version {
         Version {
             levels: vec![Vec::new(); num_levels],
+            guards: vec![Vec::new(); num_levels],
+            units: vec![Vec::new(); num_levels],
         }
     }
 
@@ -110,8 +119,14 @@ impl Version {
             }
             files.push(Arc::new(meta.clone()));
         }
-        let mut v = Version { levels };
+        let guards = guards::apply_guards(&self.guards, edit, levels.len())?;
+        let mut v = Version {
+            levels,
+            guards,
+            units: Vec::new(),
+        };
         v.sort();
+        v.units = guards::compute_units(&v.levels, &v.guards);
         Ok(v)
     }
 
@@ -136,6 +151,11 @@ impl Version {
         let mut edit = VersionEdit::default();
         for (level, f) in self.files() {
             edit.new_files.push((level as u32, (**f).clone()));
+        }
+        for (level, keys) in self.guards.iter().enumerate() {
+            for k in keys {
+                edit.new_guards.push((level as u32, k.clone()));
+            }
         }
         edit
     }

@@ -4,7 +4,8 @@
 //! `<number>:<smallest>-<largest>[/<size>][@<smallest seq>-<largest seq>]`. Keys are user
 //! keys (no `-` or spaces); sizes take a `K`, `M` or `G` suffix and default to 1M; sequence
 //! numbers default to `number*100 .. number*100+99`, so a higher file number is newer.
-//! `#` starts a comment.
+//! `#` starts a comment. A line `G<n>: <key> <key> ...` sets the guard keys of level `n`
+//! (for guarded layouts).
 
 use super::{FileMeta, Version};
 use crate::key::{ValueKind, make_internal_key};
@@ -51,6 +52,13 @@ pub(crate) fn parse(desc: &str) -> Result<Version, String> {
         let (lvl, files) = line
             .split_once(':')
             .ok_or_else(|| format!("line {line:?} lacks 'L<n>:'"))?;
+        if let Some(n) = lvl.trim().strip_prefix('G') {
+            let level: u32 = n.parse().map_err(|_| format!("bad guard level {lvl:?}"))?;
+            for k in files.split_whitespace() {
+                edit.new_guards.push((level, k.as_bytes().to_vec()));
+            }
+            continue;
+        }
         let level: u32 = lvl
             .trim()
             .strip_prefix('L')

@@ -87,6 +87,32 @@ pub fn opts_small(env: &Env) -> Options {
     o
 }
 
+/// `opts_small` with the FLSM layout (the `pebblesdb` preset): guards from the few dozen
+/// keys of a workload, and guards that overflow after two tables.
+fn opts_flsm(env: &Env) -> Options {
+    let mut o = base(env);
+    o.layout = shale::options::LayoutKind::Flsm;
+    let small = opts_small(env);
+    o.write_buffer_size = small.write_buffer_size;
+    o.target_file_size = small.target_file_size;
+    o.max_bytes_for_level_base = small.max_bytes_for_level_base;
+    o.level_size_multiplier = small.level_size_multiplier;
+    o.level0_compaction_trigger = small.level0_compaction_trigger;
+    o.level0_slowdown_trigger = small.level0_slowdown_trigger;
+    o.level0_stop_trigger = small.level0_stop_trigger;
+    o.flsm.top_level_bits = 3;
+    o.flsm.bit_decrement = 1;
+    o.flsm.max_sstables_per_guard = 2;
+    o
+}
+
+/// `opts_flsm` with a MANIFEST rewritten every couple of edits (guards in snapshots).
+fn opts_flsm_manifest(env: &Env) -> Options {
+    let mut o = opts_flsm(env);
+    o.max_manifest_bytes = 600;
+    o
+}
+
 /// Memtables that hold a few dozen writes (just over the skiplist's first arena chunk).
 fn opts_medium(env: &Env) -> Options {
     let mut o = opts_small(env);
@@ -319,6 +345,39 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
                 compact_permille: 60,
                 reopen_permille: 40,
                 gc_permille: 60,
+            },
+        ),
+        // The same over the FLSM layout (pebblesdb): guards committed with compactions.
+        mk(
+            "compact-flsm",
+            opts_flsm,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 35,
+                batch_pct: 25,
+                sync_pct: 15,
+                flush_permille: 80,
+                compact_permille: 80,
+                reopen_permille: 30,
+                gc_permille: 0,
+            },
+        ),
+        mk(
+            "manifest-flsm",
+            opts_flsm_manifest,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 20,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 100,
+                compact_permille: 40,
+                reopen_permille: 40,
+                gc_permille: 0,
             },
         ),
         // MANIFEST rollover (a new MANIFEST and CURRENT every couple of edits).

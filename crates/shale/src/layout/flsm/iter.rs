@@ -1,0 +1,230 @@
+//! The iterator over one guarded level: guard ranges in key order, and within a range a
+//! merge of every table the range holds.
+//!
+//! A table written before a guard inside its span was committed belongs to several ranges;
+//! each range shows only its own keys (`[lo, hi)`), so such a table's entries appear once.
+
+use std::sync::Arc;
+
+use crate::cache::table_cache::TableCache;
+use crate::env::ReadCause;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::iter::merging::MergingIterator;
+use crate::key::{MAX_SEQNO, seek_key, user_key};
+use crate::version::Version;
+
+/// See the module documentation.
+pub struct GuardLevelIterator {
+    version: Arc<Version>,
+    level: usize,
+    tables: Arc<TableCache>,
+    cause: ReadCause,
+    /// The open range and its merged tables.
+    unit: usize,
+    cur: Option<Box<dyn InternalIterator>>,
+}
+
+impl GuardLevelIterator {
+    /// An unpositioned iterator over `level` of `version`.
+    pub fn new(
+        version: Arc<Version>,
+        level: usize,
+        tables: Arc<TableCache>,
+        cause: ReadCause,
+    ) -> GuardLevelIterator {
+        GuardLevelIterator {
+            version,
+            level,
+            tables,
+            cause,
+            unit: 0,
+            cur: None,
+        }
+    }
+
+    /// Open range `unit` unless it is open already (repeated seeks into one guard reuse its
+    /// table iterators).
+    fn reopen(&mut self, unit: usize) -> Result<()> {
+        if self.cur.is_some() && self.unit == unit {
+            return Ok(());
+        }
+        self.open(unit)
+    }
+
+    /// Open range `unit` (None when it holds no table).
+    fn open(&mut self, unit: usize) -> Result<()> {
+        self.unit = unit;
+        self.cur = None;
+        let files = self.version.unit_files(self.level, unit);
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(files.len());
+        for f in files {
+            let t = self.tables.table(f.number)?;
+            children.push(Box::new(t.iter(self.cause)));
+        }
+        self.cur = match children.len() {
+            0 => None,
+            1 => children.pop(),
+            _ => Some(Box::new(MergingIterator::new(children))),
+        };
+        Ok(())
+    }
+
+    /// True when the open range is positioned on one of its own keys.
+    fn in_bounds(&self) -> bool {
+        let Some(c) = &self.cur else {
+            return false;
+        };
+        if !c.valid() {
+            return false;
+        }
+        let (lo, hi) = self.version.unit_bounds(self.level, self.unit);
+        let k = user_key(c.key());
+        lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h)
+    }
+
+    /// Position at the first own key of the open range at or after `target` (or its start),
+    /// moving to later ranges while there is none.
+    fn forward_from(&mut self, target: Option<&[u8]>) -> Result<()> {
+        let mut target = target;
+        let version = Arc::clone(&self.version);
+        loop {
+            let (lo, _) = version.unit_bounds(self.level, self.unit);
+            if let Some(c) = self.cur.as_mut() {
+                match (target, lo) {
+                    (Some(t), Some(l)) if user_key(t) >= l => c.seek(t)?,
+                    (_, Some(l)) => c.seek(&seek_key(l, MAX_SEQNO))?,
+                    (Some(t), None) => c.seek(t)?,
+                    (None, None) => c.seek_to_first()?,
+                }
+                if self.in_bounds() {
+                    return Ok(());
+                }
+            }
+            target = None;
+            if self.unit + 1 >= self.version.unit_count(self.level) {
+                self.cur = None;
+                return Ok(());
+            }
+            self.open(self.unit + 1)?;
+        }
+    }
+
+    /// Position at the last own key of the open range at or before `target` (or its end),
+    /// moving to earlier ranges while there is none.
+    fn backward_from(&mut self, target: Option<&[u8]>) -> Result<()> {
+        let mut target = target;
+        let version = Arc::clone(&self.version);
+        loop {
+            let (_, hi) = version.unit_bounds(self.level, self.unit);
+            if let Some(c) = self.cur.as_mut() {
+                match (target, hi) {
+                    (Some(t), Some(h)) if user_key(t) < h => c.seek_for_prev(t)?,
+                    (Some(t), None) => c.seek_for_prev(t)?,
+                    (_, Some(h)) => {
+                        c.seek(&seek_key(h, MAX_SEQNO))?;
+                        if c.valid() {
+                            c.prev()?;
+                        } else {
+                            c.seek_to_last()?;
+                        }
+                    }
+                    (None, None) => c.seek_to_last()?,
+                }
+                if self.in_bounds() {
+                    return Ok(());
+                }
+            }
+            target = None;
+            if self.unit == 0 {
+                self.cur = None;
+                return Ok(());
+            }
+            self.open(self.unit - 1)?;
+        }
+    }
+
+    fn fail<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_err() {
+            self.cur = None;
+        }
+        r
+    }
+}
+
+impl InternalIterator for GuardLevelIterator {
+    fn valid(&self) -> bool {
+        self.in_bounds()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.open(0).and_then(|()| self.forward_from(None));
+        self.fail(r)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let last = self.version.unit_count(self.level) - 1;
+        let r = self.open(last).and_then(|()| self.backward_from(None));
+        self.fail(r)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
+        let r = self
+            .reopen(u)
+            .and_then(|()| self.forward_from(Some(target)));
+        self.fail(r)
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
+        let r = self
+            .reopen(u)
+            .and_then(|()| self.backward_from(Some(target)));
+        self.fail(r)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let r = (|| {
+            if let Some(c) = self.cur.as_mut() {
+                c.next()?;
+            }
+            if self.in_bounds() {
+                return Ok(());
+            }
+            if self.unit + 1 >= self.version.unit_count(self.level) {
+                self.cur = None;
+                return Ok(());
+            }
+            self.open(self.unit + 1)?;
+            self.forward_from(None)
+        })();
+        self.fail(r)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let r = (|| {
+            if let Some(c) = self.cur.as_mut() {
+                c.prev()?;
+            }
+            if self.in_bounds() {
+                return Ok(());
+            }
+            if self.unit == 0 {
+                self.cur = None;
+                return Ok(());
+            }
+            self.open(self.unit - 1)?;
+            self.backward_from(None)
+        })();
+        self.fail(r)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |c| c.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |c| c.value())
+    }
+}

@@ -1,0 +1,514 @@
+//! The fragmented LSM layout (PebblesDB, SOSP'17): guards partition every level below 0, the
+//! tables inside one guard may overlap, and compaction appends to the next level instead of
+//! rewriting it.
+//!
+//! ```text
+//! L0   [t9 t8 t7]                       unguarded, newest first
+//! L1   | sentinel  | g=k4          |    one guard key: two ranges
+//!      | t5        | t6 t3         |    tables of one range may overlap
+//! L2   | sentinel  | k2  | k4 | k7 |    guards of L1 are guards of L2 (hash rule)
+//! ```
+//!
+//! Which keys are guards is decided by a fixed hash ([`guards`]). A compaction writing into a
+//! level cuts its output at that level's guards, committed ones and keys of the data that the
+//! hash makes guards there; the latter are committed in the same edit (at that level and every
+//! deeper one), so a guard exists on disk exactly when some compaction has partitioned by it.
+//!
+//! Reads: a get binary-searches the guards of each level and asks every table of that guard
+//! whose range holds the key (each table checks its bloom filter first), keeping the newest
+//! entry; a scan walks each level guard by guard, merging the tables of the current guard.
+//! See `docs/designs/pebblesdb.md`.
+
+pub mod guards;
+pub mod iter;
+pub mod picker;
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
+
+use super::PickContext;
+use super::{Layout, Plan, PlanKind, ReadContext};
+use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::env::ReadCause;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::iter::merging::MergingIterator;
+use crate::key::{compare_internal, user_key};
+use crate::manifest::VersionEdit;
+use crate::options::Options;
+use crate::version::{FileMeta, Version, unit_index};
+use guards::GuardRule;
+use picker::{Busy, HotGuard, PickerConfig};
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Flsm {
+    cfg: PickerConfig,
+    rule: GuardRule,
+    target_file_size: u64,
+    seek_trigger: u32,
+    get_compaction: bool,
+    seeks: Mutex<SeekState>,
+    /// Set when a get marked a guard hot; taken by the engine to wake compaction.
+    wanted: AtomicBool,
+}
+
+/// Seeks per guard (the paper's seek-based compaction).
+#[derive(Debug, Default)]
+struct SeekState {
+    /// Per (level, guard hash of the guard's key): seeks counted while the guard held the
+    /// recorded number of tables (a change of that number restarts the count).
+    counts: HashMap<(usize, u64), (u64, usize)>,
+    /// Guards wanted for compaction, as (level, the guard's key; empty for the sentinel).
+    hot: Vec<(usize, Vec<u8>)>,
+}
+
+/// Bytes of guard data that one extra table read by a seek is worth compacting (LevelDB's
+/// `allowed_seeks` rule): a guard of `n` tables absorbs `bytes / SEEK_BYTES / (n - 1)` seeks
+/// (at least `seek_compaction_trigger`) before it is merged.
+const SEEK_BYTES: u64 = 16 * 1024;
+
+impl Flsm {
+    /// An FLSM layout configured from `options`.
+    pub fn new(options: &Options) -> Flsm {
+        Flsm {
+            cfg: PickerConfig {
+                level0_trigger: options.level0_compaction_trigger,
+                base_bytes: options.max_bytes_for_level_base,
+                multiplier: options.level_size_multiplier,
+                max_files_per_guard: options.flsm.max_sstables_per_guard,
+                rewrite_ratio: options.flsm.rewrite_ratio,
+            },
+            rule: GuardRule {
+                top_level_bits: options.flsm.top_level_bits,
+                bit_decrement: options.flsm.bit_decrement,
+            },
+            target_file_size: options.target_file_size,
+            seek_trigger: options.flsm.seek_compaction_trigger,
+            get_compaction: options.flsm.get_compaction,
+            seeks: Mutex::new(SeekState::default()),
+            wanted: AtomicBool::new(false),
+        }
+    }
+
+    /// The next compaction given what other compactions hold (see [`picker::pick`]).
+    pub fn pick_with(&self, version: &Version, busy: &Busy) -> Option<Plan> {
+        let hot: Vec<HotGuard> = self
+            .seeks
+            .lock()
+            .hot
+            .iter()
+            .map(|(l, k)| (*l, unit_index(version.guards(*l), k)))
+            .collect();
+        let plan = picker::pick(version, &self.cfg, busy, &hot);
+        if let Some(p) = &plan
+            && let Some((level, files)) = p.inputs.first()
+            && p.output_level == *level
+            && let Some((lo, hi)) = picker::key_range(files)
+        {
+            // A guard compacted in place is no longer hot.
+            let g = version.guards(*level);
+            let (a, b) = (unit_index(g, lo), unit_index(g, hi));
+            self.seeks.lock().hot.retain(|(l, k)| {
+                let u = unit_index(g, k);
+                *l != *level || u < a || u > b
+            });
+        }
+        plan
+    }
+}
+
+impl Flsm {
+    /// Charge guard `u` of `level` for one read that touched `extra` more tables than one.
+    /// Returns true when the guard just became hot. Counting is best effort: a read that
+    /// finds the counters busy skips it rather than wait.
+    fn charge(&self, version: &Version, level: usize, u: usize, extra: usize) -> bool {
+        if self.seek_trigger == 0 {
+            return false;
+        }
+        let files = version.unit_files(level, u);
+        let Some(mut s) = self.seeks.try_lock() else {
+            return false;
+        };
+        let budget = u64::from(self.seek_trigger)
+            .max(files.iter().map(|f| f.size).sum::<u64>() / SEEK_BYTES / extra.max(1) as u64);
+        let lo = version.unit_bounds(level, u).0.unwrap_or_default();
+        let c = s
+            .counts
+            .entry((level, guards::guard_hash(lo)))
+            .or_insert((0, files.len()));
+        if c.1 != files.len() {
+            *c = (0, files.len());
+        }
+        c.0 += 1;
+        if c.0 < budget {
+            return false;
+        }
+        let key = (level, lo.to_vec());
+        if s.hot.contains(&key) {
+            return false;
+        }
+        s.hot.push(key);
+        true
+    }
+}
+
+/// True when `f`'s user-key range holds `key`.
+fn holds(f: &FileMeta, key: &[u8]) -> bool {
+    f.smallest_user_key() <= key && key <= f.largest_user_key()
+}
+
+impl Layout for Flsm {
+    fn name(&self) -> &'static str {
+        "flsm"
+    }
+
+    fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
+        0
+    }
+
+    fn get(
+        &self,
+        version: &Version,
+        ctx: &ReadContext<'_>,
+        user_key: &[u8],
+        seek_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        for f in version.level(0) {
+            if holds(f, user_key) {
+                let t = ctx.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+        for level in 1..version.num_levels() {
+            let u = unit_index(version.guards(level), user_key);
+            let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
+            let mut probed = 0usize;
+            for f in version.unit_files(level, u) {
+                // Tables come newest first: one whose entries are all older than the entry
+                // found holds nothing newer, and neither does any after it (when the level
+                // has guards; a level without them keeps key order, and is searched whole).
+                if best
+                    .as_ref()
+                    .is_some_and(|b| f.largest_seq < crate::key::trailer(&b.0) >> 8)
+                    && !version.guards(level).is_empty()
+                {
+                    break;
+                }
+                if !holds(f, user_key) {
+                    continue;
+                }
+                probed += 1;
+                let t = ctx.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
+                    // Tables of one guard may overlap: the newest entry (smallest internal
+                    // key for one user key) wins.
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| compare_internal(&hit.0, &b.0) == Ordering::Less)
+                    {
+                        best = Some(hit);
+                    }
+                }
+            }
+            if probed > 1 && self.get_compaction && self.charge(version, level, u, probed - 1) {
+                self.wanted.store(true, AtomicOrdering::Release);
+            }
+            if best.is_some() {
+                return Ok(best);
+            }
+        }
+        Ok(None)
+    }
+
+    fn take_compaction_wanted(&self) -> bool {
+        self.wanted.load(AtomicOrdering::Relaxed) && self.wanted.swap(false, AtomicOrdering::AcqRel)
+    }
+
+    fn iterators(
+        &self,
+        version: &Arc<Version>,
+        ctx: &ReadContext<'_>,
+    ) -> Result<Vec<Box<dyn InternalIterator>>> {
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for f in version.level(0) {
+            let t = ctx.tables.table(f.number)?;
+            out.push(Box::new(t.iter(ctx.cause)));
+        }
+        for level in 1..version.num_levels() {
+            if !version.level(level).is_empty() {
+                out.push(Box::new(iter::GuardLevelIterator::new(
+                    Arc::clone(version),
+                    level,
+                    Arc::clone(ctx.tables),
+                    ctx.cause,
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan> {
+        let busy = Busy {
+            files: running.busy_files.clone(),
+            writing: running
+                .busy_ranges
+                .iter()
+                .map(|r| (r.output_level, r.smallest.clone(), r.largest.clone()))
+                .collect(),
+        };
+        self.pick_with(version, &busy)
+    }
+
+    fn pick_range(
+        &self,
+        version: &Version,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        picker::pick_range(version, level, begin, end)
+    }
+
+    fn note_seek(&self, version: &Version, user_key: &[u8]) -> bool {
+        let mut wanted = false;
+        // Every level where the seek has to merge several tables of one guard is charged.
+        for l in 1..version.num_levels() {
+            let u = unit_index(version.guards(l), user_key);
+            let n = version.unit_files(l, u).len();
+            if n > 1 {
+                wanted |= self.charge(version, l, u, n - 1);
+            }
+        }
+        wanted
+    }
+
+    fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
+        let mut edit = VersionEdit::default();
+        for (level, f) in plan.input_files() {
+            edit.deleted_files.push((level as u32, f.number));
+        }
+        if plan.kind == PlanKind::Move {
+            for (_, f) in plan.input_files() {
+                edit.new_files
+                    .push((plan.output_level as u32, (**f).clone()));
+            }
+            return Ok(edit);
+        }
+        let out_level = plan.output_level;
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (_, f) in plan.input_files() {
+            let t = ctx.tables.table(f.number)?;
+            children.push(Box::new(t.iter(ReadCause::Compaction)));
+        }
+        let merged = MergingIterator::new(children);
+        let inputs: HashSet<u64> = plan.input_files().map(|(_, f)| f.number).collect();
+        let v = ctx.version;
+        let is_base = |key: &[u8]| {
+            (out_level..v.num_levels()).all(|l| {
+                let u = unit_index(v.guards(l), key);
+                !v.unit_files(l, u)
+                    .iter()
+                    .any(|f| !inputs.contains(&f.number) && holds(f, key))
+            })
+        };
+        let in_place = plan.inputs.iter().all(|(l, _)| *l == out_level);
+        // A guard merged in place ends as one table per guard range: were it cut by size, a
+        // guard larger than the target would still hold several tables, and the rule that
+        // picked it (too many tables, or reads paying for them) would pick it again.
+        let target_file_size = if in_place {
+            u64::MAX
+        } else {
+            self.target_file_size
+        };
+        let spec = MergeSpec {
+            target_file_size,
+            is_base_for_key: &is_base,
+        };
+        let mut cut = GuardCut {
+            inner: merged,
+            committed: v.guards(out_level).to_vec(),
+            rule: self.rule,
+            level: out_level,
+            started: false,
+            stopped: false,
+            limit: None,
+            last_user_key: Vec::new(),
+            discovered: Vec::new(),
+        };
+        loop {
+            let (outputs, _) = merge_into_tables(&mut cut, &spec, ctx)?;
+            for f in outputs {
+                edit.new_files.push((out_level as u32, f));
+            }
+            if !cut.resume() {
+                break;
+            }
+        }
+        // New guards hold at the output level and every deeper one (the hash rule nests).
+        for key in &cut.discovered {
+            for l in out_level..v.num_levels() {
+                if v.guards(l).binary_search(key).is_err() {
+                    edit.new_guards.push((l as u32, key.clone()));
+                }
+            }
+        }
+        edit.deleted_guards = empty_guards(v, plan, &edit);
+        Ok(edit)
+    }
+}
+
+/// Guards that `edit` leaves with no data at any level: the guard keys inside the plan's
+/// input range at its input level whose range is empty at every level that has them (then
+/// no level's guard list loses a key that a shallower level keeps, so guards still nest).
+/// The paper designed this and left it out; without it, deleted key ranges leave empty
+/// guards behind forever. A deleted guard returns when a compaction meets its key again.
+fn empty_guards(v: &Version, plan: &Plan, edit: &VersionEdit) -> Vec<(u32, Vec<u8>)> {
+    let Some((level, files)) = plan.inputs.first() else {
+        return Vec::new();
+    };
+    let Some((lo, hi)) = picker::key_range(files) else {
+        return Vec::new();
+    };
+    let candidates: Vec<Vec<u8>> = v
+        .guards(*level)
+        .iter()
+        .filter(|g| lo <= g.as_slice() && g.as_slice() <= hi)
+        .cloned()
+        .collect();
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let Ok(after) = v.apply(edit) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for g in candidates {
+        let levels: Vec<usize> = (1..after.num_levels())
+            .filter(|&l| after.guards(l).binary_search(&g).is_ok())
+            .collect();
+        let empty = levels.iter().all(|&l| {
+            let u = unit_index(after.guards(l), &g);
+            after.unit_files(l, u).is_empty()
+        });
+        if empty && !levels.is_empty() {
+            out.extend(levels.into_iter().map(|l| (l as u32, g.clone())));
+        }
+    }
+    out
+}
+
+/// The merged input of one compaction, cut at the output level's guards: it stops (reports
+/// not valid) before the first key of the next guard range, so each call of the merge writes
+/// the tables of one range. Keys that the hash makes guards of the output level but are not
+/// committed yet are recorded as discovered and cut at too.
+struct GuardCut {
+    inner: MergingIterator,
+    committed: Vec<Vec<u8>>,
+    rule: GuardRule,
+    level: usize,
+    started: bool,
+    stopped: bool,
+    /// The first committed guard above the current range's start.
+    limit: Option<Vec<u8>>,
+    last_user_key: Vec<u8>,
+    discovered: Vec<Vec<u8>>,
+}
+
+impl GuardCut {
+    /// Start a range at the current key. Returns false when the input is exhausted.
+    fn resume(&mut self) -> bool {
+        if !self.inner.valid() {
+            return false;
+        }
+        self.stopped = false;
+        self.start_range();
+        true
+    }
+
+    fn start_range(&mut self) {
+        let k = user_key(self.inner.key()).to_vec();
+        let i = self
+            .committed
+            .partition_point(|g| g.as_slice() <= k.as_slice());
+        self.limit = self.committed.get(i).cloned();
+        let is_committed = i > 0 && self.committed.get(i - 1).is_some_and(|g| *g == k);
+        if !is_committed && self.rule.is_guard(&k, self.level) && self.discovered.last() != Some(&k)
+        {
+            self.discovered.push(k.clone());
+        }
+        self.last_user_key = k;
+    }
+
+    /// After moving: stop at a new user key that starts another guard range.
+    fn check(&mut self) {
+        if !self.inner.valid() {
+            return;
+        }
+        let k = user_key(self.inner.key());
+        if k == self.last_user_key.as_slice() {
+            return;
+        }
+        if self.limit.as_deref().is_some_and(|l| k >= l) {
+            self.stopped = true;
+            return;
+        }
+        if self.rule.is_guard(k, self.level) {
+            self.stopped = true;
+            return;
+        }
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(k);
+    }
+}
+
+impl InternalIterator for GuardCut {
+    fn valid(&self) -> bool {
+        !self.stopped && self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        // The merge calls this at the start of every range; only the first one positions.
+        if !self.started {
+            self.started = true;
+            self.inner.seek_to_first()?;
+            if self.inner.valid() {
+                self.start_range();
+            }
+        }
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()?;
+        self.check();
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        Err(crate::Error::Unsupported(
+            "guard cut iterators only move forward".into(),
+        ))
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}

@@ -1,0 +1,315 @@
+//! The FLSM picker: a pure function from a version (and what is busy) to the next compaction.
+//!
+//! Candidates, each with a score; the highest score at or above 1 wins (ties: the shallower
+//! level):
+//! - level 0: `files / level0_trigger`; all its files go to level 1, cut at level-1 guards.
+//! - a level `L >= 1` over its byte budget (`base * multiplier^(L-1)`), not the last: its
+//!   fullest guard is pushed into level `L + 1` (appended there, nothing below rewritten).
+//!   At the second-to-last level, when the last level's guards that would receive the data
+//!   are full and hold more than `rewrite_ratio` times the pushed bytes, the guard is
+//!   rewritten in place instead (the paper's 25x rule).
+//! - a guard holding more than `max_files_per_guard` tables (score `files / (max + 1)`): its
+//!   tables are merged in place (the level keeps its data until it is over budget; the last
+//!   level always rewrites in place).
+//! - guards that seeks found hot (an explicit input, so the picker stays pure) are merged in
+//!   place when nothing else is due, so later seeks read one table there.
+//!
+//! A guard's tables may reach past it (a table written before a guard inside its span was
+//! committed). Moving only part of such a table's key range down would put newer data below
+//! older data, so the picker takes the *closure*: every guard such a table reaches, and
+//! every table of those guards, until nothing reaches further.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::layout::{Plan, PlanKind};
+use crate::version::{FileMeta, Version, unit_index};
+
+/// The numbers the picker needs (a copy of the relevant options).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PickerConfig {
+    /// Level-0 files that trigger a compaction.
+    pub level0_trigger: usize,
+    /// Byte budget of level 1.
+    pub base_bytes: u64,
+    /// Growth of the budget per level.
+    pub multiplier: u64,
+    /// Tables a guard may hold before it is compacted.
+    pub max_files_per_guard: usize,
+    /// The 25x rule's ratio.
+    pub rewrite_ratio: u64,
+}
+
+impl PickerConfig {
+    /// The byte budget of `level` (>= 1).
+    pub fn max_bytes(&self, level: usize) -> u64 {
+        let mut b = self.base_bytes;
+        for _ in 1..level {
+            b = b.saturating_mul(self.multiplier);
+        }
+        b
+    }
+}
+
+/// What other compactions hold: the picker never picks a table that is an input of a running
+/// compaction, nor writes into a level's key range another compaction is writing.
+#[derive(Clone, Debug, Default)]
+pub struct Busy {
+    /// File numbers that are inputs of running compactions.
+    pub files: HashSet<u64>,
+    /// (output level, smallest user key, largest user key) being written.
+    pub writing: Vec<(usize, Vec<u8>, Vec<u8>)>,
+}
+
+impl Busy {
+    fn blocks(&self, files: &[Arc<FileMeta>], output_level: usize) -> bool {
+        if files.iter().any(|f| self.files.contains(&f.number)) {
+            return true;
+        }
+        let Some((lo, hi)) = key_range(files) else {
+            return false;
+        };
+        self.writing
+            .iter()
+            .any(|(l, a, b)| *l == output_level && a.as_slice() <= hi && lo <= b.as_slice())
+    }
+}
+
+/// The smallest and largest user key of `files`.
+pub fn key_range(files: &[Arc<FileMeta>]) -> Option<(&[u8], &[u8])> {
+    let lo = files.iter().map(|f| f.smallest_user_key()).min()?;
+    let hi = files.iter().map(|f| f.largest_user_key()).max()?;
+    Some((lo, hi))
+}
+
+/// A guard of a level that a read path found worth compacting.
+pub type HotGuard = (usize, usize);
+
+/// The guard ranges `[a, b]` of `level` and their tables, closed under "a table reaches into
+/// another range" (see the module documentation).
+pub fn closure(v: &Version, level: usize, first: usize, last: usize) -> Vec<Arc<FileMeta>> {
+    let guards = v.guards(level);
+    let (mut a, mut b) = (first, last);
+    loop {
+        let mut seen = HashSet::new();
+        let mut files = Vec::new();
+        let (mut na, mut nb) = (a, b);
+        for u in a..=b {
+            for f in v.unit_files(level, u) {
+                if seen.insert(f.number) {
+                    na = na.min(unit_index(guards, f.smallest_user_key()));
+                    nb = nb.max(unit_index(guards, f.largest_user_key()));
+                    files.push(Arc::clone(f));
+                }
+            }
+        }
+        if (na, nb) == (a, b) {
+            return files;
+        }
+        (a, b) = (na, nb);
+    }
+}
+
+fn bytes(files: &[Arc<FileMeta>]) -> u64 {
+    files.iter().map(|f| f.size).sum()
+}
+
+/// A plan merging `files` of `level` into `output_level`; a move when one table fits inside
+/// one guard of the next level.
+fn plan(
+    v: &Version,
+    level: usize,
+    files: Vec<Arc<FileMeta>>,
+    output_level: usize,
+    reason: String,
+) -> Plan {
+    let mut kind = PlanKind::Merge;
+    if output_level > level
+        && let [f] = files.as_slice()
+    {
+        let g = v.guards(output_level);
+        if unit_index(g, f.smallest_user_key()) == unit_index(g, f.largest_user_key()) {
+            kind = PlanKind::Move;
+        }
+    }
+    Plan {
+        kind,
+        inputs: vec![(level, files)],
+        output_level,
+        reason,
+    }
+}
+
+/// A guard of `level >= 1`, with its closure and bytes.
+struct Unit {
+    index: usize,
+    files: Vec<Arc<FileMeta>>,
+    bytes: u64,
+}
+
+fn units(v: &Version, level: usize) -> Vec<Unit> {
+    (0..v.unit_count(level))
+        .filter(|&u| !v.unit_files(level, u).is_empty())
+        .map(|u| {
+            let files = closure(v, level, u, u);
+            let bytes = bytes(&files);
+            Unit {
+                index: u,
+                files,
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// Push the fullest free guard of `level` down (or rewrite it in place by the 25x rule).
+fn push_down(
+    v: &Version,
+    cfg: &PickerConfig,
+    busy: &Busy,
+    level: usize,
+    score: f64,
+) -> Option<Plan> {
+    let last = v.num_levels() - 1;
+    let mut us = units(v, level);
+    us.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.index.cmp(&b.index)));
+    for u in us {
+        let reason = format!(
+            "L{level} score {score:.2}, guard {} holds {} bytes",
+            u.index, u.bytes
+        );
+        if level + 1 == last && u.files.len() > 1 {
+            // The 25x rule: full last-level guards below this one would be rewritten.
+            let (lo, hi) = key_range(&u.files)?;
+            let g = v.guards(last);
+            let full: u64 = (unit_index(g, lo)..=unit_index(g, hi))
+                .map(|c| v.unit_files(last, c))
+                .filter(|fs| fs.len() >= cfg.max_files_per_guard)
+                .map(bytes)
+                .sum();
+            if full > u.bytes.saturating_mul(cfg.rewrite_ratio) {
+                if busy.blocks(&u.files, level) {
+                    continue;
+                }
+                let reason = format!("{reason}; rewritten in place (25x rule: {full} bytes below)");
+                return Some(plan(v, level, u.files, level, reason));
+            }
+        }
+        if busy.blocks(&u.files, level + 1) {
+            continue;
+        }
+        return Some(plan(v, level, u.files, level + 1, reason));
+    }
+    None
+}
+
+/// The next compaction, if any. `hot` lists guards that seeks want compacted.
+pub fn pick(v: &Version, cfg: &PickerConfig, busy: &Busy, hot: &[HotGuard]) -> Option<Plan> {
+    let n = v.num_levels();
+    if n < 2 {
+        return None;
+    }
+    let last = n - 1;
+    // (score, level, overflow guard) candidates
+    let mut cands: Vec<(f64, usize, Option<usize>)> = Vec::new();
+    cands.push((
+        v.level(0).len() as f64 / cfg.level0_trigger.max(1) as f64,
+        0,
+        None,
+    ));
+    let max_files = cfg.max_files_per_guard.max(1);
+    for level in 1..n {
+        if level < last {
+            cands.push((
+                v.level_bytes(level) as f64 / cfg.max_bytes(level) as f64,
+                level,
+                None,
+            ));
+        }
+        for u in 0..v.unit_count(level) {
+            let files = v.unit_files(level, u).len();
+            if files > max_files {
+                cands.push((files as f64 / (max_files + 1) as f64, level, Some(u)));
+            }
+        }
+    }
+    cands.retain(|c| c.0 >= 1.0);
+    cands.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    for (score, level, guard) in cands {
+        let p = match (level, guard) {
+            (0, _) => {
+                let files = v.level(0).to_vec();
+                if busy.blocks(&files, 1) {
+                    None
+                } else {
+                    let reason = format!(
+                        "L0 has {} files (trigger {})",
+                        files.len(),
+                        cfg.level0_trigger
+                    );
+                    Some(plan(v, 0, files, 1, reason))
+                }
+            }
+            (l, None) => push_down(v, cfg, busy, l, score),
+            (l, Some(u)) => {
+                let files = closure(v, l, u, u);
+                if busy.blocks(&files, l) {
+                    None
+                } else {
+                    let reason = format!(
+                        "L{l} guard {u} holds {} tables (max {max_files})",
+                        v.unit_files(l, u).len()
+                    );
+                    Some(plan(v, l, files, l, reason))
+                }
+            }
+        };
+        if p.is_some() {
+            return p;
+        }
+    }
+    for &(level, u) in hot {
+        if level == 0 || level >= n || u >= v.unit_count(level) {
+            continue;
+        }
+        let files = closure(v, level, u, u);
+        if files.len() > 1 && !busy.blocks(&files, level) {
+            let reason = format!(
+                "seeks keep landing on L{level} guard {u} ({} tables)",
+                files.len()
+            );
+            return Some(plan(v, level, files, level, reason));
+        }
+    }
+    None
+}
+
+/// Manual compaction: every table of `level` in guards overlapping `[begin, end]` (with
+/// their closure), pushed into the next level. Level 0 takes all its files.
+pub fn pick_range(
+    v: &Version,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<Plan> {
+    if level + 1 >= v.num_levels() {
+        return None;
+    }
+    if v.overlapping(level, begin, end).is_empty() {
+        return None;
+    }
+    let files = if level == 0 {
+        v.level(0).to_vec()
+    } else {
+        let g = v.guards(level);
+        let a = begin.map_or(0, |b| unit_index(g, b));
+        let b = end.map_or(g.len(), |e| unit_index(g, e));
+        closure(v, level, a, b)
+    };
+    if files.is_empty() {
+        return None;
+    }
+    let mut p = plan(v, level, files, level + 1, "manual compaction".to_string());
+    p.kind = PlanKind::Merge;
+    Some(p)
+}

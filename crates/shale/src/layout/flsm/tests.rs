@@ -1,0 +1,297 @@
+//! Picker tests from text descriptions of guarded trees (see `version::text`: `G<n>:` lines
+//! set guard keys).
+
+use std::collections::HashSet;
+
+use super::picker::{Busy, PickerConfig, closure, pick, pick_range};
+use crate::version::text;
+
+fn cfg() -> PickerConfig {
+    PickerConfig {
+        level0_trigger: 4,
+        base_bytes: 10 << 20,
+        multiplier: 10,
+        max_files_per_guard: 2,
+        rewrite_ratio: 25,
+    }
+}
+
+fn run_with(desc: &str, busy: &Busy, hot: &[(usize, usize)]) -> String {
+    let v = text::parse(desc).unwrap();
+    match pick(&v, &cfg(), busy, hot) {
+        Some(p) => format!("{} because {}", p.describe(), p.reason),
+        None => "nothing".to_string(),
+    }
+}
+
+fn run(desc: &str) -> String {
+    run_with(desc, &Busy::default(), &[])
+}
+
+#[test]
+fn nothing_below_the_triggers() {
+    assert_eq!(run(""), "nothing");
+    assert_eq!(
+        run("G1: m\nL0: 1:a-z 2:a-z 3:a-z\nL1: 4:a-c 5:b-d 6:m-p 7:n-z"),
+        "nothing"
+    );
+}
+
+#[test]
+fn level0_goes_to_level1_whole_without_level1_inputs() {
+    // FLSM appends to level 1: its tables are not inputs.
+    assert_eq!(
+        run("G1: m\nL0: 1:c-e 2:d-f 3:e-g 4:c-d\nL1: 5:a-b 6:m-z"),
+        "L0[4,3,2,1] -> L1 (merge) because L0 has 4 files (trigger 4)"
+    );
+}
+
+#[test]
+fn overflowing_guard_merges_in_place() {
+    // The sentinel holds 3 tables (max 2); the guard at m holds 2.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-c 2:b-d 3:a-b 4:n-p 5:m-q"),
+        "L1[3,2,1] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2)"
+    );
+    // The last level rewrites in place too.
+    assert_eq!(
+        run("G6: m\nL6: 1:m-n 2:m-o 3:n-p"),
+        "L6[3,2,1] -> L6 (merge) because L6 guard 1 holds 3 tables (max 2)"
+    );
+}
+
+#[test]
+fn level_over_budget_pushes_its_fullest_guard_down() {
+    // L1 holds 12M over a 10M budget; the guard at m holds 8M: it goes down, appended.
+    assert_eq!(
+        run("G1: m\nG2: g m t\nL1: 1:a-c/4M 2:m-p/4M 3:n-z/4M\nL2: 9:m-n/50M"),
+        "L1[3,2] -> L2 (merge) because L1 score 1.20, guard 1 holds 8388608 bytes"
+    );
+}
+
+#[test]
+fn one_table_inside_one_child_guard_moves() {
+    assert_eq!(
+        run("G1: m\nG2: g m t\nL1: 1:a-c/6M 2:n-p/5M"),
+        "L1[1] -> L2 (move) because L1 score 1.10, guard 0 holds 6291456 bytes"
+    );
+    // ... but a table spanning two child guards is rewritten (cut at g).
+    assert_eq!(
+        run("G1: m\nG2: c m t\nL1: 1:a-e/6M 2:n-p/5M"),
+        "L1[1] -> L2 (merge) because L1 score 1.10, guard 0 holds 6291456 bytes"
+    );
+}
+
+#[test]
+fn tables_reaching_into_other_guards_are_taken_together() {
+    // Table 1 was written before guard m was committed: it spans both ranges, so compacting
+    // either range takes both (moving half of its range down would put newer data below
+    // older data).
+    let v = text::parse("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z").unwrap();
+    let nums = |fs: Vec<std::sync::Arc<crate::version::FileMeta>>| {
+        let mut n: Vec<u64> = fs.iter().map(|f| f.number).collect();
+        n.sort_unstable();
+        n
+    };
+    assert_eq!(nums(closure(&v, 1, 1, 1)), vec![1, 2, 3]);
+    assert_eq!(nums(closure(&v, 1, 0, 0)), vec![1, 2, 3]);
+    assert_eq!(nums(closure(&v, 1, 2, 2)), vec![4]);
+    assert_eq!(run("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z"), "nothing");
+    // The guard at m overflows (1, 2, 5); the merge takes the sentinel's table 3 too.
+    assert_eq!(
+        run("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z 5:m-n"),
+        "L1[3,1,5,2] -> L1 (merge) because L1 guard 1 holds 3 tables (max 2)"
+    );
+}
+
+#[test]
+fn busy_tables_and_ranges_are_left_alone() {
+    let desc = "G1: m\nG2: g m t\nL1: 1:a-c/4M 2:m-p/4M 3:n-z/4M\nL2: 9:m-n/50M";
+    let busy = Busy {
+        files: HashSet::from([3]),
+        writing: Vec::new(),
+    };
+    // The fullest guard holds a busy table: the next one goes.
+    assert_eq!(
+        run_with(desc, &busy, &[]),
+        "L1[1] -> L2 (move) because L1 score 1.20, guard 0 holds 4194304 bytes"
+    );
+    // Another compaction writes into L2 over a..c: nothing can go.
+    let busy = Busy {
+        files: HashSet::from([3]),
+        writing: vec![(2, b"a".to_vec(), b"b".to_vec())],
+    };
+    assert_eq!(run_with(desc, &busy, &[]), "nothing");
+    // Level 0 waits while one of its files is being compacted.
+    let busy = Busy {
+        files: HashSet::from([1]),
+        writing: Vec::new(),
+    };
+    assert_eq!(
+        run_with("L0: 1:a-b 2:a-b 3:a-b 4:a-b", &busy, &[]),
+        "nothing"
+    );
+}
+
+#[test]
+fn the_25x_rule_rewrites_the_second_to_last_level_in_place() {
+    // L5 is over budget (100G); its guard at m would push 2M into a last-level guard that is
+    // full (2 tables) and holds 100M: more than 25x, so L5 rewrites the guard itself.
+    let tree = "G5: m\nG6: m\nL5: 1:a-c/200G 2:m-n/1M 3:m-o/1M\nL6: 8:m-p/50M 9:m-q/50M";
+    let v = text::parse(tree).unwrap();
+    // the fullest guard is the sentinel (one table): pushed
+    let p = pick(&v, &cfg(), &Busy::default(), &[]).unwrap();
+    assert_eq!(p.describe(), "L5[1] -> L6 (move)");
+    let busy = Busy {
+        files: HashSet::from([1]),
+        writing: Vec::new(),
+    };
+    assert_eq!(
+        run_with(tree, &busy, &[]),
+        "L5[3,2] -> L5 (merge) because L5 score 2.05, guard 1 holds 2097152 bytes; rewritten in place (25x rule: 104857600 bytes below)"
+    );
+    // With small last-level guards the push goes ahead.
+    let tree = "G5: m\nG6: m\nL5: 1:a-c/200G 2:m-n/1M 3:m-o/1M\nL6: 8:m-p/1M 9:m-q/1M";
+    assert_eq!(
+        run_with(tree, &busy, &[]),
+        "L5[3,2] -> L6 (merge) because L5 score 2.05, guard 1 holds 2097152 bytes"
+    );
+}
+
+#[test]
+fn hot_guards_merge_in_place_when_nothing_else_is_due() {
+    let tree = "G2: m\nL2: 1:a-c 2:b-d 3:m-n";
+    assert_eq!(run(tree), "nothing");
+    assert_eq!(
+        run_with(tree, &Busy::default(), &[(2, 0)]),
+        "L2[2,1] -> L2 (merge) because seeks keep landing on L2 guard 0 (2 tables)"
+    );
+    // A guard with one table gains nothing.
+    assert_eq!(run_with(tree, &Busy::default(), &[(2, 1)]), "nothing");
+}
+
+#[test]
+fn manual_range_pushes_the_guards_it_touches() {
+    let v = text::parse("G1: m t\nL0: 9:a-z\nL1: 1:a-c 2:n-o 3:u-z\nL2: 4:a-z").unwrap();
+    let p = pick_range(&v, 1, Some(b"n"), Some(b"p")).unwrap();
+    assert_eq!(p.describe(), "L1[2] -> L2 (merge)");
+    let p = pick_range(&v, 1, None, None).unwrap();
+    assert_eq!(p.describe(), "L1[1,2,3] -> L2 (merge)");
+    assert_eq!(
+        pick_range(&v, 0, None, None).unwrap().describe(),
+        "L0[9] -> L1 (merge)"
+    );
+    assert!(pick_range(&v, 1, Some(b"d"), Some(b"e")).is_none());
+    assert!(pick_range(&v, 6, None, None).is_none());
+}
+
+fn flsm_options() -> crate::Options {
+    let mut o = crate::Options::preset("pebblesdb").unwrap();
+    o.flsm.max_sstables_per_guard = 2;
+    o.flsm.seek_compaction_trigger = 3;
+    o
+}
+
+#[test]
+fn seeks_into_a_guard_of_several_tables_make_it_hot() {
+    use crate::layout::Layout;
+    let layout = super::Flsm::new(&flsm_options());
+    // Small tables: the seek budget is the trigger (3), not bytes / 16 KiB.
+    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    assert!(
+        layout
+            .pick(&v, &crate::layout::PickContext::idle())
+            .is_none()
+    );
+    // A guard with one table is never charged.
+    for _ in 0..5 {
+        assert!(!layout.note_seek(&v, b"n"));
+    }
+    assert!(!layout.note_seek(&v, b"a"));
+    assert!(!layout.note_seek(&v, b"b"));
+    assert!(layout.note_seek(&v, b"c"), "third seek into guard 0");
+    assert!(!layout.note_seek(&v, b"c"), "wanted once");
+    let p = layout
+        .pick(&v, &crate::layout::PickContext::idle())
+        .unwrap();
+    assert_eq!(
+        format!("{} because {}", p.describe(), p.reason),
+        "L1[2,1] -> L1 (merge) because seeks keep landing on L1 guard 0 (2 tables)"
+    );
+    // Once picked, the guard is not hot any more.
+    assert!(
+        layout
+            .pick(&v, &crate::layout::PickContext::idle())
+            .is_none()
+    );
+    // Big guards absorb more seeks: 2 MiB / 16 KiB = 128 for one extra table, half that
+    // for two.
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M").unwrap();
+    assert!((0..127).all(|_| !layout.note_seek(&v, b"a")));
+    assert!(layout.note_seek(&v, b"a"));
+    assert!(
+        layout
+            .pick(&v, &crate::layout::PickContext::idle())
+            .is_some()
+    );
+    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M 3:b-d/1M").unwrap();
+    assert!((0..95).all(|_| !layout.note_seek(&v, b"a")));
+    assert!(layout.note_seek(&v, b"a"));
+}
+
+#[test]
+fn empty_guards_are_deleted_at_every_level_that_has_them() {
+    use crate::layout::Plan;
+    use crate::manifest::VersionEdit;
+    let plan_of = |v: &crate::version::Version, level: usize, nums: &[u64]| Plan {
+        kind: crate::layout::PlanKind::Merge,
+        inputs: vec![(
+            level,
+            v.level(level)
+                .iter()
+                .filter(|f| nums.contains(&f.number))
+                .cloned()
+                .collect(),
+        )],
+        output_level: level,
+        reason: String::new(),
+    };
+    let drop_all = |nums: &[u64], level: u32| VersionEdit {
+        deleted_files: nums.iter().map(|&n| (level, n)).collect(),
+        ..VersionEdit::default()
+    };
+    // Everything in [m, t) at L1 was deleted (tombstones met their keys and were dropped).
+    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
+    assert_eq!(got, vec![(1, b"m".to_vec()), (2, b"m".to_vec())]);
+    // Data below keeps the guard (a push down empties the upper range but not the lower).
+    let v = text::parse("G1: m t\nG2: m t\nL1: 2:m-n 3:m-p\nL2: 9:m-o").unwrap();
+    let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
+    assert!(got.is_empty());
+    // The edit applied removes the guard and the tree still nests.
+    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let mut e = drop_all(&[2, 3], 1);
+    e.deleted_guards = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &e);
+    let after = v.apply(&e).unwrap();
+    assert_eq!(after.guards(1), [b"t".to_vec()]);
+    assert_eq!(after.guards(2), [b"t".to_vec()]);
+}
+
+#[test]
+fn gets_probing_several_tables_of_a_guard_make_it_hot() {
+    use crate::layout::Layout;
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    assert!(!layout.take_compaction_wanted());
+    // charged as a get that probed both tables of the sentinel
+    assert!(!layout.charge(&v, 1, 0, 1));
+    assert!(!layout.charge(&v, 1, 0, 1));
+    assert!(layout.charge(&v, 1, 0, 1));
+    assert_eq!(
+        layout
+            .pick(&v, &crate::layout::PickContext::idle())
+            .map(|p| p.describe()),
+        Some("L1[2,1] -> L1 (merge)".to_string())
+    );
+}

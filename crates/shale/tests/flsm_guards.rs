@@ -1,0 +1,85 @@
+//! The FLSM layout end to end: guards are committed with compactions, survive reopening, and
+//! reads find every key across guard ranges.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "a test helper's failure is a test failure"
+)]
+
+use std::sync::Arc;
+
+use shale::env::Env;
+use shale::env::mem::MemFs;
+use shale::{Db, IterOptions, Options};
+
+fn opts(env: &Env) -> Options {
+    let mut o = Options::preset("pebblesdb").unwrap().with_env(env.clone());
+    o.write_buffer_size = 32 * 1024;
+    o.target_file_size = 16 * 1024;
+    o.max_bytes_for_level_base = 64 * 1024;
+    o.level_size_multiplier = 4;
+    o.flsm.top_level_bits = 5;
+    o.flsm.bit_decrement = 1;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn guards(db: &Db, level: usize) -> usize {
+    db.property(&format!("shale.num-guards-at-level{level}"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn guards_are_committed_persisted_and_reads_cross_them() {
+    let env = Env::new(Arc::new(MemFs::new()));
+    let db = Db::open("/db", opts(&env)).unwrap();
+    assert_eq!(guards(&db, 1), 0);
+    for i in 0..3000 {
+        db.put(&key(i * 7 % 3000), format!("v{i}").as_bytes())
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let g1 = guards(&db, 1);
+    // about 3000 / 2^5 keys are level-1 guards
+    assert!((40..200).contains(&g1), "{g1} guards at level 1");
+    assert_eq!(guards(&db, 0), 0);
+    assert!(guards(&db, 2) >= g1);
+    db.close().unwrap();
+
+    let db = Db::open("/db", opts(&env)).unwrap();
+    assert_eq!(guards(&db, 1), g1, "guards come back from the MANIFEST");
+    for i in 0..3000 {
+        let want = format!("v{}", (0..3000).find(|j| j * 7 % 3000 == i).unwrap());
+        assert_eq!(db.get(&key(i)).unwrap(), Some(want.into_bytes()), "key {i}");
+    }
+    let keys: Vec<Vec<u8>> = db
+        .iter(IterOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(keys, (0..3000).map(key).collect::<Vec<_>>());
+    let back: Vec<Vec<u8>> = db
+        .iter(IterOptions::default())
+        .unwrap()
+        .rev()
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(back.len(), 3000);
+    assert_eq!(back.first(), Some(&key(2999)));
+    // A cursor seeks into the middle of guard ranges and walks across them.
+    let mut c = db.cursor(IterOptions::default()).unwrap();
+    for i in (0..3000).step_by(97) {
+        c.seek(&key(i)).unwrap();
+        for j in i..(i + 40).min(3000) {
+            assert_eq!(c.key(), key(j).as_slice());
+            c.next().unwrap();
+        }
+    }
+    db.close().unwrap();
+}
