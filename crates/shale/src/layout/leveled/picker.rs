@@ -383,6 +383,96 @@ mod tests {
         }
     }
 
+    /// Random trees and random completion orders: plans picked beside running ones, each
+    /// committed (as the engine does) to whatever version is current when it finishes,
+    /// with one output spanning its whole input range (the widest it can write), beside
+    /// random flushes into level 0. Every edit must still apply (its inputs present) and
+    /// levels >= 1 must stay disjoint.
+    #[test]
+    fn concurrent_plans_commit_in_any_order_and_keep_levels_disjoint() {
+        use crate::iter::testutil::Rng;
+        use crate::manifest::VersionEdit;
+        let key = |i: u64| format!("k{i:03}");
+        let mut rng = Rng::new(7);
+        for round in 0..300 {
+            // Disjoint files in levels 1..=3 (file sizes put some levels over their limit),
+            // a few overlapping ones in level 0.
+            let mut desc = String::new();
+            let mut number = 1;
+            for level in 1..=4u64 {
+                desc.push_str(&format!("L{level}:"));
+                let mut at = rng.below(20);
+                while at < 990 {
+                    let hi = at + rng.below(8 * level);
+                    let mb = 1 + rng.below(3 * 10u64.pow(level as u32 - 1));
+                    desc.push_str(&format!(" {number}:{}-{}/{mb}M", key(at), key(hi.min(999))));
+                    number += 1;
+                    at = hi + 1 + rng.below(10 * level);
+                }
+                desc.push('\n');
+            }
+            let mut v = text::parse(&desc).unwrap();
+            let mut number = 10_000 + number;
+            let mut running: Vec<Plan> = Vec::new();
+            for step in 0..60 {
+                let ctx = PickContext::of_plans(&running);
+                match rng.below(4) {
+                    // Pick one more plan beside the running ones.
+                    0 | 1 if running.len() < 3 => {
+                        if let Some(p) = pick(&v, &cfg(), &ctx) {
+                            assert!(ctx.allows(&p), "round {round} step {step}: {p:?}");
+                            running.push(p);
+                        }
+                    }
+                    // A flush: a new level-0 file with the newest data.
+                    2 => {
+                        let lo = rng.below(1000);
+                        let hi = (lo + rng.below(300)).min(999);
+                        let mut edit = VersionEdit::default();
+                        edit.new_files
+                            .push((0, text::file(number, &key(lo), &key(hi), 1 << 20)));
+                        number += 1;
+                        v = v.apply(&edit).unwrap();
+                    }
+                    // A running plan (any of them) commits.
+                    _ if !running.is_empty() => {
+                        let i = rng.below(running.len() as u64) as usize;
+                        let p = running.remove(i);
+                        let mut edit = VersionEdit::default();
+                        for (level, f) in p.input_files() {
+                            edit.deleted_files.push((level as u32, f.number));
+                        }
+                        let (lo, hi) = p.user_range().unwrap();
+                        let (lo, hi) = (
+                            String::from_utf8(lo).unwrap(),
+                            String::from_utf8(hi).unwrap(),
+                        );
+                        let out = text::file(number, &lo, &hi, p.input_bytes().max(1));
+                        number += 1;
+                        edit.new_files.push((p.output_level as u32, out));
+                        v = v.apply(&edit).unwrap_or_else(|e| {
+                            panic!(
+                                "round {round} step {step}: {} no longer applies: {e}",
+                                p.describe()
+                            )
+                        });
+                    }
+                    _ => {}
+                }
+                for level in 1..v.num_levels() {
+                    for pair in v.level(level).windows(2) {
+                        assert!(
+                            pair[0].largest_user_key() < pair[1].smallest_user_key(),
+                            "round {round} step {step}: L{level} files {} and {} overlap",
+                            pair[0].number,
+                            pair[1].number
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn manual_range() {
         let v = text::parse("L0: 1:a-c\nL1: 2:a-b 3:x-z\nL2: 4:a-z").unwrap();
