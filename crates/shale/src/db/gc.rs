@@ -95,6 +95,11 @@ impl GcHost for Host<'_> {
 
     fn drop_segment(&self, segment: u64) -> Result<()> {
         let inner = self.inner;
+        // The writes that made the segment's records dead must be durable before the drop.
+        {
+            let _wal = inner.wal.lock();
+            inner.values.sync()?;
+        }
         let gc_seq = inner.last_seq.load(Ordering::Acquire);
         inner.vlog_zombies.lock().push(Zombie {
             segment,
