@@ -369,8 +369,11 @@ impl Options {
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1".into());
         }
-        if self.max_background_compactions == 0 {
-            return bad("max_background_compactions must be at least 1".into());
+        if self.max_background_compactions == 0 || self.max_background_compactions > 64 {
+            return bad(format!(
+                "max_background_compactions {} must be in 1..=64",
+                self.max_background_compactions
+            ));
         }
         if self.max_manifest_bytes == 0 {
             return bad("max_manifest_bytes must be at least 1".into());
