@@ -84,6 +84,7 @@ impl Flsm {
                 multiplier: options.level_size_multiplier,
                 max_files_per_guard: options.flsm.max_sstables_per_guard,
                 rewrite_ratio: options.flsm.rewrite_ratio,
+                aggressive_ratio_percent: options.flsm.aggressive_ratio_percent,
             },
             rule: GuardRule {
                 top_level_bits: options.flsm.top_level_bits,

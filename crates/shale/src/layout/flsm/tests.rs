@@ -13,6 +13,7 @@ fn cfg() -> PickerConfig {
         multiplier: 10,
         max_files_per_guard: 2,
         rewrite_ratio: 25,
+        aggressive_ratio_percent: 0,
     }
 }
 
@@ -294,4 +295,89 @@ fn gets_probing_several_tables_of_a_guard_make_it_hot() {
             .map(|p| p.describe()),
         Some("L1[2,1] -> L1 (merge)".to_string())
     );
+}
+
+fn run_aggressive(desc: &str, busy: &Busy) -> String {
+    let v = text::parse(desc).unwrap();
+    let cfg = PickerConfig {
+        aggressive_ratio_percent: 25,
+        ..cfg()
+    };
+    match pick(&v, &cfg, busy, &[]) {
+        Some(p) => format!("{} because {}", p.describe(), p.reason),
+        None => "nothing".to_string(),
+    }
+}
+
+#[test]
+fn aggressive_rule_pushes_a_level_within_the_ratio_of_the_next() {
+    // L1 holds 3M, exactly 25% of L2's 12M: its fullest guard goes down, appended.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M",
+            &Busy::default()
+        ),
+        "L1[3,2] -> L2 (merge) because L1 holds 3145728 bytes, at least 25% of L2's \
+         12582912; guard 1 holds 2097152 bytes"
+    );
+    // Below the ratio (3M of 13M), nothing.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/7M",
+            &Busy::default()
+        ),
+        "nothing"
+    );
+    // Disabled (the default test config has ratio 0), nothing.
+    assert_eq!(
+        run("G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M"),
+        "nothing"
+    );
+}
+
+#[test]
+fn aggressive_rule_needs_both_levels_non_empty_and_comes_last() {
+    // An empty level is never pushed, even when the level below is tiny...
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL2: 9:a-k/1K\nL3: 10:a-z/1K",
+            &Busy::default()
+        ),
+        "L2[9] -> L3 (move) because L2 holds 1024 bytes, at least 25% of L3's 1024; \
+         guard 0 holds 1024 bytes"
+    );
+    // ... and a level is not pushed into an empty one (no level fewer for seeks).
+    assert_eq!(
+        run_aggressive("G1: m\nL1: 1:a-c/1M 2:m-p/1M", &Busy::default()),
+        "nothing"
+    );
+    // Every other rule comes first: level 0 over its trigger wins.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL0: 5:a-b 6:a-b 7:a-b 8:a-b\nL1: 1:a-c/1M\nL2: 9:a-k/1M",
+            &Busy::default()
+        ),
+        "L0[8,7,6,5] -> L1 (merge) because L0 has 4 files (trigger 4)"
+    );
+}
+
+#[test]
+fn aggressive_rule_skips_busy_guards() {
+    let desc = "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M";
+    // The fullest guard (m) holds a busy table: the next guard goes instead.
+    let busy = Busy {
+        files: HashSet::from([2]),
+        ..Busy::default()
+    };
+    assert_eq!(
+        run_aggressive(desc, &busy),
+        "L1[1] -> L2 (move) because L1 holds 3145728 bytes, at least 25% of L2's \
+         12582912; guard 0 holds 1048576 bytes"
+    );
+    // Both guards blocked (one by a file, one by a range being written in L2): nothing.
+    let busy = Busy {
+        files: HashSet::from([2]),
+        writing: vec![(2, b"a".to_vec(), b"b".to_vec())],
+    };
+    assert_eq!(run_aggressive(desc, &busy), "nothing");
 }
