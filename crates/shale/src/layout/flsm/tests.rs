@@ -381,3 +381,68 @@ fn aggressive_rule_skips_busy_guards() {
     };
     assert_eq!(run_aggressive(desc, &busy), "nothing");
 }
+
+/// A guard of many overlapping tables, merged with sequential and with parallel seeks: every
+/// step (seeks forward and backward, walks, injected errors) gives the same answer.
+#[test]
+fn parallel_seeks_match_sequential_seeks() {
+    use crate::iter::merging::MergingIterator;
+    use crate::iter::testutil::{FailingIter, Rng, random_internal_entries, split_randomly};
+    use crate::iter::{InternalIterator, VecIter};
+
+    /// The outcome of a step and the entry it left the iterator on, as text.
+    fn state(it: &MergingIterator, r: &crate::Result<()>) -> String {
+        let r = match r {
+            Ok(()) => "ok".to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        if it.valid() {
+            format!("{r} at {:?} = {:?}", it.key(), it.value())
+        } else {
+            format!("{r}, not valid")
+        }
+    }
+
+    for seed in 0..20u64 {
+        let mut rng = Rng::new(seed);
+        let all = random_internal_entries(&mut rng, 400);
+        let keys: Vec<Vec<u8>> = all.iter().map(|(k, _)| k.clone()).collect();
+        let parts = split_randomly(&mut rng, &all, 12);
+        // Odd seeds put a child that fails after a few movements in the middle.
+        let fail_at = (seed % 2 == 1).then(|| (parts.len() / 2, rng.below(30) as usize));
+        let children = || -> Vec<Box<dyn InternalIterator>> {
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match fail_at {
+                    Some((j, budget)) if i == j => {
+                        Box::new(FailingIter::new(p.clone(), budget)) as Box<dyn InternalIterator>
+                    }
+                    _ => Box::new(VecIter::new(p.clone())) as Box<dyn InternalIterator>,
+                })
+                .collect()
+        };
+        let mut seq = MergingIterator::new(children());
+        let mut par = MergingIterator::new(children()).with_parallel_seeks();
+        let mut errors = 0;
+        for step in 0..300 {
+            let op = rng.below(6);
+            let probe = rng.probe_internal_key(&keys);
+            let apply = |m: &mut MergingIterator| match op {
+                0 | 1 => m.seek(&probe),
+                2 => m.seek_for_prev(&probe),
+                3 => m.next(),
+                4 => m.prev(),
+                _ => m.seek_to_first(),
+            };
+            let (a, b) = (apply(&mut seq), apply(&mut par));
+            errors += usize::from(a.is_err());
+            assert_eq!(
+                state(&seq, &a),
+                state(&par, &b),
+                "seed {seed}, step {step}, op {op}"
+            );
+        }
+        assert_eq!(fail_at.is_some(), errors > 0, "seed {seed}");
+    }
+}
