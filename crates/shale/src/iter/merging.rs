@@ -39,6 +39,8 @@ pub struct MergingIterator {
     /// The current key, copied while the children are re-seeked on a direction change
     /// (the key is borrowed from a child, and the others are moved meanwhile).
     scratch: Vec<u8>,
+    /// Seek the children on threads (see [`MergingIterator::with_parallel_seeks`]).
+    parallel_seeks: bool,
 }
 
 impl MergingIterator {
@@ -50,7 +52,18 @@ impl MergingIterator {
             heap,
             dir: Direction::Forward,
             scratch: Vec::new(),
+            parallel_seeks: false,
         }
+    }
+
+    /// Make `seek` and `seek_for_prev` position the children concurrently, one scoped
+    /// thread per child beyond the first, then merge as usual. The result is exactly that
+    /// of sequential seeks (an error is the first failing child's, in child order). Worth it
+    /// only when the children's seeks read the device: a thread costs more than a seek in
+    /// cached blocks.
+    pub fn with_parallel_seeks(mut self) -> MergingIterator {
+        self.parallel_seeks = true;
+        self
     }
 
     /// Number of children.
@@ -131,6 +144,55 @@ impl MergingIterator {
         mut f: impl FnMut(&mut Box<dyn InternalIterator>) -> Result<()>,
     ) -> Result<()> {
         self.children.iter_mut().try_for_each(&mut f)
+    }
+
+    /// Seek every child with `f`, concurrently when parallel seeks are on. Every child is
+    /// sought even after one fails; the first error in child order is returned, as the
+    /// sequential loop would return it.
+    fn seek_children(
+        &mut self,
+        f: impl Fn(&mut Box<dyn InternalIterator>) -> Result<()> + Sync,
+    ) -> Result<()> {
+        if !self.parallel_seeks || self.children.len() < 2 {
+            return self.each_child(f);
+        }
+        use std::sync::{Mutex, PoisonError};
+        // Each child sits in a slot taken exactly once, by its thread or, when a thread
+        // could not be started, by this one afterwards.
+        let slots: Vec<Mutex<Option<&mut Box<dyn InternalIterator>>>> = self
+            .children
+            .iter_mut()
+            .map(|c| Mutex::new(Some(c)))
+            .collect();
+        let seek = |slot: &Mutex<Option<&mut Box<dyn InternalIterator>>>| -> Result<()> {
+            let mut held = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            held.take().map_or(Ok(()), &f)
+        };
+        let threaded: Vec<Result<()>> = std::thread::scope(|s| {
+            let handles: Vec<_> = slots
+                .iter()
+                .skip(1)
+                .map(|slot| {
+                    let seek = &seek;
+                    std::thread::Builder::new()
+                        .spawn_scoped(s, move || seek(slot))
+                        .ok()
+                })
+                .collect();
+            let mut out = vec![slots.first().map_or(Ok(()), &seek)];
+            for h in handles {
+                out.push(match h.map(|h| h.join()) {
+                    Some(Ok(r)) => r,
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    None => Ok(()),
+                });
+            }
+            out
+        });
+        threaded
+            .into_iter()
+            .zip(&slots)
+            .try_for_each(|(r, slot)| r.and_then(|()| seek(slot)))
     }
 
     /// Reposition every child but the current one at its first key after the current key.
@@ -225,7 +287,7 @@ impl InternalIterator for MergingIterator {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.heap.clear();
-        let r = self.each_child(|c| c.seek(target));
+        let r = self.seek_children(|c| c.seek(target));
         self.guard(r)?;
         self.rebuild(Direction::Forward);
         Ok(())
@@ -233,7 +295,7 @@ impl InternalIterator for MergingIterator {
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         self.heap.clear();
-        let r = self.each_child(|c| c.seek_for_prev(target));
+        let r = self.seek_children(|c| c.seek_for_prev(target));
         self.guard(r)?;
         self.rebuild(Direction::Backward);
         Ok(())

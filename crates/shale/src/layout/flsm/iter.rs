@@ -20,24 +20,30 @@ pub struct GuardLevelIterator {
     level: usize,
     tables: Arc<TableCache>,
     cause: ReadCause,
+    /// Ranges holding at least this many tables seek them on threads; 0 never.
+    parallel_min: usize,
     /// The open range and its merged tables.
     unit: usize,
     cur: Option<Box<dyn InternalIterator>>,
 }
 
 impl GuardLevelIterator {
-    /// An unpositioned iterator over `level` of `version`.
+    /// An unpositioned iterator over `level` of `version`. A range holding at least
+    /// `parallel_min` tables (0: none) seeks them concurrently
+    /// ([`MergingIterator::with_parallel_seeks`]).
     pub fn new(
         version: Arc<Version>,
         level: usize,
         tables: Arc<TableCache>,
         cause: ReadCause,
+        parallel_min: usize,
     ) -> GuardLevelIterator {
         GuardLevelIterator {
             version,
             level,
             tables,
             cause,
+            parallel_min,
             unit: 0,
             cur: None,
         }
@@ -65,6 +71,9 @@ impl GuardLevelIterator {
         self.cur = match children.len() {
             0 => None,
             1 => children.pop(),
+            n if self.parallel_min > 0 && n >= self.parallel_min => Some(Box::new(
+                MergingIterator::new(children).with_parallel_seeks(),
+            )),
             _ => Some(Box::new(MergingIterator::new(children))),
         };
         Ok(())

@@ -54,6 +54,8 @@ pub struct Flsm {
     target_file_size: u64,
     seek_trigger: u32,
     get_compaction: bool,
+    /// See [`crate::options::FlsmOptions::parallel_seek_min_tables`].
+    parallel_seek_min_tables: usize,
     seeks: Mutex<SeekState>,
     /// Set when a get marked a guard hot; taken by the engine to wake compaction.
     wanted: AtomicBool,
@@ -84,6 +86,7 @@ impl Flsm {
                 multiplier: options.level_size_multiplier,
                 max_files_per_guard: options.flsm.max_sstables_per_guard,
                 rewrite_ratio: options.flsm.rewrite_ratio,
+                aggressive_ratio_percent: options.flsm.aggressive_ratio_percent,
             },
             rule: GuardRule {
                 top_level_bits: options.flsm.top_level_bits,
@@ -92,6 +95,7 @@ impl Flsm {
             target_file_size: options.target_file_size,
             seek_trigger: options.flsm.seek_compaction_trigger,
             get_compaction: options.flsm.get_compaction,
+            parallel_seek_min_tables: options.flsm.parallel_seek_min_tables,
             seeks: Mutex::new(SeekState::default()),
             wanted: AtomicBool::new(false),
         }
@@ -243,13 +247,22 @@ impl Layout for Flsm {
             let t = ctx.tables.table(f.number)?;
             out.push(Box::new(t.iter(ctx.cause)));
         }
+        // Parallel seeks only at the last level holding data: the one that does not fit in
+        // memory first, so the one whose seeks read the device.
+        let deepest = (1..version.num_levels()).rfind(|&l| !version.level(l).is_empty());
         for level in 1..version.num_levels() {
             if !version.level(level).is_empty() {
+                let parallel_min = if Some(level) == deepest {
+                    self.parallel_seek_min_tables
+                } else {
+                    0
+                };
                 out.push(Box::new(iter::GuardLevelIterator::new(
                     Arc::clone(version),
                     level,
                     Arc::clone(ctx.tables),
                     ctx.cause,
+                    parallel_min,
                 )));
             }
         }

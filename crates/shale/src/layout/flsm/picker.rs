@@ -13,6 +13,10 @@
 //!   level always rewrites in place).
 //! - guards that seeks found hot (an explicit input, so the picker stays pure) are merged in
 //!   place when nothing else is due, so later seeks read one table there.
+//! - the aggressive level rule (lowest priority): a level `1 <= L < last` whose bytes are at
+//!   least `aggressive_ratio_percent` % of level `L + 1`'s (both non-empty) pushes its
+//!   fullest free guard into `L + 1`, guard by guard until the ratio no longer holds, so a
+//!   seek meets fewer levels holding data there.
 //!
 //! A guard's tables may reach past it (a table written before a guard inside its span was
 //! committed). Moving only part of such a table's key range down would put newer data below
@@ -38,6 +42,8 @@ pub struct PickerConfig {
     pub max_files_per_guard: usize,
     /// The 25x rule's ratio.
     pub rewrite_ratio: u64,
+    /// The aggressive level rule's ratio in percent; 0 disables it.
+    pub aggressive_ratio_percent: u64,
 }
 
 impl PickerConfig {
@@ -162,6 +168,43 @@ fn units(v: &Version, level: usize) -> Vec<Unit> {
         .collect()
 }
 
+/// The aggressive level rule: the shallowest level `1 <= L < last` holding at least
+/// `aggressive_ratio_percent` % of the bytes of a non-empty level `L + 1` pushes its fullest
+/// guard that no running compaction blocks into `L + 1` (never rewritten in place: the point
+/// is to empty the level). An empty `L + 1` does not count: moving a level into an empty one
+/// leaves as many levels for a seek to meet, and would carry every byte through every level.
+fn aggressive(v: &Version, cfg: &PickerConfig, busy: &Busy) -> Option<Plan> {
+    if cfg.aggressive_ratio_percent == 0 {
+        return None;
+    }
+    let last = v.num_levels().checked_sub(1)?;
+    for level in 1..last {
+        let (here, below) = (v.level_bytes(level), v.level_bytes(level + 1));
+        if v.level(level).is_empty() || v.level(level + 1).is_empty() {
+            continue;
+        }
+        if u128::from(here) * 100 < u128::from(below) * u128::from(cfg.aggressive_ratio_percent) {
+            continue;
+        }
+        let mut us = units(v, level);
+        us.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.index.cmp(&b.index)));
+        for u in us {
+            if busy.blocks(&u.files, level + 1) {
+                continue;
+            }
+            let reason = format!(
+                "L{level} holds {here} bytes, at least {}% of L{}'s {below}; guard {} holds {} bytes",
+                cfg.aggressive_ratio_percent,
+                level + 1,
+                u.index,
+                u.bytes
+            );
+            return Some(plan(v, level, u.files, level + 1, reason));
+        }
+    }
+    None
+}
+
 /// Push the fullest free guard of `level` down (or rewrite it in place by the 25x rule).
 fn push_down(
     v: &Version,
@@ -281,7 +324,7 @@ pub fn pick(v: &Version, cfg: &PickerConfig, busy: &Busy, hot: &[HotGuard]) -> O
             return Some(plan(v, level, files, level, reason));
         }
     }
-    None
+    aggressive(v, cfg, busy)
 }
 
 /// Manual compaction: every table of `level` in guards overlapping `[begin, end]` (with

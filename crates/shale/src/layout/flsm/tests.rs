@@ -13,6 +13,7 @@ fn cfg() -> PickerConfig {
         multiplier: 10,
         max_files_per_guard: 2,
         rewrite_ratio: 25,
+        aggressive_ratio_percent: 0,
     }
 }
 
@@ -294,4 +295,154 @@ fn gets_probing_several_tables_of_a_guard_make_it_hot() {
             .map(|p| p.describe()),
         Some("L1[2,1] -> L1 (merge)".to_string())
     );
+}
+
+fn run_aggressive(desc: &str, busy: &Busy) -> String {
+    let v = text::parse(desc).unwrap();
+    let cfg = PickerConfig {
+        aggressive_ratio_percent: 25,
+        ..cfg()
+    };
+    match pick(&v, &cfg, busy, &[]) {
+        Some(p) => format!("{} because {}", p.describe(), p.reason),
+        None => "nothing".to_string(),
+    }
+}
+
+#[test]
+fn aggressive_rule_pushes_a_level_within_the_ratio_of_the_next() {
+    // L1 holds 3M, exactly 25% of L2's 12M: its fullest guard goes down, appended.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M",
+            &Busy::default()
+        ),
+        "L1[3,2] -> L2 (merge) because L1 holds 3145728 bytes, at least 25% of L2's \
+         12582912; guard 1 holds 2097152 bytes"
+    );
+    // Below the ratio (3M of 13M), nothing.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/7M",
+            &Busy::default()
+        ),
+        "nothing"
+    );
+    // Disabled (the default test config has ratio 0), nothing.
+    assert_eq!(
+        run("G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M"),
+        "nothing"
+    );
+}
+
+#[test]
+fn aggressive_rule_needs_both_levels_non_empty_and_comes_last() {
+    // An empty level is never pushed, even when the level below is tiny...
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL2: 9:a-k/1K\nL3: 10:a-z/1K",
+            &Busy::default()
+        ),
+        "L2[9] -> L3 (move) because L2 holds 1024 bytes, at least 25% of L3's 1024; \
+         guard 0 holds 1024 bytes"
+    );
+    // ... and a level is not pushed into an empty one (no level fewer for seeks).
+    assert_eq!(
+        run_aggressive("G1: m\nL1: 1:a-c/1M 2:m-p/1M", &Busy::default()),
+        "nothing"
+    );
+    // Every other rule comes first: level 0 over its trigger wins.
+    assert_eq!(
+        run_aggressive(
+            "G1: m\nG2: m\nL0: 5:a-b 6:a-b 7:a-b 8:a-b\nL1: 1:a-c/1M\nL2: 9:a-k/1M",
+            &Busy::default()
+        ),
+        "L0[8,7,6,5] -> L1 (merge) because L0 has 4 files (trigger 4)"
+    );
+}
+
+#[test]
+fn aggressive_rule_skips_busy_guards() {
+    let desc = "G1: m\nG2: m\nL1: 1:a-c/1M 2:m-p/1M 3:n-z/1M\nL2: 9:a-k/6M 10:m-z/6M";
+    // The fullest guard (m) holds a busy table: the next guard goes instead.
+    let busy = Busy {
+        files: HashSet::from([2]),
+        ..Busy::default()
+    };
+    assert_eq!(
+        run_aggressive(desc, &busy),
+        "L1[1] -> L2 (move) because L1 holds 3145728 bytes, at least 25% of L2's \
+         12582912; guard 0 holds 1048576 bytes"
+    );
+    // Both guards blocked (one by a file, one by a range being written in L2): nothing.
+    let busy = Busy {
+        files: HashSet::from([2]),
+        writing: vec![(2, b"a".to_vec(), b"b".to_vec())],
+    };
+    assert_eq!(run_aggressive(desc, &busy), "nothing");
+}
+
+/// A guard of many overlapping tables, merged with sequential and with parallel seeks: every
+/// step (seeks forward and backward, walks, injected errors) gives the same answer.
+#[test]
+fn parallel_seeks_match_sequential_seeks() {
+    use crate::iter::merging::MergingIterator;
+    use crate::iter::testutil::{FailingIter, Rng, random_internal_entries, split_randomly};
+    use crate::iter::{InternalIterator, VecIter};
+
+    /// The outcome of a step and the entry it left the iterator on, as text.
+    fn state(it: &MergingIterator, r: &crate::Result<()>) -> String {
+        let r = match r {
+            Ok(()) => "ok".to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        if it.valid() {
+            format!("{r} at {:?} = {:?}", it.key(), it.value())
+        } else {
+            format!("{r}, not valid")
+        }
+    }
+
+    for seed in 0..20u64 {
+        let mut rng = Rng::new(seed);
+        let all = random_internal_entries(&mut rng, 400);
+        let keys: Vec<Vec<u8>> = all.iter().map(|(k, _)| k.clone()).collect();
+        let parts = split_randomly(&mut rng, &all, 12);
+        // Odd seeds put a child that fails after a few movements in the middle.
+        let fail_at = (seed % 2 == 1).then(|| (parts.len() / 2, rng.below(30) as usize));
+        let children = || -> Vec<Box<dyn InternalIterator>> {
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match fail_at {
+                    Some((j, budget)) if i == j => {
+                        Box::new(FailingIter::new(p.clone(), budget)) as Box<dyn InternalIterator>
+                    }
+                    _ => Box::new(VecIter::new(p.clone())) as Box<dyn InternalIterator>,
+                })
+                .collect()
+        };
+        let mut seq = MergingIterator::new(children());
+        let mut par = MergingIterator::new(children()).with_parallel_seeks();
+        let mut errors = 0;
+        for step in 0..300 {
+            let op = rng.below(6);
+            let probe = rng.probe_internal_key(&keys);
+            let apply = |m: &mut MergingIterator| match op {
+                0 | 1 => m.seek(&probe),
+                2 => m.seek_for_prev(&probe),
+                3 => m.next(),
+                4 => m.prev(),
+                _ => m.seek_to_first(),
+            };
+            let (a, b) = (apply(&mut seq), apply(&mut par));
+            errors += usize::from(a.is_err());
+            assert_eq!(
+                state(&seq, &a),
+                state(&par, &b),
+                "seed {seed}, step {step}, op {op}"
+            );
+        }
+        assert_eq!(fail_at.is_some(), errors > 0, "seed {seed}");
+    }
 }
