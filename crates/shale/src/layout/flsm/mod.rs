@@ -103,13 +103,23 @@ impl Flsm {
 
     /// The next compaction given what other compactions hold (see [`picker::pick`]).
     pub fn pick_with(&self, version: &Version, busy: &Busy) -> Option<Plan> {
-        let hot: Vec<HotGuard> = self
-            .seeks
-            .lock()
-            .hot
-            .iter()
-            .map(|(l, k)| (*l, unit_index(version.guards(*l), k)))
-            .collect();
+        let hot: Vec<HotGuard> = {
+            let mut s = self.seeks.lock();
+            // A hot guard that holds one table now (pushed down whole, merged for another
+            // reason, or made hot by a cursor on an old version) gains nothing; kept, it
+            // would be rewritten as soon as a compaction appends a second table, with no
+            // seek paying for it. Seeks make it hot again if they keep coming.
+            s.hot.retain(|(l, k)| {
+                version
+                    .unit_files(*l, unit_index(version.guards(*l), k))
+                    .len()
+                    > 1
+            });
+            s.hot
+                .iter()
+                .map(|(l, k)| (*l, unit_index(version.guards(*l), k)))
+                .collect()
+        };
         let plan = picker::pick(version, &self.cfg, busy, &hot);
         if let Some(p) = &plan
             && let Some((level, files)) = p.inputs.first()

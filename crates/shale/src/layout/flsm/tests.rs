@@ -446,3 +446,29 @@ fn parallel_seeks_match_sequential_seeks() {
         assert_eq!(fail_at.is_some(), errors > 0, "seed {seed}");
     }
 }
+
+#[test]
+fn a_hot_guard_that_left_by_a_push_down_is_not_hot_when_it_fills_again() {
+    use crate::layout::{Layout, PickContext};
+    // Without the aggressive level rule, which would push level 1 into level 2 here.
+    let mut o = flsm_options();
+    o.flsm.aggressive_ratio_percent = 0;
+    let layout = super::Flsm::new(&o);
+    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    for _ in 0..2 {
+        assert!(!layout.note_seek(&v, b"b"));
+    }
+    assert!(layout.note_seek(&v, b"b"), "guard 0 of L1 is hot");
+    // Before the hot merge runs, the level goes over budget and the guard is pushed down
+    // whole (or a cursor on an old version made it hot after it was merged): it holds one
+    // table now, so nothing is picked for it.
+    let v = text::parse("G1: m\nL1: 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
+    assert!(layout.pick(&v, &PickContext::idle()).is_none());
+    // Later two level-0 compactions append two tables to the guard. No seek touched it
+    // since: merging it in place now would rewrite it for nothing (FLSM appends).
+    let v = text::parse("G1: m\nL1: 5:a-b/1K 6:a-c/1K 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).map(|p| p.describe()),
+        None
+    );
+}
