@@ -15,7 +15,8 @@
 //! CI checks a few thousand images. `SHALE_CRASH_FULL=1` checks every variant at every op
 //! of more seeds and reruns at every op:
 //! `SHALE_CRASH_FULL=1 cargo test --release -p shale --test crash_enum -- --nocapture`.
-//! `SHALE_CRASH_SEEDS=n` sets the number of seeds.
+//! `SHALE_CRASH_SEEDS=n` sets the number of seeds; `SHALE_CRASH_ONLY=name` keeps the reruns
+//! of the workloads whose name contains `name`.
 
 mod crash_common;
 
@@ -245,8 +246,13 @@ fn crash_at_every_op_one_pass() {
 fn crash_at_op_k_rerun() {
     let full = full();
     let mut tally = Tally::default();
+    // `SHALE_CRASH_ONLY=name` keeps the workloads whose name contains it (to chase a flake).
+    let only = std::env::var("SHALE_CRASH_ONLY").unwrap_or_default();
     for seed in 100..100 + seeds(if full { 4 } else { 1 }) {
         for w in workloads(seed, 1) {
+            if !w.name.contains(only.as_str()) {
+                continue;
+            }
             let stride = if full { 1 } else { 23 };
             let mut k = seed % stride;
             while rerun(&w, k, seed, full, &mut tally) {

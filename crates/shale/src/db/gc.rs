@@ -95,10 +95,16 @@ impl GcHost for Host<'_> {
 
     fn drop_segment(&self, segment: u64) -> Result<()> {
         let inner = self.inner;
-        // The writes that made the segment's records dead must be durable before the drop.
+        // A record was judged dead because a newer write or delete of its key exists; that
+        // write may still be unsynced. Make it durable before the drop commits: otherwise a
+        // crash can lose it and recover a state whose newest entry of the key points into
+        // the dropped segment (the crash_enum vlog-flush flake).
         {
             let _wal = inner.wal.lock();
-            inner.values.sync()?;
+            if let Err(e) = inner.values.sync() {
+                inner.set_error(&e);
+                return Err(e);
+            }
         }
         let gc_seq = inner.last_seq.load(Ordering::Acquire);
         inner.vlog_zombies.lock().push(Zombie {

@@ -231,6 +231,15 @@ pub(crate) fn replay(
         let is_newest = newest.is_none_or(|n| number >= n);
         let mut garbage = ctx.state.vlog_garbage.get(&number).copied().unwrap_or(0);
         if size < HEADER_LEN {
+            if !is_newest {
+                // Its successor holds records, and a segment is created (header synced) and
+                // then synced in full before its successor gets one: this is damage.
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!("a sealed segment is shorter ({size} bytes) than its header"),
+                ));
+            }
             // A segment whose creation did not complete (its header is written and synced
             // before anything else): it holds no record, so nothing points into it.
             let _ = fs.remove_file(&path);
@@ -334,9 +343,51 @@ fn replay_segment(
                     "the segment ends inside a write batch",
                 ));
             }
-            Err(ScanEnd::Bad(_, _)) if newest => break,
+            Err(ScanEnd::Bad(at, _)) if newest && torn_tail(file, at, size)? => break,
             Err(ScanEnd::Bad(at, d)) => return Err(Error::corruption(&path, at, d)),
         }
     }
     Ok((last, valid_end, inline_bytes))
+}
+
+/// A file system loses unsynced pages of an append in any order; a lost page reads as zeros.
+const LOST_PAGE_SIZE: u64 = 4096;
+
+/// Whether damage at `at` in the newest segment (of `size` bytes) can be a tail a crash
+/// tore: no whole record follows it, or one does but a lost page (zeros from the damage or
+/// the page start to the page end) lies between. A sync makes the whole file prefix
+/// durable, so a valid record after damage without such a hole means the damage is in
+/// synced bytes: cutting the log there would silently drop synced writes (as the WAL's
+/// reader, `wal::LogReader::tolerate_lost_pages`, decides).
+fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
+    let Some(len) = size.checked_sub(at).and_then(|n| usize::try_from(n).ok()) else {
+        return Ok(true);
+    };
+    // Bounded by the file's real size: the newest segment is at most a segment plus a group.
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, at, ReadCause::Recovery)?;
+    let found = (1..len).find(|&p| {
+        let Some(rest) = buf.get(p..) else {
+            return false;
+        };
+        let Ok(h) = format::decode_header(rest) else {
+            return false;
+        };
+        rest.get(..h.record_len())
+            .is_some_and(|r| format::decode_record(r).is_ok())
+    });
+    let Some(found) = found else {
+        return Ok(true);
+    };
+    let found = at + found as u64;
+    let mut page = at / LOST_PAGE_SIZE * LOST_PAGE_SIZE;
+    while page + LOST_PAGE_SIZE <= found {
+        let lo = (page.max(at) - at) as usize;
+        let hi = (page + LOST_PAGE_SIZE - at) as usize;
+        if buf.get(lo..hi).is_some_and(|b| b.iter().all(|&x| x == 0)) {
+            return Ok(true);
+        }
+        page += LOST_PAGE_SIZE;
+    }
+    Ok(false)
 }
