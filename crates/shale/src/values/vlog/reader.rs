@@ -231,17 +231,11 @@ pub(crate) fn replay(
         let is_newest = newest.is_none_or(|n| number >= n);
         let mut garbage = ctx.state.vlog_garbage.get(&number).copied().unwrap_or(0);
         if size < HEADER_LEN {
-            if !is_newest {
-                // Its successor holds records, and a segment is created (header synced) and
-                // then synced in full before its successor gets one: this is damage.
-                return Err(Error::corruption(
-                    &path,
-                    size,
-                    format!("a sealed segment is shorter ({size} bytes) than its header"),
-                ));
-            }
             // A segment whose creation did not complete (its header is written and synced
-            // before anything else): it holds no record, so nothing points into it.
+            // before anything else): it holds no record, so nothing points into it. It may be
+            // older than a segment with records: recovery removed it once, and a crash forgot
+            // the removal (crash_ioerr finds such images). A sealed segment truncated below
+            // its header by damage looks the same and is not told apart yet.
             let _ = fs.remove_file(&path);
             continue;
         }
