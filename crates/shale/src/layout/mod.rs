@@ -183,6 +183,28 @@ pub struct ReadContext<'a> {
     pub cause: crate::env::ReadCause,
 }
 
+impl ReadContext<'_> {
+    /// The newest entry for `user_key` at or below `seek_key`'s snapshot in level 0, whose
+    /// files may overlap and are ordered newest first (the same in every layout that flushes
+    /// to an unguarded level 0).
+    pub fn get_level0(
+        &self,
+        version: &Version,
+        user_key: &[u8],
+        seek_key: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        for f in version.level(0) {
+            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
+                let t = self.tables.table(f.number)?;
+                if let Some(hit) = t.get(user_key, seek_key, self.cause)? {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// A table layout. Implementations must be pure in `pick`: no I/O, no clock, no randomness,
 /// so pickers can be tested and simulated from a text description of a tree.
 pub trait Layout: Send + Sync + std::fmt::Debug {

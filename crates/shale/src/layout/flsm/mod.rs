@@ -194,13 +194,8 @@ impl Layout for Flsm {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        for f in version.level(0) {
-            if holds(f, user_key) {
-                let t = ctx.tables.table(f.number)?;
-                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
-                    return Ok(Some(hit));
-                }
-            }
+        if let Some(hit) = ctx.get_level0(version, user_key, seek_key)? {
+            return Ok(Some(hit));
         }
         for level in 1..version.num_levels() {
             let u = unit_index(version.guards(level), user_key);

@@ -75,13 +75,8 @@ impl Layout for Leveled {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        for f in version.level(0) {
-            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
-                let t = ctx.tables.table(f.number)?;
-                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
-                    return Ok(Some(hit));
-                }
-            }
+        if let Some(hit) = ctx.get_level0(version, user_key, seek_key)? {
+            return Ok(Some(hit));
         }
         for level in 1..version.num_levels() {
             let Some(f) = find_file(version.level(level), seek_key) else {
