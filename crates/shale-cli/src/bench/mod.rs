@@ -34,6 +34,16 @@ pub fn parse_bool(s: &str) -> Result<bool, String> {
     }
 }
 
+/// A fraction in (0, 1].
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let f: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if f > 0.0 && f <= 1.0 {
+        Ok(f)
+    } else {
+        Err(format!("expected a fraction in (0, 1], found {s}"))
+    }
+}
+
 const DEFAULT_BENCHMARKS: &str =
     "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,compact,readrandom,stats";
 
@@ -51,6 +61,14 @@ pub struct BenchArgs {
     /// Operations of the read benchmarks (default: --num).
     #[arg(long)]
     pub reads: Option<u64>,
+    /// Writes of `overwrite` (default: --num), as db_bench's `--writes`.
+    #[arg(long)]
+    pub writes: Option<u64>,
+    /// `overwrite` draws its keys uniformly from a fixed random subset holding this fraction
+    /// of the key space (1: every key), so repeated overwrites hit the same hot keys.
+    #[arg(long = "overwrite-fraction", alias = "overwrite_fraction", default_value_t = 1.0,
+          value_parser = parse_fraction)]
+    pub overwrite_fraction: f64,
     /// Key size in bytes (keys are zero-padded decimal numbers).
     #[arg(long = "key-size", alias = "key_size", default_value_t = 16)]
     pub key_size: usize,
@@ -194,6 +212,13 @@ fn settings_block(a: &BenchArgs, reads: u64, dir: &Path, engine_lines: &[String]
     ));
     s.push_str(&format!("Entries:    {}\n", a.num));
     s.push_str(&format!("Reads:      {reads}\n"));
+    if a.writes.is_some() || a.overwrite_fraction < 1.0 {
+        s.push_str(&format!(
+            "Overwrites: {} over {:.0}% of the keys\n",
+            a.writes.unwrap_or(a.num),
+            a.overwrite_fraction * 100.0
+        ));
+    }
     s.push_str(&format!(
         "RawSize:    {:.1} MB (estimated)\n",
         mbf(entry * a.num as f64)
@@ -323,6 +348,8 @@ fn run_all(
         sync: a.sync,
         seek_nexts: a.seek_nexts,
         round: 0,
+        writes: a.writes.unwrap_or(a.num),
+        hot_keys: workloads::hot_keys(a.num, a.overwrite_fraction),
     };
     let live = LiveSet::new(a.num);
     // On a store this run did not fill, assume the usual db_bench setup (every key written)

@@ -50,6 +50,25 @@ pub struct Workload {
     pub seek_nexts: usize,
     /// Position of the benchmark in the list, so a repeated benchmark draws new keys.
     pub round: u64,
+    /// Writes of `overwrite` (db_bench's `--writes`).
+    pub writes: u64,
+    /// Keys `overwrite` draws from: a fixed random subset of the key space (`num`: all).
+    pub hot_keys: u64,
+}
+
+impl Workload {
+    /// The key set `overwrite` draws from: `hot_keys` keys chosen once by the seed, so that
+    /// repeated rounds overwrite the same keys again.
+    fn hot_set(&self) -> Permutation {
+        Permutation::new(self.num, self.seed ^ 0x486f_7453_6574_0001)
+    }
+}
+
+/// The number of hot keys for `--overwrite-fraction f` over `num` keys (at least 1 when
+/// `num > 0`).
+pub fn hot_keys(num: u64, fraction: f64) -> u64 {
+    let n = (num as f64 * fraction).ceil() as u64;
+    n.clamp(num.min(1), num)
 }
 
 /// What the store should hold, so reads can be checked.
@@ -265,6 +284,8 @@ enum WriteOrder {
     Sequential,
     Permuted,
     Uniform,
+    /// Uniform over the workload's hot set, `writes` operations.
+    Overwrite,
 }
 
 fn write_keys(
@@ -276,9 +297,15 @@ fn write_keys(
     salt: u64,
 ) -> EngineResult<Tally> {
     let perm = Permutation::new(w.num, w.seed);
+    let hot = w.hot_set();
+    let ops = if order == WriteOrder::Overwrite {
+        w.writes
+    } else {
+        w.num
+    };
     on_threads(sh, w.threads, |t| {
         let mut wk = Worker::new(w, values, t, salt);
-        let (lo, hi) = share(w.num, t, w.threads);
+        let (lo, hi) = share(ops, t, w.threads);
         let began = Instant::now();
         for i in lo..hi {
             if sh.abort.load(Ordering::Relaxed) {
@@ -288,6 +315,11 @@ fn write_keys(
                 WriteOrder::Sequential => i,
                 WriteOrder::Permuted => perm.get(i),
                 WriteOrder::Uniform => wk.rng.random_range(0..w.num.max(1)),
+                // Every key: the same draws as before the hot set existed.
+                WriteOrder::Overwrite if w.hot_keys >= w.num => {
+                    wk.rng.random_range(0..w.num.max(1))
+                }
+                WriteOrder::Overwrite => hot.get(wk.rng.random_range(0..w.hot_keys.max(1))),
             };
             format_key(k, w.key_size, &mut wk.key);
             let start = Instant::now();
@@ -529,7 +561,7 @@ pub fn run(name: &str, sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> Engi
     match name {
         "fillseq" => write_keys(sh, w, values, WriteOrder::Sequential, false, 0),
         "fillrandom" => write_keys(sh, w, values, WriteOrder::Permuted, false, 0),
-        "overwrite" => write_keys(sh, w, values, WriteOrder::Uniform, false, 1),
+        "overwrite" => write_keys(sh, w, values, WriteOrder::Overwrite, false, 1),
         "deleterandom" => write_keys(sh, w, values, WriteOrder::Uniform, true, 7),
         "readrandom" => read_random(sh, w, values, false, w.threads, &no_writer),
         "readmissing" => read_random(sh, w, values, true, w.threads, &no_writer),
@@ -612,6 +644,8 @@ mod engine_tests {
             sync: false,
             seek_nexts: 3,
             round: 0,
+            writes: num,
+            hot_keys: num,
         }
     }
 
@@ -673,6 +707,25 @@ mod engine_tests {
             assert_eq!(tallies[14].found, 2000);
             assert_eq!(e.len(), 2000);
         }
+    }
+
+    #[test]
+    fn overwrite_stays_in_its_hot_set_for_writes_operations() {
+        let e = MemEngine::default();
+        let mut w = workload(1000, 2);
+        w.writes = 3000;
+        w.hot_keys = hot_keys(1000, 0.25);
+        assert_eq!(w.hot_keys, 250);
+        // Two rounds of overwrites on an empty store: only hot keys come to exist.
+        let t = run_seq(&e, &w, &["overwrite"]);
+        assert_eq!(t[0].ops, 3000);
+        w.round = 1;
+        run_seq(&e, &w, &["overwrite"]);
+        // 6000 uniform draws over 250 keys hit all of them (a miss has odds of about
+        // 250 * e^-24); never more.
+        assert_eq!(e.len(), 250);
+        assert_eq!(hot_keys(1000, 1.0), 1000);
+        assert_eq!(hot_keys(3, 0.01), 1);
     }
 
     #[test]

@@ -136,8 +136,8 @@ pub struct Stats {
     /// The newest sequence number.
     pub last_sequence: SeqNo,
     /// Value-log segments (empty without a value log), oldest first, as
-    /// `(segment number, bytes, garbage bytes)`; garbage is what flushes and compactions
-    /// found dropped, plus records the tree keeps inline.
+    /// `(segment number, bytes, garbage bytes)`; garbage is the records a flush superseded
+    /// with a newer entry of their key, plus records the tree keeps inline.
     pub vlog_segments: Vec<(u64, u64, u64)>,
     /// Value-log garbage collection: runs since open.
     pub gc_runs: u64,
@@ -149,6 +149,9 @@ pub struct Stats {
     pub gc_records_relocated: u64,
     /// Value-log garbage collection: segments dropped.
     pub gc_segments_deleted: u64,
+    /// Value-log garbage collection: records skipped without a tree lookup (a flush had
+    /// superseded them since the store opened).
+    pub gc_records_skipped: u64,
 }
 
 impl Stats {
@@ -236,7 +239,7 @@ impl std::fmt::Display for Stats {
             let garbage: u64 = self.vlog_segments.iter().map(|s| s.2).sum();
             writeln!(
                 f,
-                "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {}",
+                "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {}; {} records skipped as superseded",
                 self.vlog_segments.len(),
                 mb(bytes),
                 mb(garbage),
@@ -244,7 +247,8 @@ impl std::fmt::Display for Stats {
                 mb(self.gc_bytes_read),
                 self.gc_records_relocated,
                 mb(self.gc_bytes_relocated),
-                self.gc_segments_deleted
+                self.gc_segments_deleted,
+                self.gc_records_skipped
             )?;
             for (n, b, g) in &self.vlog_segments {
                 writeln!(

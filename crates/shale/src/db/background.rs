@@ -129,6 +129,7 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         return Err(e);
     }
     let size = file.as_ref().map_or(0, |f| f.size);
+    super::gc::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
     if let Some(f) = file {
         let level = inner.layout.flush_level(&inner.super_version().version, &f);
         edit.new_files.push((level as u32, f));

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::manifest::VersionEdit;
-use crate::memory::MemLookup;
+use crate::memory::{MemLookup, MemTable};
 use crate::values::{GcHost, PersistedState, Relocation};
 use crate::version::Version;
 use crate::wal::WriteBatch;
@@ -46,12 +46,43 @@ pub(crate) struct Zombie {
 /// How often the thread looks for work when nothing wakes it.
 const IDLE: Duration = Duration::from_millis(200);
 
+/// Foreground writes are judged idle when no user write was sequenced during this long.
+const IDLE_WINDOW: Duration = Duration::from_millis(50);
+
 struct Host<'a> {
     inner: &'a Arc<DbInner>,
-    started: Instant,
+    /// Start of the current rate budget (reset while writes are idle).
+    started: Cell<Instant>,
+    /// Bytes read against the current budget.
     read: Cell<u64>,
     /// Bytes per second; 0: no limit.
     rate: u64,
+    /// Sequence numbers this run's relocations took (not user writes).
+    own_seqs: Cell<u64>,
+    /// The idle check's window: its start, and user sequence numbers seen at its start.
+    window: Cell<(Instant, SeqNo)>,
+}
+
+impl Host<'_> {
+    /// Sequence numbers taken by user writes (the last sequence number less relocations).
+    fn user_seq(&self) -> SeqNo {
+        self.inner
+            .last_seq
+            .load(Ordering::Acquire)
+            .saturating_sub(self.own_seqs.get())
+    }
+
+    /// Whether no user write arrived during the last full window; the throttle then lets
+    /// collection read at full speed (it competes with no one).
+    fn writes_idle(&self) -> bool {
+        let (since, seq) = self.window.get();
+        if since.elapsed() < IDLE_WINDOW {
+            return false;
+        }
+        let now = self.user_seq();
+        self.window.set((Instant::now(), now));
+        now == seq
+    }
 }
 
 impl GcHost for Host<'_> {
@@ -90,6 +121,7 @@ impl GcHost for Host<'_> {
         }
         let n = batch.len() as u64;
         write::log_and_apply(inner, &wal, &mut batch, true, false)?;
+        self.own_seqs.set(self.own_seqs.get() + n);
         Ok(n)
     }
 
@@ -152,11 +184,19 @@ impl GcHost for Host<'_> {
         if self.inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.rate == 0 {
+            return Ok(());
+        }
+        if self.writes_idle() {
+            self.started.set(Instant::now());
+            self.read.set(0);
+            return Ok(());
+        }
         let read = self.read.get() + bytes;
         self.read.set(read);
-        if self.rate > 0 {
+        {
             let due = Duration::from_secs_f64(read as f64 / self.rate as f64);
-            let elapsed = self.started.elapsed();
+            let elapsed = self.started.get().elapsed();
             if due > elapsed {
                 std::thread::sleep((due - elapsed).min(Duration::from_millis(100)));
             }
@@ -196,19 +236,76 @@ fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool>
 /// the dropped segments no reader needs. Returns the segments dropped.
 pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
     let _one = inner.gc_lock.lock();
+    let now = Instant::now();
     let host = Host {
         inner,
-        started: Instant::now(),
+        started: Cell::new(now),
         read: Cell::new(0),
         rate: if force {
             0
         } else {
             inner.options.vlog_gc_bytes_per_sec
         },
+        own_seqs: Cell::new(0),
+        window: Cell::new((now, inner.last_seq.load(Ordering::Acquire))),
     };
     let r = inner.values.collect_garbage(&host, force);
     reap(inner);
     r
+}
+
+/// Before a flush of `mem` commits `edit`: report to the placement every stored value the
+/// flush supersedes, so that garbage is counted when it is made rather than when a
+/// compaction later merges the versions (which, for keys in a deep level, may be never).
+///
+/// Every version of a key but the newest in `mem` is superseded by the newest; that newest
+/// supersedes the newest entry of the key in `version` (the tree before this flush: older
+/// memtables were flushed before, in order). By induction each stored value is reported
+/// once, by the flush of the entry right above it, and a compaction that later drops it
+/// reports nothing. Snapshots may still read a superseded value; the count only guides the
+/// choice of segments, and relocation checks liveness itself. A failed lookup stops the
+/// counting (it is a hint, not worth failing the flush for).
+pub(crate) fn count_superseded(
+    inner: &DbInner,
+    mem: &Arc<dyn MemTable>,
+    version: &Arc<Version>,
+    edit: &mut VersionEdit,
+) {
+    if !inner.values.counts_superseded() {
+        return;
+    }
+    let ctx = ReadContext {
+        tables: &inner.tables,
+        cause: ReadCause::Gc,
+    };
+    let mut it = Arc::clone(mem).iter();
+    if it.seek_to_first().is_err() {
+        return;
+    }
+    let mut current: Option<Vec<u8>> = None;
+    while it.valid() {
+        let Ok(parsed) = parse_internal_key(it.key()) else {
+            return;
+        };
+        if current.as_deref() == Some(parsed.user_key) {
+            inner.values.superseded(parsed.kind, it.value(), edit);
+        } else {
+            let seek = seek_key(parsed.user_key, MAX_SEQNO);
+            match inner.layout.get(version, &ctx, parsed.user_key, &seek) {
+                Ok(Some((ikey, value))) => {
+                    if let Ok(older) = parse_internal_key(&ikey) {
+                        inner.values.superseded(older.kind, &value, edit);
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => return,
+            }
+            current = Some(parsed.user_key.to_vec());
+        }
+        if it.next().is_err() {
+            return;
+        }
+    }
 }
 
 /// Delete the files of zombies no reader can need any more.
@@ -268,3 +365,7 @@ pub(crate) fn gc_thread(inner: Arc<DbInner>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "gc_tests.rs"]
+mod tests;

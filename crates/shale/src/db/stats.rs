@@ -56,6 +56,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         gc_bytes_read: placement.gc_bytes_read,
         gc_bytes_relocated: placement.gc_bytes_relocated,
         gc_records_relocated: placement.gc_records_relocated,
+        gc_records_skipped: placement.gc_records_skipped,
         gc_segments_deleted: placement.gc_segments_deleted,
     }
 }

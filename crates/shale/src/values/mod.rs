@@ -132,6 +132,8 @@ pub struct PlacementStats {
     pub gc_segments_deleted: u64,
     /// Garbage-collection runs.
     pub gc_runs: u64,
+    /// Records garbage collection skipped without a lookup: a flush had superseded them.
+    pub gc_records_skipped: u64,
 }
 
 /// A value placement and its durability log.
@@ -171,8 +173,9 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// to `apply` as the memory component must store it.
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()>;
 
-    /// As [`ValueStore::append`] with `sync`, for a batch that garbage collection rewrites
-    /// (its bytes are counted under [`crate::env::WriteCause::Gc`] where the log can tell).
+    /// As [`ValueStore::append`], for a batch that garbage collection rewrites (its bytes are
+    /// counted under [`crate::env::WriteCause::Gc`] where the log can tell). It need not be
+    /// synced: [`GcHost::drop_segment`] syncs the log before the drop that depends on it.
     fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
         self.append(batch, true, apply)
     }
@@ -216,6 +219,17 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// value log's garbage counts found since the last edit).
     fn note_edit(&self, _edit: &mut VersionEdit) {}
 
+    /// Whether a flush should report, through [`ValueStore::superseded`], every stored value
+    /// its entries supersede (the engine then looks up in the tree each key a flush writes).
+    fn counts_superseded(&self) -> bool {
+        false
+    }
+
+    /// A flush about to commit `edit` writes a newer entry for the key of `stored` (a value
+    /// of `kind` as this placement stored it): no new reader will see `stored` again. Called
+    /// once per superseded entry, before `edit` commits; what is counted goes into `edit`.
+    fn superseded(&self, _kind: ValueKind, _stored: &[u8], _edit: &mut VersionEdit) {}
+
     /// Whether this placement has garbage to collect (the engine then runs a thread that
     /// calls [`ValueStore::collect_garbage`]).
     fn wants_gc(&self) -> bool {
@@ -247,13 +261,14 @@ pub struct Relocation {
 pub trait GcHost {
     /// What the MANIFEST records now.
     fn persisted(&self) -> PersistedState;
-    /// Write each relocation's value again (synced) with a fresh sequence number, but only
+    /// Write each relocation's value again with a fresh sequence number, but only
     /// if the newest entry for its key is still exactly its pointer;
     /// checked and written atomically with respect to user writes. Returns the relocations
     /// written.
     fn relocate(&self, records: &[Relocation]) -> Result<u64>;
-    /// Commit a MANIFEST edit that drops `segment`; its file is deleted once no snapshot,
-    /// iterator or read can still hold a pointer into it.
+    /// Sync the log (the relocations made so far, and the writes that made the other
+    /// records dead), then commit a MANIFEST edit that drops `segment`; its file is deleted
+    /// once no snapshot, iterator or read can still hold a pointer into it.
     fn drop_segment(&self, segment: u64) -> Result<()>;
     /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
     /// an error (the store is closing) stops the collection.

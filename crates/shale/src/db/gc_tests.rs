@@ -1,0 +1,182 @@
+//! Garbage counting at flush time and the backlog-adaptive choice of segments, driven
+//! without the GC thread (`vlog_gc` off, [`run`] called directly).
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test helper's failure is a test failure"
+)]
+
+use super::run;
+use crate::Db;
+use crate::env::Env;
+use crate::options::Options;
+use crate::values::vlog::format::record_len;
+
+const DIR: &str = "/db";
+
+fn opts(env: &Env, gc_ratio: f64) -> Options {
+    let mut o = Options::preset("wisckey").expect("preset");
+    o.env = env.clone();
+    // Flushes happen only when the test asks: a large memtable, and the log-size freeze
+    // (twice the larger of segment and memtable size) far away.
+    o.write_buffer_size = 4 << 20;
+    o.vlog_segment_size = 16 * 1024;
+    o.min_separated_value_size = 64;
+    o.vlog_gc = false;
+    o.vlog_gc_ratio = gc_ratio;
+    o.vlog_gc_bytes_per_sec = 0;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(300 + (i as usize % 7) * 50, b'a' + (round % 26) as u8);
+    v
+}
+
+fn total_garbage(db: &Db) -> u64 {
+    db.stats().vlog_segments.iter().map(|s| s.2).sum()
+}
+
+#[test]
+fn a_flush_counts_what_it_supersedes_once() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
+    let n = 100;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(total_garbage(&db), 0, "nothing superseded yet");
+    let mut expected = 0u64;
+    for i in 0..n {
+        match i % 4 {
+            // Overwritten twice in one memtable: both older versions are superseded.
+            0 => {
+                db.put(&key(i), &value(i, 1)).expect("put");
+                db.put(&key(i), &value(i, 2)).expect("put");
+                expected +=
+                    (record_len(&key(i), &value(i, 0)) + record_len(&key(i), &value(i, 1))) as u64;
+            }
+            // Deleted: the old value is superseded, and the tombstone's own record stays
+            // in the tree (garbage in the log from the start).
+            1 => {
+                db.delete(&key(i)).expect("delete");
+                expected += (record_len(&key(i), &value(i, 0)) + record_len(&key(i), b"")) as u64;
+            }
+            _ => {}
+        }
+    }
+    db.flush().expect("flush");
+    assert_eq!(total_garbage(&db), expected);
+    // A compaction merging the versions finds nothing new: no double count.
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(total_garbage(&db), expected);
+    db.close().expect("close");
+    // The counts were persisted with the flush edits.
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("reopen");
+    assert_eq!(total_garbage(&db), expected);
+    db.close().expect("close");
+}
+
+/// Fill three rounds' worth of segments, then overwrite the keys `i % 5 < hot` once: every
+/// old segment ends up with about `hot / 5` of its bytes garbage. Returns the segments a
+/// non-forced collection drops.
+fn automatic_collection_after_overwrites(hot: u32, gc_ratio: f64) -> u64 {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, gc_ratio)).expect("open");
+    let n = 300;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in (0..n).filter(|i| i % 5 < hot) {
+        db.put(&key(i), &value(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    let mut dropped = 0;
+    loop {
+        let d = run(&db.inner, false).expect("gc");
+        if d == 0 {
+            break;
+        }
+        dropped += d;
+    }
+    // Whatever was collected, every value reads back.
+    for i in 0..n {
+        let round = u32::from(i % 5 < hot);
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, round)), "{i}");
+    }
+    db.close().expect("close");
+    dropped
+}
+
+#[test]
+fn a_garbage_backlog_lowers_the_ratio_a_segment_needs() {
+    // 40% overwritten: the old segments are about 40% garbage, the collectable log about
+    // 29% (with the new segments): under pressure, the 0.6 ratio falls to 0.24.
+    assert!(automatic_collection_after_overwrites(2, 0.6) > 0);
+    // 20% overwritten: about 17% of the log is garbage, no pressure; segments at 20% stay.
+    assert_eq!(automatic_collection_after_overwrites(1, 0.6), 0);
+}
+
+#[test]
+fn superseded_records_are_skipped_without_a_lookup_and_live_ones_kept() {
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
+    let n = 200;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    // A snapshot taken now still reads the superseded values after collection.
+    let snap = db.snapshot();
+    let mut superseded = 0;
+    for i in 0..n {
+        if i % 5 == 0 {
+            db.delete(&key(i)).expect("delete");
+        } else if i % 2 == 0 {
+            db.put(&key(i), &value(i, 1)).expect("put");
+        } else {
+            continue;
+        }
+        superseded += 1;
+    }
+    db.flush().expect("flush");
+    let mut dropped = 0;
+    while let n @ 1.. = run(&db.inner, true).expect("gc") {
+        dropped += n;
+    }
+    assert!(dropped > 0);
+    // Every superseded record of the first round was skipped, no other one.
+    assert_eq!(db.stats().gc_records_skipped, superseded);
+    let expect = |i: u32| match (i % 5, i % 2) {
+        (0, _) => None,
+        (_, 0) => Some(value(i, 1)),
+        _ => Some(value(i, 0)),
+    };
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), expect(i), "{i}");
+        let old = db.get_at(&key(i), &snap).expect("snapshot get");
+        assert_eq!(old, Some(value(i, 0)), "snapshot {i}");
+    }
+    drop(snap);
+    db.close().expect("close");
+    // After a reopen nothing is remembered: records are looked up, and still right.
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("reopen");
+    for i in 0..n {
+        db.put(&key(i + n), &value(i, 2)).expect("put");
+    }
+    db.flush().expect("flush");
+    while run(&db.inner, true).expect("gc") > 0 {}
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), expect(i), "{i}");
+    }
+    db.close().expect("close");
+}
