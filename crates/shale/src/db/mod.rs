@@ -195,6 +195,8 @@ pub(crate) struct DbInner {
     pub(crate) counters: Counters,
     /// Value-log segments dropped by garbage collection whose files wait for their readers.
     pub(crate) vlog_zombies: Mutex<Vec<gc::Zombie>>,
+    /// How much user writes are slowed while value-log garbage collection is behind.
+    pub(crate) gc_pace: gc::Pace,
     /// Held by a garbage-collection run (background or manual): one at a time.
     pub(crate) gc_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,

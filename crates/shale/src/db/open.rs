@@ -228,6 +228,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         compaction_lock: Mutex::new(()),
         counters: Counters::default(),
         vlog_zombies: Mutex::default(),
+        gc_pace: super::gc::Pace::default(),
         gc_lock: Mutex::new(()),
         shutting_down: AtomicBool::new(false),
         lock: Mutex::new(Some(lock)),

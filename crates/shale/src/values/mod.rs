@@ -270,6 +270,9 @@ pub trait GcHost {
     /// records dead), then commit a MANIFEST edit that drops `segment`; its file is deleted
     /// once no snapshot, iterator or read can still hold a pointer into it.
     fn drop_segment(&self, segment: u64) -> Result<()>;
+    /// `fraction` of the bytes collection could collect is garbage (reported at every
+    /// choice of a segment): the host may slow user writes while it is high.
+    fn backlog(&self, _fraction: f64) {}
     /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
     /// an error (the store is closing) stops the collection.
     fn throttle(&self, bytes: u64) -> Result<()>;

@@ -5,8 +5,9 @@
 //!
 //! One run:
 //! 1. pick the sealed segment with the largest garbage ratio among those wholly before the
-//!    MANIFEST's head (so recovery never needs it again); the ratio it needs and the read
-//!    rate adapt to the garbage backlog ([`min_ratio`], [`rate_factor`]);
+//!    MANIFEST's head (so recovery never needs it again); the read rate adapts to the
+//!    garbage backlog ([`rate_factor`]), which is also reported to the host (it slows user
+//!    writes while the backlog is high);
 //! 2. read its records in order; each separated value is a relocation candidate (inline
 //!    values and deletes there are garbage by construction: the tree keeps them);
 //! 3. hand candidates to the host in chunks: it rewrites at the head, synced, those the tree
@@ -42,17 +43,6 @@ const CHUNK_BYTES: usize = 4 << 20;
 /// configured rate; above it, faster.
 const CALM_FRACTION: f64 = 0.1;
 
-/// At or above this fraction of garbage in the collectable segments (their space
-/// amplification is then 1.25), collection accepts emptier segments than the configured
-/// ratio: the greedy choice alone lets the backlog sit in segments just under the ratio (a
-/// hot set overwritten at random leaves the segments of the initial load a quarter garbage
-/// each, forever).
-const PRESSURE_FRACTION: f64 = 0.2;
-
-/// The lowest garbage ratio a segment may have to be collected under pressure: below it, a
-/// collection rewrites more than four bytes to free one.
-const FLOOR_RATIO: f64 = 0.2;
-
 /// How much faster than the configured rate collection may read when `fraction` of the
 /// collectable bytes is garbage: 1 up to [`CALM_FRACTION`], then doubling every 5 points,
 /// up to 16 (from 25%). Garbage grows as fast as overwrites arrive; a fixed rate either falls
@@ -63,19 +53,6 @@ pub(crate) fn rate_factor(fraction: f64) -> u64 {
     }
     let steps = ((fraction - CALM_FRACTION) / 0.05).floor() as u32 + 1;
     1 << steps.min(4)
-}
-
-/// The garbage ratio a segment needs to be collected, when `fraction` of the collectable
-/// bytes is garbage: the configured `ratio` while calm; from [`PRESSURE_FRACTION`], 40% of
-/// it, but not below [`FLOOR_RATIO`]. The greedy choice still takes the fullest segment
-/// first, so emptier ones are rewritten only once the collector has caught up with fuller
-/// ones.
-pub(crate) fn min_ratio(ratio: f64, fraction: f64) -> f64 {
-    if fraction >= PRESSURE_FRACTION {
-        (ratio * 0.4).max(FLOOR_RATIO).min(ratio)
-    } else {
-        ratio
-    }
 }
 
 /// Segments garbage collection may pick: sealed, wholly before the head, not dropped and
@@ -159,7 +136,7 @@ fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Seg
     let state = host.persisted();
     let segments = collectable(vlog, &state);
     let fraction = garbage_fraction(&segments);
-    let threshold = min_ratio(vlog.min_gc_ratio, fraction);
+    host.backlog(fraction);
     let mut best: Option<(f64, Arc<Segment>)> = None;
     for s in segments {
         let size = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
@@ -169,7 +146,10 @@ fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Seg
         } else {
             garbage as f64 / size as f64
         };
-        if !force && ratio < threshold {
+        // The configured ratio whatever the backlog: lowering it under pressure made the
+        // collector rewrite young segments whose garbage was still growing (measured: 4.8 GB
+        // relocated over 1.6M overwrites); user writes are slowed instead (`backlog`).
+        if !force && ratio < vlog.min_gc_ratio {
             continue;
         }
         // Forced: any garbage at all. A segment without any is never rewritten (forced
@@ -272,15 +252,5 @@ mod tests {
         assert_eq!(rate_factor(0.26), 16);
         assert_eq!(rate_factor(1.0), 16);
         assert_eq!(rate_factor(f64::NAN), 1);
-    }
-
-    #[test]
-    fn the_ratio_falls_under_pressure_but_not_below_the_floor() {
-        assert_eq!(min_ratio(0.5, 0.19), 0.5);
-        assert_eq!(min_ratio(0.5, 0.2), FLOOR_RATIO);
-        assert_eq!(min_ratio(0.8, 0.4), 0.8 * 0.4);
-        assert_eq!(min_ratio(0.3, 0.4), FLOOR_RATIO);
-        // A configured ratio under the floor is kept.
-        assert_eq!(min_ratio(0.1, 0.4), 0.1);
     }
 }
