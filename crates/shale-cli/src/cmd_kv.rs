@@ -328,6 +328,13 @@ pub fn verify(a: &StoreArgs) -> CliResult {
         r.entries,
         a.db.display()
     )?;
+    if r.vlog_segments > 0 {
+        writeln!(
+            out,
+            "value log: {} segments, {} records, {} value pointers checked",
+            r.vlog_segments, r.vlog_records, r.value_pointers
+        )?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

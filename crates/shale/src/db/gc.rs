@@ -223,7 +223,11 @@ impl GcHost for Host<'_> {
     }
 
     fn backlog(&self, fraction: f64) {
-        let per = if self.pace { pace_ns_per_kib(fraction) } else { 0 };
+        let per = if self.pace {
+            pace_ns_per_kib(fraction)
+        } else {
+            0
+        };
         self.inner.gc_pace.ns_per_kib.store(per, Ordering::Relaxed);
         if per == 0 {
             self.inner.gc_pace.debt_ns.store(0, Ordering::Relaxed);

@@ -45,6 +45,7 @@ mod read;
 mod snapshots;
 mod stats;
 mod verify;
+mod verify_vlog;
 mod write;
 
 use std::collections::{HashSet, VecDeque};

@@ -1,0 +1,200 @@
+//! `verify` for the value log: every live segment's header and record checksums, and every
+//! value pointer in a live table resolving to a record holding its key.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::env::{Env, ReadCause};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{ValueKind, parse_internal_key};
+use crate::table::sst::Table;
+use crate::values::PersistedState;
+use crate::values::vlog::format::{self, HEADER_LEN, Pointer, RECORD_HEADER_LEN};
+use crate::values::vlog::parse_segment_name;
+use crate::values::vlog::reader::{ScanEnd, SegmentScanner};
+
+/// What the value-log checks found.
+#[derive(Debug, Default)]
+pub(crate) struct VlogChecked {
+    pub(crate) segments: usize,
+    pub(crate) bytes: u64,
+    pub(crate) records: u64,
+    pub(crate) pointers: u64,
+}
+
+/// Check every segment in `names` that the MANIFEST (`state`) has not dropped: its header,
+/// and every record's checksum up to its valid end. Returns the valid end of each segment.
+///
+/// The newest segment holding records may end in a record cut short by a crash (recovery
+/// cuts it there): an incomplete record at its end is accepted; a complete record with a bad
+/// checksum, anywhere, is not.
+fn check_segments(
+    env: &Env,
+    dir: &Path,
+    names: &[String],
+    state: &PersistedState,
+    checked: &mut VlogChecked,
+) -> Result<BTreeMap<u64, u64>> {
+    let mut numbers: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .filter(|n| !state.vlog_dropped.contains(n))
+        .collect();
+    numbers.sort_unstable();
+    let mut sizes = Vec::with_capacity(numbers.len());
+    for &n in &numbers {
+        sizes.push(
+            env.fs()
+                .file_size(&dir.join(format::segment_file_name(n)))?,
+        );
+    }
+    let newest = numbers
+        .iter()
+        .zip(&sizes)
+        .filter(|&(_, &s)| s > HEADER_LEN)
+        .map(|(&n, _)| n)
+        .next_back();
+    let mut ends = BTreeMap::new();
+    for (&number, &size) in numbers.iter().zip(&sizes) {
+        let path = dir.join(format::segment_file_name(number));
+        if size < HEADER_LEN {
+            // A segment whose creation a crash cut: it holds no record (open removes it).
+            continue;
+        }
+        let file = env.open(&path)?;
+        let mut header = [0u8; HEADER_LEN as usize];
+        file.read_exact_at(&mut header, 0, ReadCause::Other)?;
+        format::check_header(&header, number).map_err(|d| Error::corruption(&path, 0, d))?;
+        let end = state
+            .vlog_segment_ends
+            .get(&number)
+            .copied()
+            .unwrap_or(size)
+            .min(size);
+        let mut scan = SegmentScanner::new(file, end, HEADER_LEN, ReadCause::Other);
+        let valid_end = loop {
+            match scan.next()? {
+                Ok(rec) => {
+                    checked.records += 1;
+                    if rec.offset + rec.len > end {
+                        return Err(Error::corruption(&path, rec.offset, "record past the end"));
+                    }
+                }
+                Err(ScanEnd::Clean) => break end,
+                Err(ScanEnd::Bad(at, why)) => {
+                    let torn_tail = Some(number) == newest && why.starts_with("incomplete");
+                    if !torn_tail {
+                        return Err(Error::corruption(&path, at, why));
+                    }
+                    break at;
+                }
+            }
+        };
+        ends.insert(number, valid_end);
+        checked.segments += 1;
+        checked.bytes += size;
+    }
+    Ok(ends)
+}
+
+/// Check that every value pointer in `tables` names a record in a live segment (before its
+/// valid end) that decodes, passes its checksum and holds the pointer's key. Pointers into
+/// segments garbage collection dropped are skipped: an older version of a key may point
+/// there until a compaction drops it; the newest never does.
+fn check_pointers(
+    env: &Env,
+    dir: &Path,
+    tables: &[Arc<Table>],
+    ends: &BTreeMap<u64, u64>,
+    dropped: &BTreeSet<u64>,
+    checked: &mut VlogChecked,
+) -> Result<()> {
+    let mut files = BTreeMap::new();
+    for table in tables {
+        let mut it = table.iter(ReadCause::Other);
+        it.seek_to_first()?;
+        while it.valid() {
+            let ikey = parse_internal_key(it.key()).map_err(|d| {
+                Error::corruption(table.path(), 0, format!("bad internal key: {d}"))
+            })?;
+            if ikey.kind == ValueKind::ValuePointer {
+                let p = Pointer::decode(it.value()).map_err(|d| {
+                    Error::corruption(table.path(), 0, format!("bad value pointer: {d}"))
+                })?;
+                if !dropped.contains(&p.segment) {
+                    check_pointer(env, dir, &mut files, ends, ikey.user_key, &p)?;
+                    checked.pointers += 1;
+                }
+            }
+            it.next()?;
+        }
+    }
+    Ok(())
+}
+
+fn check_pointer(
+    env: &Env,
+    dir: &Path,
+    files: &mut BTreeMap<u64, crate::env::ReadFile>,
+    ends: &BTreeMap<u64, u64>,
+    key: &[u8],
+    p: &Pointer,
+) -> Result<()> {
+    let path = dir.join(format::segment_file_name(p.segment));
+    let bad = |m: String| Error::corruption(&path, p.offset, m);
+    let Some(&end) = ends.get(&p.segment) else {
+        return Err(bad(format!(
+            "a pointer of key {:?} names segment {}, which is missing",
+            String::from_utf8_lossy(key),
+            p.segment
+        )));
+    };
+    let len = p.length as usize;
+    let fits = p.offset >= HEADER_LEN
+        && len >= RECORD_HEADER_LEN + key.len()
+        && p.offset
+            .checked_add(u64::from(p.length))
+            .is_some_and(|e| e <= end);
+    if !fits {
+        return Err(bad(format!(
+            "a pointer ({} bytes at {}) lies outside the segment's {end} valid bytes",
+            p.length, p.offset
+        )));
+    }
+    let file = match files.get(&p.segment) {
+        Some(f) => f.clone(),
+        None => {
+            let f = env.open(&path)?;
+            files.insert(p.segment, f.clone());
+            f
+        }
+    };
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, p.offset, ReadCause::Other)?;
+    let rec = format::decode_record(&buf).map_err(bad)?;
+    if rec.key != key || rec.kind != ValueKind::Value {
+        return Err(bad(format!(
+            "the record a pointer names holds key {:?} ({:?}), not {:?}",
+            String::from_utf8_lossy(rec.key),
+            rec.kind,
+            String::from_utf8_lossy(key)
+        )));
+    }
+    Ok(())
+}
+
+/// The value-log checks of `verify` (nothing to do for a store without segments).
+pub(crate) fn check(
+    env: &Env,
+    dir: &Path,
+    names: &[String],
+    state: &PersistedState,
+    tables: &[Arc<Table>],
+) -> Result<VlogChecked> {
+    let mut checked = VlogChecked::default();
+    let ends = check_segments(env, dir, names, state, &mut checked)?;
+    check_pointers(env, dir, tables, &ends, &state.vlog_dropped, &mut checked)?;
+    Ok(checked)
+}
