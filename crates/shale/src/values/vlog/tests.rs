@@ -15,6 +15,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
         dir: Path::new("/v"),
         state: &state,
         names: &[],
+        last_sequence: 0,
     };
     let mut edit = VersionEdit::default();
     p.recover(&ctx, &mut |_, _, _, _| {}, &mut edit).unwrap();
@@ -141,6 +142,7 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
         dir: Path::new("/v"),
         state: &state,
         names: &names,
+        last_sequence: 0,
     };
     let mut seqs = Vec::new();
     let last = q
