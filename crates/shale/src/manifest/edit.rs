@@ -330,6 +330,26 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
 mod tests {
     use super::*;
 
+    #[test]
+    fn vlog_worked_example_of_the_format_doc() {
+        let e = VersionEdit {
+            vlog_head: Some((9, 4130)),
+            vlog_head_seq: Some(301),
+            vlog_sealed: vec![(7, 134_217_758)],
+            ..VersionEdit::default()
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(
+            buf,
+            [
+                0x03, 0x0a, 0x03, 0x09, 0xa2, 0x20, 0x0f, 0x02, 0xad, 0x02, 0x0e, 0x05, 0x07, 0x9e,
+                0x80, 0x80, 0x40
+            ]
+        );
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+    }
+
     fn meta(n: u64) -> FileMeta {
         FileMeta {
             number: n,
