@@ -711,13 +711,6 @@ impl WritableFile for FaultWritable {
         })
     }
 
-    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        // One operation, as one `append` of the joined bytes: crash points fall between
-        // appends, as for a plain append.
-        let joined = parts.concat();
-        self.append(&joined)
-    }
-
     fn flush(&mut self) -> Result<()> {
         self.op(OpKind::Flush, |f, _| f.flush())
     }

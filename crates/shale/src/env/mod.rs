@@ -59,14 +59,6 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Append the concatenation of `parts`, as one write where the backend can gather them
-    /// (no copy into a user-space buffer first).
-    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        for p in parts {
-            self.append(p)?;
-        }
-        Ok(())
-    }
     /// A second handle that makes this file's data durable while this one keeps appending
     /// (so a sync need not wait for the appender, nor the appender for a sync). `None` when
     /// the backend has none; callers then sync through this handle.
@@ -300,13 +292,6 @@ impl WriteFile {
     pub fn append(&mut self, data: &[u8]) -> Result<()> {
         self.inner.append(data)?;
         self.io.add_written(self.cause, data.len() as u64);
-        Ok(())
-    }
-    /// Append the concatenation of `parts` (see [`WritableFile::append_parts`]).
-    pub fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        self.inner.append_parts(parts)?;
-        let n: usize = parts.iter().map(|p| p.len()).sum();
-        self.io.add_written(self.cause, n as u64);
         Ok(())
     }
     /// Count the bytes appended from now on under `cause` (a value-log segment takes both

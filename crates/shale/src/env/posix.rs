@@ -9,7 +9,7 @@
 //! has one owner.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, IoSlice, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,10 +19,6 @@ use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered in user space; larger ones go straight to the OS.
 const WRITE_BUFFER: usize = 64 * 1024;
-
-/// Gathered appends of at least this many bytes go to the OS in one `writev`, without a
-/// copy into the buffer; smaller ones are copied (one system call for many small parts).
-const GATHER_AT_LEAST: usize = 4096;
 
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -202,35 +198,6 @@ impl WritableFile for PosixWritableFile {
         self.len
     }
 
-    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total < GATHER_AT_LEAST && self.buf.len() + total <= WRITE_BUFFER {
-            for p in parts {
-                self.buf.extend_from_slice(p);
-            }
-        } else {
-            self.flush_buffer()?;
-            let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-            let mut rest = &mut slices[..];
-            while !rest.is_empty() {
-                match self.file.write_vectored(rest) {
-                    Ok(0) => {
-                        return Err(Error::io(
-                            "write",
-                            &self.path,
-                            io::Error::new(io::ErrorKind::WriteZero, "writev wrote nothing"),
-                        ));
-                    }
-                    Ok(n) => IoSlice::advance_slices(&mut rest, n),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io("write", &self.path, e)),
-                }
-            }
-        }
-        self.len += total as u64;
-        Ok(())
-    }
-
     fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
         // fdatasync through any descriptor of the inode covers every byte written through
         // any other; a duplicate that fails to open only loses the optimisation.
@@ -387,27 +354,6 @@ mod tests {
         f.read_exact_at(&mut mid, 6).unwrap();
         assert_eq!(&mid, b"world");
         fs.sync_dir(&dir.0).unwrap();
-    }
-
-    #[test]
-    fn gathered_appends_keep_order_with_buffered_ones() {
-        let dir = TempDir::new("parts");
-        let fs = PosixFs::new();
-        let p = dir.path("g");
-        let mut w = fs.create(&p).unwrap();
-        let big: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
-        w.append(b"buffered,").unwrap();
-        // Small: copied into the buffer behind the earlier append.
-        w.append_parts(&[b"a", b"", b"bc"]).unwrap();
-        // Large: the buffer goes out first, then one writev.
-        w.append_parts(&[b"head", &big, b"tail"]).unwrap();
-        w.append(b"!").unwrap();
-        w.flush().unwrap();
-        let mut expect = b"buffered,abchead".to_vec();
-        expect.extend_from_slice(&big);
-        expect.extend_from_slice(b"tail!");
-        assert_eq!(w.len(), expect.len() as u64);
-        assert_eq!(read_all(&fs, &p), expect);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!
 //! All integers little-endian. Every length read from disk is checked before use.
 
-use crate::format::{Reader, crc32c, crc32c_two, mask_crc, put_varint32, put_varint64, unmask_crc};
+use crate::format::{Reader, crc32c, mask_crc, put_varint32, put_varint64, unmask_crc};
 use crate::key::{SeqNo, ValueKind};
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
@@ -85,23 +85,6 @@ pub fn encode_record(
     value: &[u8],
 ) -> usize {
     let start = buf.len();
-    encode_record_head(buf, seq, kind, last_in_batch, key, value);
-    buf.extend_from_slice(value);
-    buf.len() - start
-}
-
-/// Append a record without its value to `buf`: the fixed header, whose checksum covers
-/// `value` too, and the key. The value follows in the file (the writer hands it to the OS
-/// straight from the batch, without copying it here).
-pub fn encode_record_head(
-    buf: &mut Vec<u8>,
-    seq: SeqNo,
-    kind: ValueKind,
-    last_in_batch: bool,
-    key: &[u8],
-    value: &[u8],
-) {
-    let start = buf.len();
     buf.extend_from_slice(&[0; 4]);
     buf.extend_from_slice(&seq.to_le_bytes());
     buf.push(kind as u8);
@@ -109,10 +92,12 @@ pub fn encode_record_head(
     buf.extend_from_slice(&(key.len() as u32).to_le_bytes());
     buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
     buf.extend_from_slice(key);
-    let crc = mask_crc(crc32c_two(buf.get(start + 4..).unwrap_or_default(), value));
+    buf.extend_from_slice(value);
+    let crc = mask_crc(crc32c(buf.get(start + 4..).unwrap_or_default()));
     if let Some(c) = buf.get_mut(start..start + 4) {
         c.copy_from_slice(&crc.to_le_bytes());
     }
+    buf.len() - start
 }
 
 /// The length of a record with this key and value.

@@ -11,9 +11,8 @@ use crate::env::{Env, FileSyncer, WriteCause, WriteFile};
 use crate::error::Result;
 use crate::wal::WriteBatch;
 
-/// A group's record heads (header and key) are encoded into this buffer and handed to the
-/// file, interleaved with the values taken from the batch, in one gathered append; a buffer
-/// grown past this is dropped after use.
+/// A group is encoded into this buffer and handed to the file in one append (the paper's
+/// user-space write buffer); a buffer grown past this is dropped after use.
 const KEEP_SCRATCH: usize = 4 << 20;
 
 /// The active segment.
@@ -21,8 +20,6 @@ pub(crate) struct SegmentWriter {
     file: WriteFile,
     number: u64,
     scratch: Vec<u8>,
-    /// End in `scratch` of each record's head (header and key) of the group being written.
-    heads: Vec<usize>,
     /// Bytes known durable.
     synced: u64,
     /// Syncs the segment from other threads (made once: a second descriptor).
@@ -45,7 +42,6 @@ impl SegmentWriter {
             file,
             number,
             scratch: Vec::new(),
-            heads: Vec::new(),
         })
     }
 
@@ -94,11 +90,10 @@ impl SegmentWriter {
     ) -> Result<(u64, u64)> {
         let base = self.file.len();
         self.scratch.clear();
-        self.heads.clear();
         let seq = batch.sequence();
         let n = batch.len();
         for (i, e) in batch.iter().enumerate() {
-            format::encode_record_head(
+            format::encode_record(
                 &mut self.scratch,
                 seq + i as u64,
                 e.kind,
@@ -106,22 +101,11 @@ impl SegmentWriter {
                 e.key,
                 e.value,
             );
-            self.heads.push(self.scratch.len());
-        }
-        // Each record's head from `scratch`, then its value straight from the batch.
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(2 * n);
-        let mut at = 0;
-        for (e, &end) in batch.iter().zip(&self.heads) {
-            parts.push(self.scratch.get(at..end).unwrap_or_default());
-            if !e.value.is_empty() {
-                parts.push(e.value);
-            }
-            at = end;
         }
         if relocation {
             self.file.set_cause(WriteCause::Gc);
         }
-        let appended = self.file.append_parts(&parts);
+        let appended = self.file.append(&self.scratch);
         if relocation {
             self.file.set_cause(WriteCause::Vlog);
         }
