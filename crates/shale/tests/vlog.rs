@@ -385,7 +385,7 @@ fn a_flipped_bit_mid_newest_segment_is_corruption_not_a_torn_tail() {
 }
 
 #[test]
-#[ignore = "a half-created segment whose removal a crash forgot looks the same (crash_ioerr); open problem"]
+
 fn a_truncated_sealed_segment_is_corruption_not_a_half_created_one() {
     // Only the newest segment can be short of its header (its creation was cut); an older
     // one was synced in full before its successor got a record.

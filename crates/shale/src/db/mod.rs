@@ -446,6 +446,23 @@ impl Db {
         self.shutdown()
     }
 
+    /// Commit what the value placement still has to persist (value-log segments synced since
+    /// the last edit), so that the next open holds them to their ends. Skipped on a store
+    /// that already failed: its MANIFEST is not written again.
+    fn persist_placement(&self) -> Result<()> {
+        let mut edit = crate::manifest::VersionEdit::default();
+        self.inner.values.note_edit(&mut edit);
+        if edit == crate::manifest::VersionEdit::default() || self.inner.bg.lock().error.is_some() {
+            return Ok(());
+        }
+        let last_seq = self.inner.last_seq.load(Ordering::Acquire);
+        self.inner
+            .versions
+            .lock()
+            .log_and_apply(edit, last_seq)
+            .map(|_| ())
+    }
+
     fn shutdown(&self) -> Result<()> {
         if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -463,6 +480,7 @@ impl Db {
             let _wal = self.inner.wal.lock();
             self.inner.values.sync()
         };
+        let result = result.and_then(|()| self.persist_placement());
         background::delete_obsolete_files(&self.inner);
         self.inner.lock.lock().take();
         // Report an earlier background failure too: the caller learns the store was not

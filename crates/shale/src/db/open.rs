@@ -167,6 +167,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             dir,
             state: &placement_state,
             names: &names,
+            last_sequence: last_seq,
         };
         let mut mem: Arc<dyn MemTable> = new_memtable(options.memory);
         let mut failed: Option<Error> = None;

@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::mem::MemFs;
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Page size used to model partial writeback of unsynced data.
@@ -721,6 +721,29 @@ impl WritableFile for FaultWritable {
 
     fn len(&self) -> u64 {
         self.inner.as_ref().map_or(0, |f| f.len())
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        let inner = self.inner.as_ref()?.syncer()?;
+        Some(Arc::new(FaultSyncer {
+            inner,
+            path: self.path.clone(),
+            shared: Arc::clone(&self.shared),
+        }))
+    }
+}
+
+/// A syncer whose syncs are numbered mutating operations ([`OpKind::Sync`]) and may fail.
+struct FaultSyncer {
+    inner: Arc<dyn FileSyncer>,
+    path: PathBuf,
+    shared: Arc<Shared>,
+}
+
+impl FileSyncer for FaultSyncer {
+    fn sync_data(&self) -> Result<()> {
+        self.shared
+            .mutate(OpKind::Sync, &self.path, |_| self.inner.sync_data())
     }
 }
 

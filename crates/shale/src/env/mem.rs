@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Appends are gathered in a handle-local buffer up to this size, as the POSIX backend does.
@@ -536,6 +536,35 @@ impl WritableFile for MemWritableFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        Some(Arc::new(MemSyncer {
+            shared: Arc::clone(&self.shared),
+            epoch: self.epoch,
+            inode: self.inode.clone(),
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// Syncs an inode's flushed bytes, as `fdatasync` on a second descriptor does: bytes still
+/// pending in the appending handle are not covered.
+struct MemSyncer {
+    shared: Arc<Shared>,
+    epoch: u64,
+    inode: InodeRef,
+    path: PathBuf,
+}
+
+impl FileSyncer for MemSyncer {
+    fn sync_data(&self) -> Result<()> {
+        let mut ino = self.inode.lock();
+        if self.shared.crashes.load(Ordering::SeqCst) != self.epoch {
+            return Err(stale("sync", &self.path));
+        }
+        ino.synced_len = ino.data.len();
+        Ok(())
     }
 }
 

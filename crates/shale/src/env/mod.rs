@@ -59,6 +59,19 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A second handle that makes this file's data durable while this one keeps appending
+    /// (so a sync need not wait for the appender, nor the appender for a sync). `None` when
+    /// the backend has none; callers then sync through this handle.
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        None
+    }
+}
+
+/// Makes one file's data durable, independently of the handle that appends to it.
+pub trait FileSyncer: Send + Sync {
+    /// Make every byte handed to the operating system so far (by any handle of the file:
+    /// bytes still in a writer's user-space buffer are not covered) durable.
+    fn sync_data(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets, shared between threads.
@@ -294,6 +307,19 @@ impl WriteFile {
     pub fn sync(&mut self) -> Result<()> {
         self.inner.sync()
     }
+    /// A handle that syncs this file from another thread (see [`WritableFile::syncer`]).
+    pub fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        self.inner.syncer()
+    }
+    /// Stop appending and keep only what syncs the file: the backend's syncer, or this
+    /// handle behind a lock where the backend has none. Call [`WriteFile::flush`] first: an
+    /// error of the implicit flush when the handle is dropped cannot be reported.
+    pub fn into_syncer(self) -> Arc<dyn FileSyncer> {
+        match self.inner.syncer() {
+            Some(s) => s,
+            None => Arc::new(OwnedSyncer(parking_lot::Mutex::new(self))),
+        }
+    }
     /// Bytes appended so far.
     pub fn len(&self) -> u64 {
         self.inner.len()
@@ -305,6 +331,15 @@ impl WriteFile {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Syncs through the appending handle itself, for backends without a separate syncer.
+struct OwnedSyncer(parking_lot::Mutex<WriteFile>);
+
+impl FileSyncer for OwnedSyncer {
+    fn sync_data(&self) -> Result<()> {
+        self.0.lock().sync()
     }
 }
 

@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered in user space; larger ones go straight to the OS.
@@ -196,6 +196,30 @@ impl WritableFile for PosixWritableFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        // fdatasync through any descriptor of the inode covers every byte written through
+        // any other; a duplicate that fails to open only loses the optimisation.
+        let file = self.file.try_clone().ok()?;
+        Some(Arc::new(PosixSyncer {
+            file,
+            path: self.path.clone(),
+        }))
+    }
+}
+
+/// A duplicate descriptor of a file being appended, used only to sync it.
+struct PosixSyncer {
+    file: File,
+    path: PathBuf,
+}
+
+impl FileSyncer for PosixSyncer {
+    fn sync_data(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.path, e))
     }
 }
 

@@ -40,7 +40,11 @@ mod tag {
     pub const VLOG_DROPPED_SEGMENT: u64 = 12;
     /// Value log: a segment's valid end, when recovery found a torn tail after it.
     pub const VLOG_SEGMENT_END: u64 = 13;
-    // 14 and 15 are reserved for the value log.
+    /// Value log: a segment synced in full through its end, as (segment, end); a file
+    /// shorter than the end is corruption.
+    pub const VLOG_SEGMENT_SEALED: u64 = 14;
+    /// Value log: the sequence number of the first write at the head (with `VLOG_HEAD`).
+    pub const VLOG_HEAD_SEQ: u64 = 15;
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -74,6 +78,12 @@ pub struct VersionEdit {
     /// Value log: `(segment, valid end)` of segments whose tail recovery found torn; bytes
     /// after the end are never read.
     pub vlog_segment_ends: Vec<(u64, u64)>,
+    /// Value log: `(segment, end)` of segments sealed and synced in full through `end`;
+    /// at open such a segment must hold at least `end` bytes of whole records.
+    pub vlog_sealed: Vec<(u64, u64)>,
+    /// Value log: the sequence number the first write at `vlog_head` carries, when known
+    /// (recovery checks that the log continues with it).
+    pub vlog_head_seq: Option<u64>,
     /// Guard keys added, as (level, user key). Layouts without guards never write them.
     pub new_guards: Vec<(u32, Vec<u8>)>,
     /// Guard keys removed, as (level, user key); applied before `new_guards`.
@@ -90,9 +100,11 @@ impl VersionEdit {
             + self.deleted_files.len()
             + self.new_files.len()
             + usize::from(self.vlog_head.is_some())
+            + usize::from(self.vlog_head_seq.is_some())
             + self.vlog_garbage.len()
             + self.vlog_dropped.len()
             + self.vlog_segment_ends.len()
+            + self.vlog_sealed.len()
             + self.new_guards.len()
             + self.deleted_guards.len();
         put_varint64(buf, count as u64);
@@ -142,6 +154,11 @@ impl VersionEdit {
             put_varint64(&mut p, offset);
             field(buf, tag::VLOG_HEAD, &p);
         }
+        if let Some(seq) = self.vlog_head_seq {
+            p.clear();
+            put_varint64(&mut p, seq);
+            field(buf, tag::VLOG_HEAD_SEQ, &p);
+        }
         for &(segment, bytes) in &self.vlog_garbage {
             p.clear();
             put_varint64(&mut p, segment);
@@ -158,6 +175,12 @@ impl VersionEdit {
             put_varint64(&mut p, segment);
             put_varint64(&mut p, end);
             field(buf, tag::VLOG_SEGMENT_END, &p);
+        }
+        for &(segment, end) in &self.vlog_sealed {
+            p.clear();
+            put_varint64(&mut p, segment);
+            put_varint64(&mut p, end);
+            field(buf, tag::VLOG_SEGMENT_SEALED, &p);
         }
         for (t, guards) in [
             (tag::DELETED_GUARD, &self.deleted_guards),
@@ -266,6 +289,10 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             let head = (r.varint64()?, r.varint64()?);
             once(&mut e.vlog_head, head, "value-log head")?;
         }
+        tag::VLOG_HEAD_SEQ => {
+            let seq = r.varint64()?;
+            once(&mut e.vlog_head_seq, seq, "value-log head sequence")?;
+        }
         tag::VLOG_GARBAGE => {
             let g = (r.varint64()?, r.varint64()?);
             e.vlog_garbage.push(g);
@@ -274,6 +301,10 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
         tag::VLOG_SEGMENT_END => {
             let end = (r.varint64()?, r.varint64()?);
             e.vlog_segment_ends.push(end);
+        }
+        tag::VLOG_SEGMENT_SEALED => {
+            let sealed = (r.varint64()?, r.varint64()?);
+            e.vlog_sealed.push(sealed);
         }
         tag::NEW_GUARD | tag::DELETED_GUARD => {
             let level = r.varint32()?;
@@ -298,6 +329,26 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vlog_worked_example_of_the_format_doc() {
+        let e = VersionEdit {
+            vlog_head: Some((9, 4130)),
+            vlog_head_seq: Some(301),
+            vlog_sealed: vec![(7, 134_217_758)],
+            ..VersionEdit::default()
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(
+            buf,
+            [
+                0x03, 0x0a, 0x03, 0x09, 0xa2, 0x20, 0x0f, 0x02, 0xad, 0x02, 0x0e, 0x05, 0x07, 0x9e,
+                0x80, 0x80, 0x40
+            ]
+        );
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+    }
 
     fn meta(n: u64) -> FileMeta {
         FileMeta {
@@ -325,6 +376,8 @@ mod tests {
             vlog_garbage: vec![(7, 4118), (8, 1)],
             vlog_dropped: vec![3],
             vlog_segment_ends: vec![(8, 1000)],
+            vlog_sealed: vec![(7, 134_217_758)],
+            vlog_head_seq: Some(1 << 33),
             new_guards: vec![(1, b"g1".to_vec()), (2, Vec::new())],
             deleted_guards: vec![(3, b"old".to_vec())],
         }

@@ -54,12 +54,17 @@ pub struct PersistedState {
     pub log_number: u64,
     /// Where value-log replay starts (vlog placement).
     pub vlog_head: Option<(u64, u64)>,
+    /// The sequence number of the first write at the head, when the edit that moved the
+    /// head knew it.
+    pub vlog_head_seq: Option<u64>,
     /// Garbage bytes known per value-log segment.
     pub vlog_garbage: BTreeMap<u64, u64>,
     /// Value-log segments removed by garbage collection.
     pub vlog_dropped: BTreeSet<u64>,
     /// Valid ends of value-log segments whose tail recovery found torn.
     pub vlog_segment_ends: BTreeMap<u64, u64>,
+    /// Value-log segments synced in full, with their ends (see `docs/format/vlog.md`).
+    pub vlog_sealed: BTreeMap<u64, u64>,
 }
 
 impl PersistedState {
@@ -70,6 +75,7 @@ impl PersistedState {
         }
         if let Some(h) = edit.vlog_head {
             self.vlog_head = Some(h);
+            self.vlog_head_seq = edit.vlog_head_seq;
         }
         for &(segment, bytes) in &edit.vlog_garbage {
             if !self.vlog_dropped.contains(&segment) {
@@ -80,9 +86,15 @@ impl PersistedState {
         for &(segment, end) in &edit.vlog_segment_ends {
             self.vlog_segment_ends.insert(segment, end);
         }
+        for &(segment, end) in &edit.vlog_sealed {
+            if !self.vlog_dropped.contains(&segment) {
+                self.vlog_sealed.insert(segment, end);
+            }
+        }
         for &segment in &edit.vlog_dropped {
             self.vlog_garbage.remove(&segment);
             self.vlog_segment_ends.remove(&segment);
+            self.vlog_sealed.remove(&segment);
             self.vlog_dropped.insert(segment);
         }
     }
@@ -91,6 +103,7 @@ impl PersistedState {
     /// MANIFEST; the log number is written there by the version set).
     pub fn fill_vlog(&self, edit: &mut VersionEdit) {
         edit.vlog_head = self.vlog_head;
+        edit.vlog_head_seq = self.vlog_head_seq;
         edit.vlog_garbage = self.vlog_garbage.iter().map(|(&s, &b)| (s, b)).collect();
         edit.vlog_dropped = self.vlog_dropped.iter().copied().collect();
         edit.vlog_segment_ends = self
@@ -98,6 +111,7 @@ impl PersistedState {
             .iter()
             .map(|(&s, &e)| (s, e))
             .collect();
+        edit.vlog_sealed = self.vlog_sealed.iter().map(|(&s, &e)| (s, e)).collect();
     }
 }
 
@@ -111,6 +125,9 @@ pub struct RecoverContext<'a> {
     pub state: &'a PersistedState,
     /// The names in the directory.
     pub names: &'a [String],
+    /// The last sequence number the MANIFEST records (new writes continue after it and
+    /// after every replayed one).
+    pub last_sequence: SeqNo,
 }
 
 /// Receives each entry as the memory component must store it: key, sequence number, kind,

@@ -12,16 +12,20 @@
 //! positional reads through a cached handle, without touching the writer.
 //!
 //! Durability rules (each one argued where it is enforced):
-//! - a segment is synced in full before the next one gets its first record (prefix property
-//!   across rotation);
-//! - a flush that moves the head syncs the segment up to the new head first (the tables it
-//!   commits point into that range);
+//! - a segment left by rotation is synced in the background (`seal.rs`), never by the
+//!   writer; a synced write, a flush and `sync` first sync every older segment (prefix
+//!   property across rotation: nothing made durable on purpose follows a hole);
+//! - a flush that moves the head syncs the log up to the new head first (the tables it
+//!   commits point into that range), and the MANIFEST records segments synced in full;
+//! - recovery holds a recorded segment to its end and treats the first damage in any other
+//!   segment as the end of the log (`reader::replay`);
 //! - a batch's records are contiguous in one segment and the last carries a flag: replay
 //!   applies a batch whole or not at all.
 
 pub mod format;
 pub mod gc;
 pub(crate) mod reader;
+mod seal;
 mod writer;
 
 use std::borrow::Cow;
@@ -41,6 +45,7 @@ use crate::key::{SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::wal::WriteBatch;
+use seal::Sealer;
 use writer::SegmentWriter;
 
 /// One segment as readers see it.
@@ -88,6 +93,8 @@ pub struct VlogPlacement {
     min_separated: usize,
     segment_size: u64,
     writer: Mutex<Option<SegmentWriter>>,
+    /// Segments rotated out and not yet synced.
+    sealer: Arc<Sealer>,
     /// Live segments by number (sealed and active). A segment leaves this map when garbage
     /// collection has dropped it and no reader can still hold a pointer into it.
     segments: RwLock<BTreeMap<u64, Arc<Segment>>>,
@@ -101,6 +108,10 @@ pub struct VlogPlacement {
     freeze_after: u64,
     /// Log bytes appended since the last freeze.
     since_freeze: AtomicU64,
+    /// The sequence number the next appended group takes (0 until the first append).
+    next_seq: AtomicU64,
+    /// Freeze positions not yet flushed, with the sequence number of the write after each.
+    frozen_at: Mutex<Vec<(LogPosition, SeqNo)>>,
     gc_enabled: bool,
     pub(crate) gc: GcCounters,
 }
@@ -123,6 +134,7 @@ impl VlogPlacement {
             min_separated: options.min_separated_value_size,
             segment_size: options.vlog_segment_size,
             writer: Mutex::new(None),
+            sealer: Arc::default(),
             segments: RwLock::new(BTreeMap::new()),
             pending_garbage: Mutex::new(BTreeMap::new()),
             unreadable: Mutex::new(std::collections::BTreeSet::new()),
@@ -131,6 +143,8 @@ impl VlogPlacement {
                 .vlog_segment_size
                 .max(options.write_buffer_size as u64),
             since_freeze: AtomicU64::new(0),
+            next_seq: AtomicU64::new(0),
+            frozen_at: Mutex::new(Vec::new()),
             gc_enabled: options.vlog_gc,
             gc: GcCounters::default(),
         }
@@ -199,14 +213,24 @@ impl VlogPlacement {
         let (segment, base) = {
             let mut guard = self.writer.lock();
             let w = guard.as_mut().ok_or(Error::Closed)?;
+            // A sealed segment whose sync failed may have lost pages: later writes must not
+            // be acknowledged after a hole.
+            self.sealer.check()?;
             if w.len() >= self.segment_size {
                 let next = self.file_numbers.fetch_add(1, Ordering::Relaxed);
-                w.rotate(&self.env, &self.dir, next)?;
+                let sealed = w.rotate(&self.env, &self.dir, next)?;
+                self.sealer.push(sealed);
                 self.segments
                     .write()
                     .insert(next, Arc::new(Segment::new(next, format::HEADER_LEN, 0)));
             }
+            if sync {
+                // Before this group is synced, every older segment must be.
+                self.sealer.sync_through(u64::MAX)?;
+            }
             let (base, end) = w.append_batch(batch, sync, relocation)?;
+            self.next_seq
+                .store(batch.sequence() + batch.len() as u64, Ordering::Relaxed);
             self.since_freeze.fetch_add(end - base, Ordering::Relaxed);
             if let Some(s) = self.segment(w.number()) {
                 s.end.store(end, Ordering::Release);
@@ -273,6 +297,8 @@ impl ValueStore for VlogPlacement {
         );
         *self.writer.lock() = Some(w);
         edit.vlog_head = Some((number, format::HEADER_LEN));
+        // The engine continues after the larger of the two (`db::open`).
+        edit.vlog_head_seq = Some(ctx.last_sequence.max(last) + 1);
         Ok(last)
     }
 
@@ -297,29 +323,56 @@ impl ValueStore for VlogPlacement {
         self.since_freeze.store(0, Ordering::Relaxed);
         let guard = self.writer.lock();
         let w = guard.as_ref().ok_or(Error::Closed)?;
-        Ok(LogPosition {
+        let at = LogPosition {
             file: w.number(),
             offset: w.len(),
-        })
+        };
+        // Appends run only under the engine's write lock, as this does: the next group
+        // appended takes `next_seq`.
+        let seq = self.next_seq.load(Ordering::Relaxed);
+        if seq > 0 {
+            self.frozen_at.lock().push((at, seq));
+        }
+        Ok(at)
     }
 
     fn flushed(&self, end: LogPosition, edit: &mut VersionEdit) -> Result<()> {
         // The flushed tables point into the log before `end`: those records must be durable
-        // before the edit commits. Older segments were synced when they were sealed.
-        {
+        // before the edit commits. Sealed segments up to `end.file` (it too, if it has been
+        // rotated out since) are synced here or by the sealer; `note_edit` then records them.
+        // The writer is asked first: a segment it leaves after this is queued by then.
+        let active = {
             let mut guard = self.writer.lock();
-            if let Some(w) = guard.as_mut()
-                && w.number() == end.file
-            {
-                w.sync_through(end.offset)?;
+            match guard.as_mut() {
+                Some(w) if w.number() == end.file => match w.syncer() {
+                    Some(s) => Some(s),
+                    // No separate syncer: sync under the writer's lock, older segments first.
+                    None => {
+                        self.sealer.sync_through(u64::MAX)?;
+                        w.sync_through(end.offset)?;
+                        None
+                    }
+                },
+                _ => None,
             }
+        };
+        self.sealer.sync_through(end.file)?;
+        if let Some(s) = active {
+            // Outside the writer's lock: the writer keeps appending while this syncs
+            // (everything before `end` was handed to the OS before the freeze returned).
+            s.sync_data()?;
         }
         edit.vlog_head = Some((end.file, end.offset));
+        let mut frozen = self.frozen_at.lock();
+        edit.vlog_head_seq = frozen.iter().find(|(p, _)| *p == end).map(|&(_, s)| s);
+        frozen.retain(|(p, _)| *p > end);
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
-        match self.writer.lock().as_mut() {
+        let mut guard = self.writer.lock();
+        self.sealer.sync_through(u64::MAX)?;
+        match guard.as_mut() {
             Some(w) => w.sync_through(u64::MAX),
             None => Ok(()),
         }
@@ -355,6 +408,7 @@ impl ValueStore for VlogPlacement {
     fn note_edit(&self, edit: &mut VersionEdit) {
         let pending = std::mem::take(&mut *self.pending_garbage.lock());
         edit.vlog_garbage.extend(pending);
+        edit.vlog_sealed.extend(self.sealer.take_unrecorded());
     }
 
     fn wants_gc(&self) -> bool {
@@ -397,6 +451,12 @@ impl ValueStore for VlogPlacement {
             gc_records_skipped: self.gc.records_skipped.load(Ordering::Relaxed),
             gc_segments_deleted: self.gc.segments_deleted.load(Ordering::Relaxed),
         }
+    }
+}
+
+impl Drop for VlogPlacement {
+    fn drop(&mut self) {
+        self.sealer.stop();
     }
 }
 

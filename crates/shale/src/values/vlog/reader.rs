@@ -187,6 +187,13 @@ impl SegmentScanner {
 /// Replay the log from the MANIFEST's head, registering every live segment. Returns the
 /// largest sequence number replayed, and the segments whose tail was torn with their valid
 /// ends (for the recovery edit: a later open must not read past them).
+///
+/// A segment the MANIFEST records as sealed (synced in full through its end) must hold
+/// that end: anything short of it is corruption. Any other segment may have lost unsynced
+/// pages in a machine crash, older ones included (they are synced in the background after
+/// rotation): the first damage there that looks like a lost tail ends the log, and records
+/// in later segments are dropped with it (they were written after the damage, and nothing
+/// synced on purpose can follow an unsynced segment).
 pub(crate) fn replay(
     vlog: &VlogPlacement,
     ctx: &RecoverContext<'_>,
@@ -201,6 +208,17 @@ pub(crate) fn replay(
         .filter(|n| !ctx.state.vlog_dropped.contains(n))
         .collect();
     numbers.sort_unstable();
+    let sealed = &ctx.state.vlog_sealed;
+    // Only garbage collection removes a sealed segment, and its drop erases the record.
+    if let Some((&n, &e)) = sealed.iter().find(|(n, _)| !numbers.contains(n)) {
+        return Err(Error::corruption(
+            vlog.segment_path(n),
+            0,
+            format!(
+                "the MANIFEST records segment {n} as sealed with {e} bytes, but its file is missing"
+            ),
+        ));
+    }
     let mut sizes = Vec::with_capacity(numbers.len());
     for &n in &numbers {
         sizes.push(fs.file_size(&vlog.segment_path(n))?);
@@ -216,26 +234,33 @@ pub(crate) fn replay(
             format!("the MANIFEST's head ({start_seg}, {start_off}) names a missing segment"),
         ));
     }
-    // Only the newest segment holding records can have an unsynced tail: a segment is synced
-    // in full before the next one gets its first record.
-    let newest = numbers
-        .iter()
-        .zip(&sizes)
-        .filter(|&(_, &s)| s > HEADER_LEN)
-        .map(|(&n, _)| n)
-        .next_back();
     let mut last = 0;
+    let mut seqs = SeqChain {
+        next: ctx.state.vlog_head_seq,
+        after_unsynced: !sealed.contains_key(&start_seg),
+    };
+    // Where the log ended in damage, once it has.
+    let mut ended: Option<(u64, u64)> = None;
     let mut segments = vlog.segments.write();
     for (&number, &size) in numbers.iter().zip(&sizes) {
         let path = vlog.segment_path(number);
-        let is_newest = newest.is_none_or(|n| number >= n);
+        let recorded = sealed.get(&number).copied();
         let mut garbage = ctx.state.vlog_garbage.get(&number).copied().unwrap_or(0);
+        if let Some(e) = recorded
+            && size < e
+        {
+            return Err(Error::corruption(
+                &path,
+                size,
+                format!("the segment was sealed with {e} bytes (MANIFEST) but holds {size}"),
+            ));
+        }
         if size < HEADER_LEN {
             // A segment whose creation did not complete (its header is written and synced
             // before anything else): it holds no record, so nothing points into it. It may be
             // older than a segment with records: recovery removed it once, and a crash forgot
-            // the removal (crash_ioerr finds such images). A sealed segment truncated below
-            // its header by damage looks the same and is not told apart yet.
+            // the removal (crash_ioerr finds such images). A sealed segment cut this short is
+            // caught above by its record.
             let _ = fs.remove_file(&path);
             continue;
         }
@@ -244,11 +269,14 @@ pub(crate) fn replay(
         file.read_exact_at(&mut header, 0, ReadCause::Recovery)?;
         format::check_header(&header, number).map_err(|d| Error::corruption(&path, 0, d))?;
         // A tail recovery once found torn is never read again.
-        let mut end = ctx
-            .state
-            .vlog_segment_ends
-            .get(&number)
-            .map_or(size, |&e| e.min(size));
+        let mut end = match recorded {
+            Some(e) => e,
+            None => ctx
+                .state
+                .vlog_segment_ends
+                .get(&number)
+                .map_or(size, |&e| e.min(size)),
+        };
         if number >= start_seg {
             let from = if number == start_seg {
                 start_off
@@ -262,17 +290,39 @@ pub(crate) fn replay(
                     format!("the MANIFEST's head is at {from}, past the segment's end"),
                 ));
             }
-            let (seq, valid, inline) =
-                replay_segment(vlog, &file, number, end, from, is_newest, apply)?;
-            last = last.max(seq);
-            if valid < end {
-                torn.push((number, valid));
-            }
-            end = valid;
-            garbage += inline;
-            if inline > 0 {
-                // Persisted by the recovery edit (a later open must know it too).
-                *vlog.pending_garbage.lock().entry(number).or_default() += inline;
+            if let Some((at_seg, at)) = ended {
+                if recorded.is_some() {
+                    // Sealed means synced after every older segment: the damage is not a
+                    // lost tail.
+                    return Err(Error::corruption(
+                        vlog.segment_path(at_seg),
+                        at,
+                        format!("damaged record in a segment older than sealed segment {number}"),
+                    ));
+                }
+                if end > from {
+                    torn.push((number, from));
+                }
+                end = from;
+            } else {
+                // The records of a segment not known synced may exist only in the page cache
+                // (left by a process crash) and there is no handle to sync them through:
+                // their values go to the tables themselves, so that no committed table points
+                // at bytes a later machine crash could lose.
+                let unsynced = recorded.is_none();
+                let (seq, valid, inline) =
+                    replay_segment(vlog, &file, number, from..end, unsynced, &mut seqs, apply)?;
+                last = last.max(seq);
+                if valid < end {
+                    torn.push((number, valid));
+                    ended = Some((number, valid));
+                }
+                end = valid;
+                garbage += inline;
+                if inline > 0 {
+                    // Persisted by the recovery edit (a later open must know it too).
+                    *vlog.pending_garbage.lock().entry(number).or_default() += inline;
+                }
             }
         }
         segments.insert(number, Arc::new(Segment::new(number, end, garbage)));
@@ -280,20 +330,36 @@ pub(crate) fn replay(
     Ok((last, torn))
 }
 
-/// Replay one segment from `from`; returns the largest sequence number, the end of the
+/// What replay expects of the next batch: write groups take consecutive sequence numbers
+/// and the log from the head on was written by one process (recovery moves the head to a new
+/// segment before it accepts writes), so the log has no gap in them. A gap at the start of a
+/// segment after one that was not synced in full means that segment lost its tail whole:
+/// its file ends on a record boundary short of where the writer left it, which no check
+/// inside the segment can see. The MANIFEST gives the first sequence number at the head.
+#[derive(Default)]
+struct SeqChain {
+    /// The sequence number of the next batch, once a batch was replayed.
+    next: Option<SeqNo>,
+    /// Whether the last batch replayed lies in a segment not recorded sealed.
+    after_unsynced: bool,
+}
+
+/// Replay the bytes `range` of one segment; returns the largest sequence number, the end of the
 /// last whole batch, and the bytes of records the tree keeps inline (garbage once flushed).
-/// Records of the `newest` segment are replayed with their values inline (see below). Damage ends the `newest` segment (a torn tail) and is corruption in
-/// any other.
+/// Records of an `unsynced` segment (not recorded sealed) are replayed with their values
+/// inline; damage there that looks like a lost tail ends it, and is corruption in a sealed
+/// one.
 fn replay_segment(
     vlog: &VlogPlacement,
     file: &ReadFile,
     number: u64,
-    size: u64,
-    from: u64,
-    newest: bool,
+    range: std::ops::Range<u64>,
+    unsynced: bool,
+    seqs: &mut SeqChain,
     apply: &mut Apply<'_>,
 ) -> Result<(SeqNo, u64, u64)> {
     let path = vlog.segment_path(number);
+    let (from, size) = (range.start, range.end);
     let mut scan = SegmentScanner::new(file.clone(), size, from, ReadCause::Recovery);
     let mut batch: Vec<ScannedRecord> = Vec::new();
     let mut last = 0;
@@ -308,12 +374,24 @@ fn replay_segment(
                 if !done {
                     continue;
                 }
+                let (seq, at) = batch.first().map_or((0, from), |r| (r.seq, r.offset));
+                if let Some(e) = seqs.next
+                    && seq != e
+                {
+                    if at == from && from == HEADER_LEN && seqs.after_unsynced {
+                        // The segment before this one lost its unsynced tail whole (its file
+                        // ends on a record boundary, short of where this segment began).
+                        batch.clear();
+                        break;
+                    }
+                    return Err(Error::corruption(
+                        &path,
+                        at,
+                        format!("the log continues at sequence number {seq}, expected {e}"),
+                    ));
+                }
                 for r in batch.drain(..) {
-                    // The newest segment's tail may be in the page cache only (left by a
-                    // process crash) and there is no handle to sync it through: its values
-                    // go to the tables themselves, so that no committed table points at
-                    // bytes a later machine crash could lose.
-                    if !newest && vlog.separates(r.kind, &r.value) {
+                    if !unsynced && vlog.separates(r.kind, &r.value) {
                         let p = Pointer {
                             segment: number,
                             offset: r.offset,
@@ -326,10 +404,12 @@ fn replay_segment(
                     }
                     last = last.max(r.seq);
                     valid_end = r.offset + r.len;
+                    seqs.next = Some(r.seq + 1);
                 }
+                seqs.after_unsynced = unsynced;
             }
             Err(ScanEnd::Clean) if batch.is_empty() => break,
-            Err(ScanEnd::Clean) if newest => break,
+            Err(ScanEnd::Clean) if unsynced => break,
             Err(ScanEnd::Clean) => {
                 return Err(Error::corruption(
                     &path,
@@ -337,7 +417,7 @@ fn replay_segment(
                     "the segment ends inside a write batch",
                 ));
             }
-            Err(ScanEnd::Bad(at, _)) if newest && torn_tail(file, at, size)? => break,
+            Err(ScanEnd::Bad(at, _)) if unsynced && torn_tail(file, at, size)? => break,
             Err(ScanEnd::Bad(at, d)) => return Err(Error::corruption(&path, at, d)),
         }
     }
@@ -347,7 +427,7 @@ fn replay_segment(
 /// A file system loses unsynced pages of an append in any order; a lost page reads as zeros.
 const LOST_PAGE_SIZE: u64 = 4096;
 
-/// Whether damage at `at` in the newest segment (of `size` bytes) can be a tail a crash
+/// Whether damage at `at` in a segment not known synced (of `size` bytes) can be a tail a crash
 /// tore: no whole record follows it, or one does but a lost page (zeros from the damage or
 /// the page start to the page end) lies between. A sync makes the whole file prefix
 /// durable, so a valid record after damage without such a hole means the damage is in
@@ -357,7 +437,7 @@ fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
     let Some(len) = size.checked_sub(at).and_then(|n| usize::try_from(n).ok()) else {
         return Ok(true);
     };
-    // Bounded by the file's real size: the newest segment is at most a segment plus a group.
+    // Bounded by the file's real size: a segment is at most its size limit plus a group.
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, at, ReadCause::Recovery)?;
     let found = (1..len).find(|&p| {

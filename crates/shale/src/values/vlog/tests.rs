@@ -15,6 +15,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
         dir: Path::new("/v"),
         state: &state,
         names: &[],
+        last_sequence: 0,
     };
     let mut edit = VersionEdit::default();
     p.recover(&ctx, &mut |_, _, _, _| {}, &mut edit).unwrap();
@@ -141,6 +142,7 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
         dir: Path::new("/v"),
         state: &state,
         names: &names,
+        last_sequence: 0,
     };
     let mut seqs = Vec::new();
     let last = q
@@ -152,4 +154,189 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
         .unwrap();
     assert_eq!(seqs, (6..=12).collect::<Vec<_>>());
     assert_eq!(last, 12);
+}
+
+/// A placement over `mem` with 4 KiB segments whose sealer thread is stopped: segments
+/// rotated out stay unsynced until someone who needs them durable syncs them.
+fn placement_without_sealer(mem: &crate::env::mem::MemFs) -> (Env, VlogPlacement) {
+    let env = Env::new(Arc::new(mem.clone()));
+    let p = placement(&env, 0);
+    p.sealer.stop();
+    (env, p)
+}
+
+/// The durable length of every segment file, by number.
+fn durable_lengths(mem: &crate::env::mem::MemFs) -> BTreeMap<u64, u64> {
+    let image = mem.snapshot_durable();
+    let fs: &dyn crate::env::FileSystem = &image;
+    fs.list_dir(Path::new("/v"))
+        .unwrap()
+        .iter()
+        .filter_map(|n| {
+            let number = parse_segment_name(n)?;
+            Some((number, fs.file_size(&Path::new("/v").join(n)).unwrap()))
+        })
+        .collect()
+}
+
+/// Append `n` 1000-byte values with sequence numbers from 1 (a rotation every four); returns
+/// the segment of each.
+fn fill(p: &VlogPlacement, n: u64) -> Vec<u64> {
+    let value = vec![7u8; 1000];
+    (1..=n)
+        .map(|i| {
+            let got = append(p, i, &[(format!("key{i}").as_bytes(), &value)]);
+            Pointer::decode(&got[0].2).unwrap().segment
+        })
+        .collect()
+}
+
+#[test]
+fn rotation_does_not_sync_but_a_flush_syncs_every_segment_it_points_into() {
+    let mem = crate::env::mem::MemFs::new();
+    let (_env, p) = placement_without_sealer(&mem);
+    let segs = fill(&p, 14);
+    let first = segs[0];
+    assert!(segs.last() > Some(&first), "rotated: {segs:?}");
+    // The writer never synced what it left: sealed segments hold only their header durably.
+    let durable = durable_lengths(&mem);
+    assert_eq!(durable[&first], format::HEADER_LEN, "{durable:?}");
+    let lengths: BTreeMap<u64, u64> = p.stats().segments.iter().map(|s| (s.0, s.1)).collect();
+    // A flush whose memtable ends in the active segment: every older segment is synced in
+    // full and recorded sealed, and the active one up to the end.
+    let end = p.freeze().unwrap();
+    let mut edit = VersionEdit::default();
+    p.flushed(end, &mut edit).unwrap();
+    p.note_edit(&mut edit);
+    let durable = durable_lengths(&mem);
+    for (&n, &len) in &lengths {
+        if n < end.file {
+            assert_eq!(
+                durable[&n], len,
+                "segment {n} not synced before the flush edit"
+            );
+            assert!(
+                edit.vlog_sealed.contains(&(n, len)),
+                "{:?}",
+                edit.vlog_sealed
+            );
+        } else {
+            assert!(durable[&n] >= end.offset, "segment {n}: {durable:?}");
+        }
+    }
+    assert_eq!(edit.vlog_head, Some((end.file, end.offset)));
+    assert_eq!(edit.vlog_head_seq, Some(15));
+}
+
+#[test]
+fn a_synced_write_first_syncs_every_older_segment() {
+    let mem = crate::env::mem::MemFs::new();
+    let (_env, p) = placement_without_sealer(&mem);
+    fill(&p, 10);
+    let lengths: BTreeMap<u64, u64> = p.stats().segments.iter().map(|s| (s.0, s.1)).collect();
+    let mut b = WriteBatch::new();
+    b.put(b"synced", b"x");
+    b.set_sequence(11);
+    p.append(&b, true, &mut |_, _, _, _| {}).unwrap();
+    let durable = durable_lengths(&mem);
+    let active = *lengths.keys().last().unwrap();
+    for (&n, &len) in &lengths {
+        if n < active {
+            assert_eq!(
+                durable[&n], len,
+                "segment {n} left unsynced behind a synced write"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_segment_that_lost_its_tail_whole_ends_the_log() {
+    // A machine crash: the sealed segments' unsynced tails are lost, while writeback happened
+    // to persist the active segment. Recovery must not apply the later writes over the hole.
+    let mem = crate::env::mem::MemFs::new();
+    let (_env, p) = placement_without_sealer(&mem);
+    let segs = fill(&p, 14);
+    let newest = *segs.last().unwrap();
+    let image = mem.crash_image_with(false, &mut |path, _, unsynced| {
+        let keep = path
+            .file_name()
+            .and_then(|n| parse_segment_name(&n.to_string_lossy()));
+        if keep == Some(newest) {
+            unsynced.to_vec()
+        } else {
+            Vec::new()
+        }
+    });
+    let env = Env::new(Arc::new(image));
+    let state = PersistedState {
+        vlog_head: Some((segs[0], format::HEADER_LEN)),
+        vlog_head_seq: Some(1),
+        ..PersistedState::default()
+    };
+    let names = env.fs().list_dir(Path::new("/v")).unwrap();
+    let q = VlogPlacement::new(
+        &Options::preset("wisckey").unwrap().with_env(env.clone()),
+        Path::new("/v"),
+        Arc::new(AtomicU64::new(100)),
+    );
+    let ctx = RecoverContext {
+        env: &env,
+        dir: Path::new("/v"),
+        state: &state,
+        names: &names,
+        last_sequence: 0,
+    };
+    let mut seqs = Vec::new();
+    let mut edit = VersionEdit::default();
+    q.recover(&ctx, &mut |_, seq, _, _| seqs.push(seq), &mut edit)
+        .unwrap();
+    assert!(seqs.is_empty(), "replayed {seqs:?} after a hole");
+    // The newest segment's records are cut off for good.
+    assert!(
+        edit.vlog_segment_ends
+            .contains(&(newest, format::HEADER_LEN))
+    );
+}
+
+#[test]
+fn a_sealed_segment_is_held_to_its_recorded_end() {
+    let mem = crate::env::mem::MemFs::new();
+    let (env, p) = placement_without_sealer(&mem);
+    let segs = fill(&p, 6);
+    p.sync().unwrap();
+    let mut edit = VersionEdit::default();
+    p.note_edit(&mut edit);
+    let (first, first_end) = edit.vlog_sealed[0];
+    assert_eq!(first, segs[0]);
+    // Cut the sealed segment short by one byte.
+    let path = Path::new("/v").join(format::segment_file_name(first));
+    let mut bytes = env.read_all(&path, crate::env::ReadCause::Other).unwrap();
+    bytes.truncate(first_end as usize - 1);
+    let mut f = env.create(&path, crate::env::WriteCause::Other).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let mut state = PersistedState {
+        vlog_head: Some((segs[0], format::HEADER_LEN)),
+        ..PersistedState::default()
+    };
+    state.absorb(&edit);
+    let names = env.fs().list_dir(Path::new("/v")).unwrap();
+    let q = VlogPlacement::new(
+        &Options::preset("wisckey").unwrap().with_env(env.clone()),
+        Path::new("/v"),
+        Arc::new(AtomicU64::new(100)),
+    );
+    let ctx = RecoverContext {
+        env: &env,
+        dir: Path::new("/v"),
+        state: &state,
+        names: &names,
+        last_sequence: 0,
+    };
+    let e = q
+        .recover(&ctx, &mut |_, _, _, _| {}, &mut VersionEdit::default())
+        .unwrap_err();
+    assert!(matches!(e, Error::Corruption { .. }), "{e}");
 }

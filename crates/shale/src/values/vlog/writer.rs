@@ -3,9 +3,11 @@
 //! Thread-safety: owned by the placement's writer mutex.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use super::format;
-use crate::env::{Env, WriteCause, WriteFile};
+use super::seal::Sealed;
+use crate::env::{Env, FileSyncer, WriteCause, WriteFile};
 use crate::error::Result;
 use crate::wal::WriteBatch;
 
@@ -20,6 +22,8 @@ pub(crate) struct SegmentWriter {
     scratch: Vec<u8>,
     /// Bytes known durable.
     synced: u64,
+    /// Syncs the segment from other threads (made once: a second descriptor).
+    syncer: Option<Arc<dyn FileSyncer>>,
 }
 
 impl SegmentWriter {
@@ -34,6 +38,7 @@ impl SegmentWriter {
         env.fs().sync_dir(dir)?;
         Ok(SegmentWriter {
             synced: file.len(),
+            syncer: file.syncer(),
             file,
             number,
             scratch: Vec::new(),
@@ -49,14 +54,29 @@ impl SegmentWriter {
         self.file.len()
     }
 
-    /// Seal this segment (synced in full) and continue in a new segment `next`.
-    pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<()> {
+    /// Leave this segment (its bytes handed to the OS, not synced) and continue in a new
+    /// segment `next`. Returns the old segment, for the caller to queue for sealing.
+    pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<Sealed> {
         self.file.flush()?;
-        self.file.sync()?;
-        let scratch = std::mem::take(&mut self.scratch);
-        *self = SegmentWriter::create(env, dir, next)?;
-        self.scratch = scratch;
-        Ok(())
+        let mut new = SegmentWriter::create(env, dir, next)?;
+        new.scratch = std::mem::take(&mut self.scratch);
+        let old = std::mem::replace(self, new);
+        let end = old.file.len();
+        let syncer = match old.syncer {
+            Some(s) => s,
+            None => old.file.into_syncer(),
+        };
+        Ok(Sealed {
+            number: old.number,
+            end,
+            syncer,
+        })
+    }
+
+    /// A handle that syncs the segment without the writer (`None`: sync through
+    /// [`SegmentWriter::sync_through`]).
+    pub(crate) fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
+        self.syncer.clone()
     }
 
     /// Append the records of a sequenced batch, handed to the OS (and synced when `sync`);
