@@ -90,3 +90,28 @@ fn a_flipped_byte_in_a_segment_is_reported() {
         other => panic!("expected corruption, got {other:?}"),
     }
 }
+
+#[test]
+fn pointers_of_a_table_a_compaction_moved_are_checked() {
+    let env = Env::memory();
+    let mut o = opts(&env);
+    // Level 1 overflows at once: its one table is moved (nothing lies below it), whose edit
+    // deletes the table from level 1 and adds it to level 2.
+    o.level0_compaction_trigger = 1;
+    o.max_bytes_for_level_base = 1024;
+    o.level_size_multiplier = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..50 {
+        db.put(format!("key{i:05}").as_bytes(), &value(i))
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    // Wait for the background compactions (a merge into level 1, then the move).
+    while db.property("shale.num-files-at-level2").as_deref() != Some("1") {
+        std::thread::yield_now();
+    }
+    db.close().expect("close");
+    let r = shale::verify(DIR, o).expect("verify");
+    assert_eq!(r.tables, 1, "{r:?}");
+    assert_eq!(r.value_pointers, 50, "{r:?}");
+}
