@@ -234,3 +234,33 @@ fn paced_writes_never_wrap_the_debt_below_zero() {
     assert_eq!(wrapped, 0, "the debt wrapped below zero");
     db.close().expect("close");
 }
+
+#[test]
+#[ignore = "open problem: the flush at open counts nothing it supersedes (a mid-replay flush runs under the segment map's write lock, so it cannot call `superseded`)"]
+fn overwrites_replayed_at_open_are_counted_as_garbage() {
+    // `close` does not flush: the next open replays the newest writes and flushes them to a
+    // table. The values those writes superseded are garbage too; compactions no longer count
+    // what they drop, so uncounted here they are never counted, and automatic collection
+    // never picks their segments.
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
+    let n = 100;
+    let mut expected = 0u64;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+        expected += record_len(&key(i), &value(i, 0)) as u64;
+    }
+    db.flush().expect("flush");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 1)).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("reopen");
+    db.compact_range(None, None).expect("compact");
+    assert!(
+        total_garbage(&db) >= expected,
+        "garbage {} of at least {expected}",
+        total_garbage(&db)
+    );
+    db.close().expect("close");
+}
