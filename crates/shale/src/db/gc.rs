@@ -78,10 +78,23 @@ pub(crate) fn pace(inner: &DbInner, bytes: usize) {
         return;
     }
     let add = per.saturating_mul(bytes as u64) / 1024;
-    let debt = inner.gc_pace.debt_ns.fetch_add(add, Ordering::Relaxed) + add;
+    let debt = inner
+        .gc_pace
+        .debt_ns
+        .fetch_add(add, Ordering::Relaxed)
+        .saturating_add(add);
     const SLICE: u64 = 1_000_000;
-    if debt >= SLICE {
-        inner.gc_pace.debt_ns.fetch_sub(SLICE, Ordering::Relaxed);
+    // Pay a slice only if the debt still holds one: another writer may have paid it, or the
+    // collector reset the debt, since the add (an unconditional subtraction wrapped it).
+    if debt >= SLICE
+        && inner
+            .gc_pace
+            .debt_ns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                d.checked_sub(SLICE)
+            })
+            .is_ok()
+    {
         std::thread::sleep(Duration::from_nanos(SLICE));
     }
 }

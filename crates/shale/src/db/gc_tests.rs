@@ -192,3 +192,75 @@ fn writes_are_paced_only_while_the_backlog_is_high() {
     assert_eq!(pace_ns_per_kib(0.9), 16_000);
     assert_eq!(pace_ns_per_kib(f64::NAN), 0);
 }
+
+#[test]
+fn paced_writes_never_wrap_the_debt_below_zero() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // The collector resets the debt when the backlog falls (`Host::backlog`), possibly
+    // between a writer adding its share and paying a slice: the payment must not wrap the
+    // debt below zero (every later write would then sleep a slice, until the next reset).
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
+    let inner = &db.inner;
+    inner.gc_pace.ns_per_kib.store(16_000, Ordering::Relaxed);
+    // 1.2 ms of debt per write: each write pays a slice.
+    let bytes = 76_800;
+    let done = AtomicBool::new(false);
+    let mut wrapped = 0u64;
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        super::pace(inner, bytes);
+                    }
+                })
+            })
+            .collect();
+        s.spawn(|| {
+            for w in writers {
+                w.join().expect("writer");
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        while !done.load(Ordering::Relaxed) {
+            // What the collector's reset does, observing the debt it overwrites.
+            let debt = inner.gc_pace.debt_ns.swap(0, Ordering::Relaxed);
+            if debt > 1 << 62 {
+                wrapped = debt;
+            }
+        }
+    });
+    assert_eq!(wrapped, 0, "the debt wrapped below zero");
+    db.close().expect("close");
+}
+
+#[test]
+#[ignore = "open problem: the flush at open counts nothing it supersedes (a mid-replay flush runs under the segment map's write lock, so it cannot call `superseded`)"]
+fn overwrites_replayed_at_open_are_counted_as_garbage() {
+    // `close` does not flush: the next open replays the newest writes and flushes them to a
+    // table. The values those writes superseded are garbage too; compactions no longer count
+    // what they drop, so uncounted here they are never counted, and automatic collection
+    // never picks their segments.
+    let env = Env::memory();
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
+    let n = 100;
+    let mut expected = 0u64;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+        expected += record_len(&key(i), &value(i, 0)) as u64;
+    }
+    db.flush().expect("flush");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 1)).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(DIR, opts(&env, 0.5)).expect("reopen");
+    db.compact_range(None, None).expect("compact");
+    assert!(
+        total_garbage(&db) >= expected,
+        "garbage {} of at least {expected}",
+        total_garbage(&db)
+    );
+    db.close().expect("close");
+}

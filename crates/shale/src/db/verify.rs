@@ -60,11 +60,12 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
     let mut live_tables = BTreeSet::new();
     for e in &edits {
         state.absorb(e);
-        for (_, f) in &e.new_files {
-            live_tables.insert(f.number);
-        }
+        // Deletions first, as `Version::apply`: a move deletes a table and adds it again.
         for (_, n) in &e.deleted_files {
             live_tables.remove(n);
+        }
+        for (_, f) in &e.new_files {
+            live_tables.insert(f.number);
         }
     }
     let mut tables = Vec::new();

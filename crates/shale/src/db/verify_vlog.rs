@@ -13,7 +13,7 @@ use crate::table::sst::Table;
 use crate::values::PersistedState;
 use crate::values::vlog::format::{self, HEADER_LEN, Pointer, RECORD_HEADER_LEN};
 use crate::values::vlog::parse_segment_name;
-use crate::values::vlog::reader::{ScanEnd, SegmentScanner};
+use crate::values::vlog::reader::{ScanEnd, SegmentScanner, torn_tail};
 
 /// What the value-log checks found.
 #[derive(Debug, Default)]
@@ -27,9 +27,8 @@ pub(crate) struct VlogChecked {
 /// Check every segment in `names` that the MANIFEST (`state`) has not dropped: its header,
 /// and every record's checksum up to its valid end. Returns the valid end of each segment.
 ///
-/// The newest segment holding records may end in a record cut short by a crash (recovery
-/// cuts it there): an incomplete record at its end is accepted; a complete record with a bad
-/// checksum, anywhere, is not.
+/// The newest segment holding records may end in a tail a crash tore (recovery cuts it
+/// there): damage in it is accepted where recovery accepts it (`reader::torn_tail`).
 fn check_segments(
     env: &Env,
     dir: &Path,
@@ -73,7 +72,7 @@ fn check_segments(
             .copied()
             .unwrap_or(size)
             .min(size);
-        let mut scan = SegmentScanner::new(file, end, HEADER_LEN, ReadCause::Other);
+        let mut scan = SegmentScanner::new(file.clone(), end, HEADER_LEN, ReadCause::Other);
         let valid_end = loop {
             match scan.next()? {
                 Ok(rec) => {
@@ -84,11 +83,12 @@ fn check_segments(
                 }
                 Err(ScanEnd::Clean) => break end,
                 Err(ScanEnd::Bad(at, why)) => {
-                    let torn_tail = Some(number) == newest && why.starts_with("incomplete");
-                    if !torn_tail {
-                        return Err(Error::corruption(&path, at, why));
+                    // As recovery judges it: damage followed by a whole record, with no lost
+                    // page between, lies in synced bytes and is no torn tail.
+                    if Some(number) == newest && torn_tail(&file, at, end)? {
+                        break at;
                     }
-                    break at;
+                    return Err(Error::corruption(&path, at, why));
                 }
             }
         };

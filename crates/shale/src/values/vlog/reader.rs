@@ -433,7 +433,7 @@ const LOST_PAGE_SIZE: u64 = 4096;
 /// durable, so a valid record after damage without such a hole means the damage is in
 /// synced bytes: cutting the log there would silently drop synced writes (as the WAL's
 /// reader, `wal::LogReader::tolerate_lost_pages`, decides).
-fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
+pub(crate) fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
     let Some(len) = size.checked_sub(at).and_then(|n| usize::try_from(n).ok()) else {
         return Ok(true);
     };
