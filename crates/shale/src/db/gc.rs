@@ -55,9 +55,10 @@ pub(crate) struct Pace {
     debt_ns: AtomicU64,
 }
 
-/// Garbage fraction of the collectable log from which user writes are slowed: a store that
-/// is mostly log then has space amplification of about 1.33, and the collector (which on 2
-/// shared cores reclaims less than a writer at full speed overwrites) gets time to catch up.
+/// Garbage fraction of the collectable log from which user writes are slowed, while some
+/// segment is collectable (see `reclaimable_fraction`): a store that is mostly log then has
+/// space amplification of about 1.33, and the collector (which on 2 shared cores reclaims
+/// less than a writer at full speed overwrites) gets time to catch up.
 const PACE_FRACTION: f64 = 0.25;
 
 /// The delay per KiB written for a garbage `fraction`: none below [`PACE_FRACTION`], then

@@ -119,8 +119,8 @@ fn automatic_collection_after_overwrites(hot: u32, gc_ratio: f64) -> u64 {
 
 #[test]
 fn automatic_collection_takes_segments_at_the_configured_ratio_only() {
-    // 40% overwritten: the old segments are about 40% garbage, the collectable log about
-    // 29%: a backlog that slows user writes, but the ratio stays.
+    // 40% overwritten: the old segments are about 40% garbage; under a 0.6 ratio none is
+    // taken (and that garbage is no backlog: user writes are not slowed for it).
     assert_eq!(automatic_collection_after_overwrites(2, 0.6), 0);
     assert!(automatic_collection_after_overwrites(2, 0.3) > 0);
     // 20% overwritten: segments at about 20% garbage stay under a 0.3 ratio.

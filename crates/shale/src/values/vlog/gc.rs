@@ -72,15 +72,35 @@ fn collectable(vlog: &VlogPlacement, state: &crate::values::PersistedState) -> V
         .collect()
 }
 
-/// Garbage bytes over all bytes of `segments`.
-fn garbage_fraction(segments: &[Arc<Segment>]) -> f64 {
-    let (mut garbage, mut size) = (0u64, 0u64);
-    for s in segments {
-        let len = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
-        size += len;
-        garbage += s.garbage.load(Ordering::Relaxed).min(len);
+/// The backlog of `segments` (see [`reclaimable_fraction`]).
+fn garbage_fraction(segments: &[Arc<Segment>], min_ratio: f64) -> f64 {
+    reclaimable_fraction(
+        segments.iter().map(|s| {
+            let len = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
+            (len, s.garbage.load(Ordering::Relaxed).min(len))
+        }),
+        min_ratio,
+    )
+}
+
+/// The backlog, given `(size, garbage)` per collectable segment: the fraction of their
+/// bytes that is garbage, or 0 when no segment reaches `min_ratio`. With nothing automatic
+/// collection may take, neither a faster rate nor slower user writes would bring the
+/// garbage back (overwrites spread evenly leave every segment under the ratio), so there is
+/// no backlog; once one segment qualifies, all garbage counts (the initial load's segments,
+/// a quarter garbage under a hot set, keep the log larger while the hot segments wait).
+pub(crate) fn reclaimable_fraction(
+    segments: impl Iterator<Item = (u64, u64)>,
+    min_ratio: f64,
+) -> f64 {
+    let (mut garbage, mut size, mut any) = (0u64, 0u64, false);
+    for (len, g) in segments {
+        let g = g.min(len);
+        size = size.saturating_add(len);
+        garbage = garbage.saturating_add(g);
+        any |= g > 0 && g as f64 >= min_ratio * len as f64;
     }
-    if size == 0 {
+    if size == 0 || !any {
         0.0
     } else {
         garbage as f64 / size as f64
@@ -135,7 +155,7 @@ pub(crate) fn count_superseded(vlog: &VlogPlacement, p: Pointer, edit: &mut Vers
 fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Segment>, u64)> {
     let state = host.persisted();
     let segments = collectable(vlog, &state);
-    let fraction = garbage_fraction(&segments);
+    let fraction = garbage_fraction(&segments, vlog.min_gc_ratio);
     host.backlog(fraction);
     let mut best: Option<(f64, Arc<Segment>)> = None;
     for s in segments {
@@ -241,6 +261,19 @@ fn relocate(vlog: &VlogPlacement, host: &dyn GcHost, chunk: &mut Vec<Relocation>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn there_is_no_backlog_while_no_segment_reaches_the_ratio() {
+        // Four segments a quarter garbage (under a 0.5 ratio): no backlog at all.
+        let quarter = [(100u64, 25u64); 4];
+        assert_eq!(reclaimable_fraction(quarter.into_iter(), 0.5), 0.0);
+        // The same with one segment 60% garbage: all garbage counts.
+        let mixed = [(100u64, 25u64), (100, 25), (100, 25), (100, 60)];
+        assert!((reclaimable_fraction(mixed.into_iter(), 0.5) - 135.0 / 400.0).abs() < 1e-9);
+        // Garbage counted past a segment's size is capped; nothing collectable: none.
+        assert_eq!(reclaimable_fraction([(10u64, 50u64)].into_iter(), 0.5), 1.0);
+        assert_eq!(reclaimable_fraction(std::iter::empty(), 0.5), 0.0);
+    }
 
     #[test]
     fn the_rate_grows_with_the_backlog() {
