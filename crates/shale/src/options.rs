@@ -313,14 +313,10 @@ impl Options {
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often
             // data is written again one level down, not how much of it is rewritten. See
-            // docs/designs/pebblesdb.md for the numbers behind these. Two compaction threads:
-            // merges of different guards never conflict, so the guards that reads find
-            // fragmented after a load are merged two at a time (readrandom on a reopened 20M
-            // store: 0.98x `leveldb` with two, 0.74x with one; docs/benchmarks.md).
+            // docs/designs/pebblesdb.md for the numbers behind these.
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
-                max_background_compactions: 2,
                 ..Options::default()
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
