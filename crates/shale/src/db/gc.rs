@@ -24,13 +24,14 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::{DbInner, SuperVersion, write};
+use crate::cache::table_cache::TableCache;
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
-use crate::layout::ReadContext;
+use crate::layout::{Layout, ReadContext};
 use crate::manifest::VersionEdit;
 use crate::memory::{MemLookup, MemTable};
-use crate::values::{GcHost, PersistedState, Relocation};
+use crate::values::{GcHost, PersistedState, Relocation, ValueStore};
 use crate::version::Version;
 use crate::wal::WriteBatch;
 
@@ -340,11 +341,38 @@ pub(crate) fn count_superseded(
     version: &Arc<Version>,
     edit: &mut VersionEdit,
 ) {
-    if !inner.values.counts_superseded() {
+    let tree = Tree {
+        values: inner.values.as_ref(),
+        layout: inner.layout.as_ref(),
+        tables: &inner.tables,
+        version,
+    };
+    count_superseded_over(&tree, mem, &[], edit);
+}
+
+/// The older state a memtable's flush is counted against (recovery has no [`DbInner`] yet).
+pub(crate) struct Tree<'a> {
+    pub(crate) values: &'a dyn ValueStore,
+    pub(crate) layout: &'a dyn Layout,
+    pub(crate) tables: &'a Arc<TableCache>,
+    /// The tables written before `mem` (and before every memtable in `older`).
+    pub(crate) version: &'a Arc<Version>,
+}
+
+/// [`count_superseded`] for a flush of `mem` whose older entries are in `older` (memtables
+/// written after `tree.version` and before `mem`, oldest first, not yet in any version: the
+/// ones recovery replayed before `mem`) and then in `tree.version`.
+pub(crate) fn count_superseded_over(
+    tree: &Tree<'_>,
+    mem: &Arc<dyn MemTable>,
+    older: &[Arc<dyn MemTable>],
+    edit: &mut VersionEdit,
+) {
+    if !tree.values.counts_superseded() {
         return;
     }
     let ctx = ReadContext {
-        tables: &inner.tables,
+        tables: tree.tables,
         cause: ReadCause::Gc,
     };
     let mut it = Arc::clone(mem).iter();
@@ -357,15 +385,10 @@ pub(crate) fn count_superseded(
             return;
         };
         if current.as_deref() == Some(parsed.user_key) {
-            inner.values.superseded(parsed.kind, it.value(), edit);
+            tree.values.superseded(parsed.kind, it.value(), edit);
         } else {
-            let seek = seek_key(parsed.user_key, MAX_SEQNO);
-            match inner.layout.get(version, &ctx, parsed.user_key, &seek) {
-                Ok(Some((ikey, value))) => {
-                    if let Ok(older) = parse_internal_key(&ikey) {
-                        inner.values.superseded(older.kind, &value, edit);
-                    }
-                }
+            match newest_older(tree, &ctx, older, parsed.user_key) {
+                Ok(Some((kind, value))) => tree.values.superseded(kind, &value, edit),
                 Ok(None) => {}
                 Err(_) => return,
             }
@@ -375,6 +398,28 @@ pub(crate) fn count_superseded(
             return;
         }
     }
+}
+
+/// The newest entry of `key` in `older` (newest memtable first), then in `tree.version`;
+/// `None` when there is none or it is a delete (which stores nothing).
+fn newest_older(
+    tree: &Tree<'_>,
+    ctx: &ReadContext<'_>,
+    older: &[Arc<dyn MemTable>],
+    key: &[u8],
+) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    for mem in older.iter().rev() {
+        match mem.get(key, MAX_SEQNO) {
+            Some(MemLookup::Found(kind, v)) => return Ok(Some((kind, v))),
+            Some(MemLookup::Deleted) => return Ok(None),
+            None => {}
+        }
+    }
+    let seek = seek_key(key, MAX_SEQNO);
+    Ok(tree
+        .layout
+        .get(tree.version, ctx, key, &seek)?
+        .and_then(|(ikey, value)| Some((parse_internal_key(&ikey).ok()?.kind, value))))
 }
 
 /// Delete the files of zombies no reader can need any more.

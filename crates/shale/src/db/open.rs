@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
+use super::gc::{Tree, count_superseded_over};
 use super::{BgState, Counters, DbInner, SuperVersion, WalState};
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
@@ -172,6 +173,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         let mut mem: Arc<dyn MemTable> = new_memtable(options.memory);
         let mut failed: Option<Error> = None;
         let mut flushed = VersionEdit::default();
+        // The memtables written out, oldest first, kept to count what they supersede once
+        // `recover` returns (it holds the placement's segment map, which counting takes).
+        let counts = values.counts_superseded();
+        let mut written: Vec<Arc<dyn MemTable>> = Vec::new();
         let replayed = values.recover(
             &ctx,
             &mut |key, seq, kind, value| {
@@ -183,7 +188,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
                     if let Err(e) = replay.flush(&mem, &mut flushed) {
                         failed = Some(e);
                     }
-                    mem = new_memtable(options.memory);
+                    let full = std::mem::replace(&mut mem, new_memtable(options.memory));
+                    if counts {
+                        written.push(full);
+                    }
                 }
             },
             &mut edit,
@@ -192,7 +200,21 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             return Err(e);
         }
         replay.flush(&mem, &mut flushed)?;
+        written.push(mem);
         edit.new_files.append(&mut flushed.new_files);
+        // Count in the edit that adds the tables, as a flush does: a crash before it commits
+        // replays and counts again, once. Each memtable supersedes the ones replayed before
+        // it, then the tree the MANIFEST holds.
+        let base = versions.current();
+        let tree = Tree {
+            values: values.as_ref(),
+            layout: layout.as_ref(),
+            tables: &tables,
+            version: &base,
+        };
+        for (i, m) in written.iter().enumerate() {
+            count_superseded_over(&tree, m, written.get(..i).unwrap_or_default(), &mut edit);
+        }
         last_seq = last_seq.max(replayed);
     }
     fs.sync_dir(dir)?;
