@@ -394,3 +394,31 @@ fn an_unsealed_segment_that_lost_every_record_after_a_sealed_one_ends_the_log() 
     .unwrap();
     assert_eq!(seqs, (1..=4).collect::<Vec<_>>());
 }
+
+#[test]
+fn the_sealer_thread_syncs_rotated_segments_on_its_own() {
+    // Elsewhere the tests stop the thread, or callers (flush, synced writes) sync first.
+    let mem = crate::env::mem::MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
+    let p = placement(&env, 0);
+    let segs = fill(&p, 14);
+    let lengths: BTreeMap<u64, u64> = p.stats().segments.iter().map(|s| (s.0, s.1)).collect();
+    let rotated: Vec<(u64, u64)> = lengths
+        .iter()
+        .filter(|&(&n, _)| n != *segs.last().unwrap())
+        .map(|(&n, &l)| (n, l))
+        .collect();
+    assert_eq!(rotated.len(), 3, "{lengths:?}");
+    // No caller syncs anything: only the thread can make these durable. (If it never runs,
+    // this loop does not end and the test fails by its timeout.)
+    let mut sealed = Vec::new();
+    while sealed.len() < rotated.len() {
+        sealed.extend(p.sealer.take_unrecorded());
+        std::thread::yield_now();
+    }
+    assert_eq!(sealed, rotated, "synced oldest first, with their ends");
+    let durable = durable_lengths(&mem);
+    for &(n, len) in &rotated {
+        assert_eq!(durable[&n], len, "segment {n}");
+    }
+}
