@@ -312,6 +312,11 @@ pub(crate) fn replay(
                 let unsynced = recorded.is_none();
                 let (seq, valid, inline) =
                     replay_segment(vlog, &file, number, from..end, unsynced, &mut seqs, apply)?;
+                if unsynced {
+                    // Even with no batch left in it: it may have lost every record, and a
+                    // gap at the next segment's start is then its lost tail.
+                    seqs.after_unsynced = true;
+                }
                 last = last.max(seq);
                 if valid < end {
                     torn.push((number, valid));
