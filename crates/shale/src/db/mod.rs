@@ -478,7 +478,7 @@ impl Db {
         self.prefetch.shutdown();
         let result = {
             let _wal = self.inner.wal.lock();
-            self.inner.values.sync()
+            self.inner.values.close()
         };
         let result = result.and_then(|()| self.persist_placement());
         background::delete_obsolete_files(&self.inner);

@@ -214,6 +214,14 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// Make every appended write durable.
     fn sync(&self) -> Result<()>;
 
+    /// The store is closing and takes no more writes: make every appended write durable and
+    /// leave in [`note_edit`](Self::note_edit) whatever lets the next open trust the log as
+    /// it stands (the value log records its active segment as sealed, so the next open
+    /// replays it as pointers, not with its values copied into the tables).
+    fn close(&self) -> Result<()> {
+        self.sync()
+    }
+
     /// Delete the log files `state` no longer needs. `names` is a listing of the directory
     /// taken before `state` was read. Errors are ignored (a file left behind is deleted later).
     fn delete_obsolete(&self, names: &[String], state: &PersistedState);

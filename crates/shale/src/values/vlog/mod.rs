@@ -378,6 +378,19 @@ impl ValueStore for VlogPlacement {
         }
     }
 
+    fn close(&self) -> Result<()> {
+        let mut guard = self.writer.lock();
+        self.sealer.sync_through(u64::MAX)?;
+        if let Some(w) = guard.as_mut() {
+            w.sync_through(u64::MAX)?;
+            // Synced in full and never appended to again (the next open starts a new
+            // segment): sealed, like a rotated segment.
+            self.sealer.record(w.number(), w.len());
+        }
+        *guard = None;
+        Ok(())
+    }
+
     fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
         for name in names {
             let Some(number) = parse_segment_name(name) else {

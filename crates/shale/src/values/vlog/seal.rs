@@ -124,6 +124,12 @@ impl Sealer {
         }
     }
 
+    /// Note a segment synced in full by its writer (the active one at close) for the next
+    /// MANIFEST edit.
+    pub(crate) fn record(&self, number: u64, end: u64) {
+        self.unrecorded.lock().push((number, end));
+    }
+
     /// Take the segments synced since the last call, for a MANIFEST edit.
     pub(crate) fn take_unrecorded(&self) -> Vec<(u64, u64)> {
         std::mem::take(&mut *self.unrecorded.lock())

@@ -422,3 +422,54 @@ fn the_sealer_thread_syncs_rotated_segments_on_its_own() {
         assert_eq!(durable[&n], len, "segment {n}");
     }
 }
+
+#[test]
+fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
+    let mem = crate::env::mem::MemFs::new();
+    let (_env, p) = placement_without_sealer(&mem);
+    let segs = fill(&p, 6);
+    let active = *segs.last().unwrap();
+    p.close().unwrap();
+    let sealed: BTreeMap<u64, u64> = p.sealer.take_unrecorded().into_iter().collect();
+    // Every segment, the active one included, is durable to the end recorded for it.
+    assert_eq!(sealed, durable_lengths(&mem));
+    assert!(sealed.contains_key(&active));
+    // Closed: no more writes.
+    let mut b = WriteBatch::new();
+    b.put(b"late", &[1u8; 100]);
+    b.set_sequence(7);
+    assert!(matches!(
+        p.append(&b, false, &mut |_, _, _, _| {}),
+        Err(Error::Closed)
+    ));
+    // The next open trusts the sealed log: the writes come back as pointers, not values.
+    let env = Env::new(Arc::new(mem.snapshot_durable()));
+    let state = PersistedState {
+        vlog_head: Some((segs[0], format::HEADER_LEN)),
+        vlog_head_seq: Some(1),
+        vlog_sealed: sealed,
+        ..PersistedState::default()
+    };
+    let names = env.fs().list_dir(Path::new("/v")).unwrap();
+    let q = VlogPlacement::new(
+        &Options::preset("wisckey").unwrap().with_env(env.clone()),
+        Path::new("/v"),
+        Arc::new(AtomicU64::new(100)),
+    );
+    let ctx = RecoverContext {
+        env: &env,
+        dir: Path::new("/v"),
+        state: &state,
+        names: &names,
+        last_sequence: 0,
+    };
+    let mut kinds = Vec::new();
+    q.recover(
+        &ctx,
+        &mut |_, seq, kind, _| kinds.push((seq, kind)),
+        &mut VersionEdit::default(),
+    )
+    .unwrap();
+    let expected: Vec<_> = (1..=6).map(|s| (s, ValueKind::ValuePointer)).collect();
+    assert_eq!(kinds, expected);
+}
