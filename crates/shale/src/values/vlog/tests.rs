@@ -131,6 +131,25 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
         vlog_head: Some((head.segment, head.offset)),
         ..PersistedState::default()
     };
+    let mut seqs = Vec::new();
+    let last = recover_at(
+        &env,
+        &state,
+        &mut |_, seq, _, _| seqs.push(seq),
+        &mut VersionEdit::default(),
+    )
+    .unwrap();
+    assert_eq!(seqs, (6..=12).collect::<Vec<_>>());
+    assert_eq!(last, 12);
+}
+
+/// Recover a new placement over `env` from `state` (an open of the store's directory).
+fn recover_at(
+    env: &Env,
+    state: &PersistedState,
+    apply: &mut Apply<'_>,
+    edit: &mut VersionEdit,
+) -> Result<SeqNo> {
     let names = env.fs().list_dir(Path::new("/v")).unwrap();
     let q = VlogPlacement::new(
         &Options::preset("wisckey").unwrap().with_env(env.clone()),
@@ -138,22 +157,13 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
         Arc::new(AtomicU64::new(100)),
     );
     let ctx = RecoverContext {
-        env: &env,
+        env,
         dir: Path::new("/v"),
-        state: &state,
+        state,
         names: &names,
         last_sequence: 0,
     };
-    let mut seqs = Vec::new();
-    let last = q
-        .recover(
-            &ctx,
-            &mut |_, seq, _, _| seqs.push(seq),
-            &mut VersionEdit::default(),
-        )
-        .unwrap();
-    assert_eq!(seqs, (6..=12).collect::<Vec<_>>());
-    assert_eq!(last, 12);
+    q.recover(&ctx, apply, edit)
 }
 
 /// A placement over `mem` with 4 KiB segments whose sealer thread is stopped: segments
@@ -274,23 +284,9 @@ fn a_segment_that_lost_its_tail_whole_ends_the_log() {
         vlog_head_seq: Some(1),
         ..PersistedState::default()
     };
-    let names = env.fs().list_dir(Path::new("/v")).unwrap();
-    let q = VlogPlacement::new(
-        &Options::preset("wisckey").unwrap().with_env(env.clone()),
-        Path::new("/v"),
-        Arc::new(AtomicU64::new(100)),
-    );
-    let ctx = RecoverContext {
-        env: &env,
-        dir: Path::new("/v"),
-        state: &state,
-        names: &names,
-        last_sequence: 0,
-    };
     let mut seqs = Vec::new();
     let mut edit = VersionEdit::default();
-    q.recover(&ctx, &mut |_, seq, _, _| seqs.push(seq), &mut edit)
-        .unwrap();
+    recover_at(&env, &state, &mut |_, seq, _, _| seqs.push(seq), &mut edit).unwrap();
     assert!(seqs.is_empty(), "replayed {seqs:?} after a hole");
     // The newest segment's records are cut off for good.
     assert!(
@@ -322,22 +318,13 @@ fn a_sealed_segment_is_held_to_its_recorded_end() {
         ..PersistedState::default()
     };
     state.absorb(&edit);
-    let names = env.fs().list_dir(Path::new("/v")).unwrap();
-    let q = VlogPlacement::new(
-        &Options::preset("wisckey").unwrap().with_env(env.clone()),
-        Path::new("/v"),
-        Arc::new(AtomicU64::new(100)),
-    );
-    let ctx = RecoverContext {
-        env: &env,
-        dir: Path::new("/v"),
-        state: &state,
-        names: &names,
-        last_sequence: 0,
-    };
-    let e = q
-        .recover(&ctx, &mut |_, _, _, _| {}, &mut VersionEdit::default())
-        .unwrap_err();
+    let e = recover_at(
+        &env,
+        &state,
+        &mut |_, _, _, _| {},
+        &mut VersionEdit::default(),
+    )
+    .unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
 }
 
@@ -372,22 +359,10 @@ fn an_unsealed_segment_that_lost_every_record_after_a_sealed_one_ends_the_log() 
         ..PersistedState::default()
     };
     state.absorb(&edit);
-    let names = env.fs().list_dir(Path::new("/v")).unwrap();
-    let q = VlogPlacement::new(
-        &Options::preset("wisckey").unwrap().with_env(env.clone()),
-        Path::new("/v"),
-        Arc::new(AtomicU64::new(100)),
-    );
-    let ctx = RecoverContext {
-        env: &env,
-        dir: Path::new("/v"),
-        state: &state,
-        names: &names,
-        last_sequence: 0,
-    };
     let mut seqs = Vec::new();
-    q.recover(
-        &ctx,
+    recover_at(
+        &env,
+        &state,
         &mut |_, seq, _, _| seqs.push(seq),
         &mut VersionEdit::default(),
     )
@@ -450,22 +425,10 @@ fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
         vlog_sealed: sealed,
         ..PersistedState::default()
     };
-    let names = env.fs().list_dir(Path::new("/v")).unwrap();
-    let q = VlogPlacement::new(
-        &Options::preset("wisckey").unwrap().with_env(env.clone()),
-        Path::new("/v"),
-        Arc::new(AtomicU64::new(100)),
-    );
-    let ctx = RecoverContext {
-        env: &env,
-        dir: Path::new("/v"),
-        state: &state,
-        names: &names,
-        last_sequence: 0,
-    };
     let mut kinds = Vec::new();
-    q.recover(
-        &ctx,
+    recover_at(
+        &env,
+        &state,
         &mut |_, seq, kind, _| kinds.push((seq, kind)),
         &mut VersionEdit::default(),
     )
