@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use shale::env::Env;
-use shale::{Db, IterOptions, Options, WriteBatch};
+use shale::env::mem::MemFs;
+use shale::{Db, IterOptions, Options, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
 
@@ -266,15 +267,18 @@ fn a_store_is_opened_only_by_its_placement() {
 
 #[test]
 fn a_torn_tail_is_cut_once_and_its_segment_collected_later() {
-    let env = Env::memory();
-    let mut o = opts(&env);
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
     o.vlog_segment_size = 1 << 20;
     let db = Db::open(DIR, o.clone()).expect("open");
     let n = 50;
     for i in 0..n {
         db.put(&key(i), &value(i, 0)).expect("put");
     }
-    db.close().expect("close");
+    // A crash, not a close: a close records the newest segment as sealed, and recovery
+    // then reads it only up to its recorded end.
+    let env = crash_after_sync(&fs, db, &key(n - 1), &value(n - 1, 0));
+    o.env = env.clone();
     // A crash tore the newest segment's tail: half a record after the last whole one.
     let newest = segments(&env).pop().expect("a segment");
     let path = std::path::Path::new(DIR).join(&newest);
@@ -338,6 +342,19 @@ fn gc_rewrites_are_counted_as_gc() {
     assert!(after.written_for(gc) > before.written_for(gc));
 }
 
+/// Make every write to `db` durable with one synced write (of `k`, `v` again), then crash:
+/// the store as the durable bytes of `fs` hold it, before `db` closes. The writes stay in
+/// the log after the head, for recovery to replay.
+fn crash_after_sync(fs: &MemFs, db: Db, k: &[u8], v: &[u8]) -> Env {
+    let mut b = WriteBatch::new();
+    b.put(k, v);
+    db.write_opt(b, WriteOptions { sync: true })
+        .expect("synced put");
+    let image = fs.snapshot_durable();
+    drop(db);
+    Env::new(Arc::new(image))
+}
+
 /// Rewrite `path` with `bytes` (synced).
 fn rewrite(env: &Env, path: &std::path::Path, bytes: &[u8]) {
     let mut f = env
@@ -351,15 +368,18 @@ fn rewrite(env: &Env, path: &std::path::Path, bytes: &[u8]) {
 fn a_flipped_bit_mid_newest_segment_is_corruption_not_a_torn_tail() {
     // Synced records follow the damaged one: a crash cannot leave that (a sync makes the
     // whole prefix durable), so cutting the log there would silently lose synced writes.
-    let env = Env::memory();
-    let mut o = opts(&env);
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
     o.vlog_segment_size = 1 << 20;
     let db = Db::open(DIR, o.clone()).expect("open");
     let n = 50;
     for i in 0..n {
         db.put(&key(i), &value(i, 0)).expect("put");
     }
-    db.close().expect("close");
+    // A crash, not a close: a close records the newest segment as sealed, and recovery
+    // then reads it only up to its recorded end.
+    let env = crash_after_sync(&fs, db, &key(n - 1), &value(n - 1, 0));
+    o.env = env.clone();
     let newest = segments(&env).pop().expect("a segment");
     let path = std::path::Path::new(DIR).join(&newest);
     let mut bytes = env
@@ -385,7 +405,6 @@ fn a_flipped_bit_mid_newest_segment_is_corruption_not_a_torn_tail() {
 }
 
 #[test]
-
 fn a_truncated_sealed_segment_is_corruption_not_a_half_created_one() {
     // Only the newest segment can be short of its header (its creation was cut); an older
     // one was synced in full before its successor got a record.
