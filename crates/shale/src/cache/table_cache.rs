@@ -111,6 +111,38 @@ impl TableCache {
         Ok(table)
     }
 
+    /// [`TableCache::table`] for several files at once: slot `i` of `out` receives the table
+    /// of `numbers[i]` where that is `Some`. Hits take the lock once for the batch.
+    ///
+    /// # Errors
+    /// As [`TableCache::table`], for the first file that fails to open.
+    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<Arc<Table>>]) -> Result<()> {
+        let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut missed = false;
+        {
+            let tables = self.tables.read();
+            for (slot, n) in out.iter_mut().zip(numbers) {
+                *slot = None;
+                let Some(n) = n else { continue };
+                match tables.get(n) {
+                    Some(e) => {
+                        e.last_use.store(stamp, Ordering::Relaxed);
+                        *slot = Some(Arc::clone(&e.table));
+                    }
+                    None => missed = true,
+                }
+            }
+        }
+        if missed {
+            for (slot, n) in out.iter_mut().zip(numbers) {
+                if let (None, Some(n)) = (&slot, n) {
+                    *slot = Some(self.table(*n)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Forget table `file_number` and drop its blocks from the block cache (call when the
     /// file is deleted). Readers holding the table keep it until they drop it.
     pub fn evict(&self, file_number: u64) {
@@ -199,6 +231,27 @@ mod tests {
         // the evicted table still works for its holder, and reopens on demand
         assert!(it.valid());
         assert!(!Arc::ptr_eq(&t1, &tc.table(1).unwrap()));
+    }
+
+    #[test]
+    fn batch_lookup_fills_asked_slots_and_opens_misses() {
+        let (_fs, env) = TestFs::env();
+        for n in 1..=3 {
+            write_table(&env, n);
+        }
+        let tc = TableCache::new(env, "/db".into(), 10, None, true);
+        let t2 = tc.table(2).unwrap();
+        let mut out: [Option<Arc<Table>>; 4] = Default::default();
+        out[1] = Some(Arc::clone(&t2));
+        // A hit (2), a miss that opens (3), unasked slots cleared, a missing file fails.
+        tc.tables(&[Some(2), None, Some(3), None], &mut out)
+            .unwrap();
+        assert!(out[0].as_ref().is_some_and(|t| Arc::ptr_eq(t, &t2)));
+        assert!(out[1].is_none() && out[3].is_none());
+        assert_eq!(out[2].as_ref().unwrap().path(), Path::new("/db/000003.sst"));
+        assert_eq!(tc.len(), 2);
+        assert!(tc.tables(&[Some(1), Some(9)], &mut out).is_err());
+        assert_eq!(tc.len(), 3, "table 1 opened before 9 failed");
     }
 
     #[test]

@@ -25,8 +25,10 @@ use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
+use crate::key::bytes_le;
 use crate::manifest::VersionEdit;
 use crate::options::{LayoutKind, Options};
+use crate::table::Table;
 use crate::version::{FileMeta, Version};
 
 pub mod flsm;
@@ -183,20 +185,72 @@ pub struct ReadContext<'a> {
     pub cause: crate::env::ReadCause,
 }
 
+/// The most tables [`ReadContext::probe`] asks at once.
+pub const PROBE_BATCH: usize = 16;
+
+/// Tables of a batch that a read asked together (see [`ReadContext::probe`]): slot `i`
+/// holds the `i`-th file's table if the file's key range holds the key, and whether its
+/// filter lets the key through.
+pub struct Probed {
+    /// The open tables, by input position (`None`: the range does not hold the key).
+    pub tables: [Option<Arc<Table>>; PROBE_BATCH],
+    /// The filter's answer for each table (false where there is none).
+    pub pass: [bool; PROBE_BATCH],
+}
+
 impl ReadContext<'_> {
+    /// Open the tables among `files` (the first [`PROBE_BATCH`]) whose user-key range holds
+    /// `user_key`, then ask all their filters with the key's `hash`
+    /// ([`crate::table::bloom::hash64`]) before any block is read. A filter answers from
+    /// one cache line, usually a memory miss; asked in turn, each table would wait for its
+    /// own miss (and the table's, and its cache entry's) before the next is looked at,
+    /// while here no answer decides which line another table reads, so the misses overlap.
+    ///
+    /// # Errors
+    /// Opening a table (I/O, corruption).
+    pub fn probe<'f>(
+        &self,
+        files: impl IntoIterator<Item = &'f FileMeta>,
+        user_key: &[u8],
+        hash: u64,
+    ) -> Result<Probed> {
+        let mut p = Probed {
+            tables: Default::default(),
+            pass: [false; PROBE_BATCH],
+        };
+        let mut numbers = [None; PROBE_BATCH];
+        for (n, f) in numbers.iter_mut().zip(files) {
+            if bytes_le(f.smallest_user_key(), user_key) && bytes_le(user_key, f.largest_user_key())
+            {
+                *n = Some(f.number);
+            }
+        }
+        self.tables.tables(&numbers, &mut p.tables)?;
+        for t in p.tables.iter().flatten() {
+            t.touch_filter(hash);
+        }
+        for (pass, t) in p.pass.iter_mut().zip(&p.tables) {
+            *pass = t.as_ref().is_some_and(|t| t.may_contain_hash(hash));
+        }
+        Ok(p)
+    }
+
     /// The newest entry for `user_key` at or below `seek_key`'s snapshot in level 0, whose
     /// files may overlap and are ordered newest first (the same in every layout that flushes
-    /// to an unguarded level 0).
+    /// to an unguarded level 0). `hash` is the key's filter hash.
     pub fn get_level0(
         &self,
         version: &Version,
         user_key: &[u8],
+        hash: u64,
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        for f in version.level(0) {
-            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
-                let t = self.tables.table(f.number)?;
-                if let Some(hit) = t.get(user_key, seek_key, self.cause)? {
+        for files in version.level(0).chunks(PROBE_BATCH) {
+            let p = self.probe(files.iter().map(|f| &**f), user_key, hash)?;
+            for (t, pass) in p.tables.iter().zip(p.pass) {
+                if let (Some(t), true) = (t, pass)
+                    && let Some(hit) = t.get_unfiltered(user_key, seek_key, self.cause)?
+                {
                     return Ok(Some(hit));
                 }
             }

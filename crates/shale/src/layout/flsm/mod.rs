@@ -42,6 +42,7 @@ use crate::iter::merging::MergingIterator;
 use crate::key::{compare_internal, user_key};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
+use crate::table::bloom;
 use crate::version::{FileMeta, Version, unit_index};
 use guards::GuardRule;
 use picker::{Busy, HotGuard, PickerConfig};
@@ -64,12 +65,19 @@ pub struct Flsm {
 /// Seeks per guard (the paper's seek-based compaction).
 #[derive(Debug, Default)]
 struct SeekState {
-    /// Per (level, guard hash of the guard's key): seeks counted while the guard held the
-    /// recorded number of tables (a change of that number restarts the count).
-    counts: HashMap<(usize, u64), (u64, usize)>,
+    /// Per (level, guard hash of the guard's key): reads counted while the guard held the
+    /// recorded number of tables (a change of that number restarts the count), and the
+    /// count at which the hot list is next looked at.
+    counts: HashMap<(usize, u64), (u64, usize, u64)>,
     /// Guards wanted for compaction, as (level, the guard's key; empty for the sentinel).
     hot: Vec<(usize, Vec<u8>)>,
 }
+
+/// Tables of one guard whose filters a get asks together. Smaller than
+/// [`super::PROBE_BATCH`]: a get stops at the first table holding the key (tables are newest
+/// first), and every table of a batch costs a table-cache lookup even when an earlier one
+/// answers.
+const FLSM_PROBE_BATCH: usize = 8;
 
 /// Bytes of guard data that one extra table read by a seek is worth compacting (LevelDB's
 /// `allowed_seeks` rule): a guard of `n` tables absorbs `bytes / SEEK_BYTES / (n - 1)` seeks
@@ -156,14 +164,20 @@ impl Flsm {
         let c = s
             .counts
             .entry((level, guards::guard_hash(lo)))
-            .or_insert((0, files.len()));
+            .or_insert((0, files.len(), 0));
         if c.1 != files.len() {
-            *c = (0, files.len());
+            *c = (0, files.len(), 0);
         }
         c.0 += 1;
-        if c.0 < budget {
+        // Past the budget the guard stays listed as hot until a compaction changes its
+        // tables; the list is looked at again only after another budget's worth of reads
+        // (an in-place merge of a level can take seconds, and every read of its guards
+        // meanwhile would otherwise copy the guard key and scan the list), so a guard
+        // dropped from the list while its tables stay the same becomes hot again later.
+        if c.0 < budget.max(c.2) {
             return false;
         }
+        c.2 = c.0 + budget;
         let key = (level, lo.to_vec());
         if s.hot.contains(&key) {
             return false;
@@ -194,37 +208,45 @@ impl Layout for Flsm {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if let Some(hit) = ctx.get_level0(version, user_key, seek_key)? {
+        let hash = bloom::hash64(user_key);
+        if let Some(hit) = ctx.get_level0(version, user_key, hash, seek_key)? {
             return Ok(Some(hit));
         }
         for level in 1..version.num_levels() {
             let u = unit_index(version.guards(level), user_key);
+            let guarded = !version.guards(level).is_empty();
             let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
             let mut probed = 0usize;
-            for f in version.unit_files(level, u) {
-                // Tables come newest first: one whose entries are all older than the entry
-                // found holds nothing newer, and neither does any after it (when the level
-                // has guards; a level without them keeps key order, and is searched whole).
-                if best
-                    .as_ref()
-                    .is_some_and(|b| f.largest_seq < crate::key::trailer(&b.0) >> 8)
-                    && !version.guards(level).is_empty()
-                {
-                    break;
-                }
-                if !holds(f, user_key) {
-                    continue;
-                }
-                probed += 1;
-                let t = ctx.tables.table(f.number)?;
-                if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
-                    // Tables of one guard may overlap: the newest entry (smallest internal
-                    // key for one user key) wins.
-                    if best
-                        .as_ref()
-                        .is_none_or(|b| compare_internal(&hit.0, &b.0) == Ordering::Less)
+            // The guard's tables, newest first, a batch at a time with their filters asked
+            // together (`ReadContext::probe`): a guard holding many fragments costs one
+            // overlapped round of filter misses per batch, not one miss per table.
+            'guard: for files in version.unit_files(level, u).chunks(FLSM_PROBE_BATCH) {
+                let p = ctx.probe(files.iter().map(|f| &**f), user_key, hash)?;
+                for ((f, t), pass) in files.iter().zip(&p.tables).zip(p.pass) {
+                    // One whose entries are all older than the entry found holds nothing
+                    // newer, and neither does any after it (when the level has guards; a
+                    // level without them keeps key order, and is searched whole).
+                    if guarded
+                        && best
+                            .as_ref()
+                            .is_some_and(|b| f.largest_seq < crate::key::trailer(&b.0) >> 8)
                     {
-                        best = Some(hit);
+                        break 'guard;
+                    }
+                    let Some(t) = t else { continue };
+                    probed += 1;
+                    if !pass {
+                        continue;
+                    }
+                    if let Some(hit) = t.get_unfiltered(user_key, seek_key, ctx.cause)? {
+                        // Tables of one guard may overlap: the newest entry (smallest
+                        // internal key for one user key) wins.
+                        if best
+                            .as_ref()
+                            .is_none_or(|b| compare_internal(&hit.0, &b.0) == Ordering::Less)
+                        {
+                            best = Some(hit);
+                        }
                     }
                 }
             }

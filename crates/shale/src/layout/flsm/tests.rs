@@ -225,6 +225,14 @@ fn seeks_into_a_guard_of_several_tables_make_it_hot() {
             .pick(&v, &crate::layout::PickContext::idle())
             .is_none()
     );
+    // Its tables did not change (the merge never ran): seeks that keep coming make it hot
+    // again, once the budget counted from its last listing (seeks 4-6) is spent.
+    assert_eq!((0..4).position(|_| layout.note_seek(&v, b"c")), Some(1));
+    assert!(
+        layout
+            .pick(&v, &crate::layout::PickContext::idle())
+            .is_some()
+    );
     // Big guards absorb more seeks: 2 MiB / 16 KiB = 128 for one extra table, half that
     // for two.
     let layout = super::Flsm::new(&flsm_options());

@@ -9,7 +9,7 @@ pub mod picker;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Layout, PickContext, Plan, PlanKind, ReadContext};
+use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -19,6 +19,7 @@ use crate::iter::merging::MergingIterator;
 use crate::key::compare_internal;
 use crate::manifest::VersionEdit;
 use crate::options::Options;
+use crate::table::bloom;
 use crate::version::{FileMeta, Version};
 use picker::PickerConfig;
 
@@ -75,20 +76,28 @@ impl Layout for Leveled {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        if let Some(hit) = ctx.get_level0(version, user_key, seek_key)? {
+        let hash = bloom::hash64(user_key);
+        if let Some(hit) = ctx.get_level0(version, user_key, hash, seek_key)? {
             return Ok(Some(hit));
         }
-        for level in 1..version.num_levels() {
-            let Some(f) = find_file(version.level(level), seek_key) else {
-                continue;
-            };
-            if f.smallest_user_key() > user_key {
-                continue;
+        // The one table per level that may hold the key, all filters asked at once (see
+        // `ReadContext::probe`): most keys of a loaded store live in the deepest level, so
+        // the filters of the levels above are asked anyway.
+        let mut level = 1;
+        while level < version.num_levels() {
+            let end = (level + PROBE_BATCH).min(version.num_levels());
+            let files = (level..end)
+                .filter_map(|l| find_file(version.level(l), seek_key))
+                .map(|f| &**f);
+            let p = ctx.probe(files, user_key, hash)?;
+            for (t, pass) in p.tables.iter().zip(p.pass) {
+                if let (Some(t), true) = (t, pass)
+                    && let Some(hit) = t.get_unfiltered(user_key, seek_key, ctx.cause)?
+                {
+                    return Ok(Some(hit));
+                }
             }
-            let t = ctx.tables.table(f.number)?;
-            if let Some(hit) = t.get(user_key, seek_key, ctx.cause)? {
-                return Ok(Some(hit));
-            }
+            level = end;
         }
         Ok(None)
     }

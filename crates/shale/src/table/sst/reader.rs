@@ -132,6 +132,23 @@ impl Table {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
+    /// Start loading the filter's cache line for `hash` (see [`BloomFilter::touch`]).
+    #[inline]
+    pub fn touch_filter(&self, hash: u64) {
+        if let Some(f) = &self.filter {
+            f.touch(hash);
+        }
+    }
+
+    /// [`Table::may_contain`] for the key's precomputed [`crate::table::bloom::hash64`]
+    /// (one hash for all the tables a read asks).
+    #[inline]
+    pub fn may_contain_hash(&self, hash: u64) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.may_contain_hash(hash))
+    }
+
     /// The first entry whose internal key is `>= seek_key`, if its user key is `user_key`.
     ///
     /// `seek_key` is normally `key::seek_key(user_key, snapshot)`. A negative bloom check
@@ -148,6 +165,19 @@ impl Table {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
+        self.get_unfiltered(user_key, seek_key, cause)
+    }
+
+    /// [`Table::get`] for a caller that already asked the filter.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub fn get_unfiltered(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        cause: ReadCause,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let index_off = self.footer.index.offset;
         let mut i = self
             .index_search
