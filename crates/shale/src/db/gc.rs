@@ -375,6 +375,11 @@ pub(crate) fn count_superseded_over(
         tables: tree.tables,
         cause: ReadCause::Gc,
     };
+    // Only a superseded value pointer is garbage to count (a small value kept inline was
+    // counted when it was logged). When no older table holds a pointer, as in a store of
+    // small values, the tree lookup per flushed key (the cost of this counting) finds
+    // nothing to count and is skipped.
+    let look_up = !older.is_empty() || tree_holds_pointers(tree);
     let mut it = Arc::clone(mem).iter();
     if it.seek_to_first().is_err() {
         return;
@@ -387,10 +392,12 @@ pub(crate) fn count_superseded_over(
         if current.as_deref() == Some(parsed.user_key) {
             tree.values.superseded(parsed.kind, it.value(), edit);
         } else {
-            match newest_older(tree, &ctx, older, parsed.user_key) {
-                Ok(Some((kind, value))) => tree.values.superseded(kind, &value, edit),
-                Ok(None) => {}
-                Err(_) => return,
+            if look_up {
+                match newest_older(tree, &ctx, older, parsed.user_key) {
+                    Ok(Some((kind, value))) => tree.values.superseded(kind, &value, edit),
+                    Ok(None) => {}
+                    Err(_) => return,
+                }
             }
             current = Some(parsed.user_key.to_vec());
         }
@@ -398,6 +405,16 @@ pub(crate) fn count_superseded_over(
             return;
         }
     }
+}
+
+/// Whether some table of `tree.version` holds a value pointer (its properties count them);
+/// true when a table cannot be opened, so counting falls back to looking.
+fn tree_holds_pointers(tree: &Tree<'_>) -> bool {
+    tree.version.files().any(|(_, f)| {
+        tree.tables
+            .table(f.number)
+            .map_or(true, |t| t.properties().num_value_pointers > 0)
+    })
 }
 
 /// The newest entry of `key` in `older` (newest memtable first), then in `tree.version`;

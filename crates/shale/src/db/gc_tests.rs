@@ -87,6 +87,52 @@ fn a_flush_counts_what_it_supersedes_once() {
     db.close().expect("close");
 }
 
+fn gc_reads(db: &Db) -> u64 {
+    db.stats()
+        .read
+        .iter()
+        .filter(|(c, _)| *c == crate::env::ReadCause::Gc)
+        .map(|(_, b)| b)
+        .sum()
+}
+
+#[test]
+fn a_flush_looks_nothing_up_while_no_table_holds_a_pointer() {
+    let env = Env::memory();
+    let mut o = opts(&env, 0.5);
+    // Every lookup reads its block from the file, where the counters see it.
+    o.block_cache_bytes = 0;
+    let db = Db::open(DIR, o).expect("open");
+    let small = |i: u32, r: u32| format!("s{i}-{r}").into_bytes();
+    for r in 0..3 {
+        for i in 0..200 {
+            db.put(&key(i), &small(i, r)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    assert_eq!(gc_reads(&db), 0, "values kept inline: no lookup at flush");
+    // One separated value: from the next flush on, flushed keys are looked up again, and the
+    // value a flush supersedes is counted.
+    db.put(&key(7), &value(7, 0)).expect("put");
+    db.flush().expect("flush");
+    let before = total_garbage(&db);
+    for i in 0..200 {
+        db.put(&key(i), &small(i, 9)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert!(gc_reads(&db) > 0, "lookups read the tables");
+    let inline_records: u64 = (0..200)
+        .map(|i| record_len(&key(i), &small(i, 9)) as u64)
+        .sum();
+    // The superseded separated value, and the round's inline records (garbage in the log
+    // as soon as they are logged, since the tree holds their values).
+    assert_eq!(
+        total_garbage(&db) - before,
+        record_len(&key(7), &value(7, 0)) as u64 + inline_records
+    );
+    db.close().expect("close");
+}
+
 /// Fill three rounds' worth of segments, then overwrite the keys `i % 5 < hot` once: every
 /// old segment ends up with about `hot / 5` of its bytes garbage. Returns the segments a
 /// non-forced collection drops.
