@@ -112,22 +112,26 @@ impl TableCache {
     }
 
     /// [`TableCache::table`] for several files at once: slot `i` of `out` receives the table
-    /// of `numbers[i]` where that is `Some`. Hits take the lock once for the batch.
-    ///
-    /// # Errors
-    /// As [`TableCache::table`], for the first file that fails to open.
-    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<Arc<Table>>]) -> Result<()> {
+    /// of `numbers[i]` (or the error opening it) where that is `Some`, and `None` elsewhere
+    /// (every slot of `out` is written). Hits take the lock once for the batch. Errors stay
+    /// in their slots, so a reader that never reaches a damaged table does not fail on it.
+    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<Result<Arc<Table>>>]) {
+        for slot in out.iter_mut() {
+            *slot = None;
+        }
+        if numbers.iter().all(Option::is_none) {
+            return;
+        }
         let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut missed = false;
         {
             let tables = self.tables.read();
             for (slot, n) in out.iter_mut().zip(numbers) {
-                *slot = None;
                 let Some(n) = n else { continue };
                 match tables.get(n) {
                     Some(e) => {
                         e.last_use.store(stamp, Ordering::Relaxed);
-                        *slot = Some(Arc::clone(&e.table));
+                        *slot = Some(Ok(Arc::clone(&e.table)));
                     }
                     None => missed = true,
                 }
@@ -136,11 +140,10 @@ impl TableCache {
         if missed {
             for (slot, n) in out.iter_mut().zip(numbers) {
                 if let (None, Some(n)) = (&slot, n) {
-                    *slot = Some(self.table(*n)?);
+                    *slot = Some(self.table(*n));
                 }
             }
         }
-        Ok(())
     }
 
     /// Forget table `file_number` and drop its blocks from the block cache (call when the
@@ -241,17 +244,20 @@ mod tests {
         }
         let tc = TableCache::new(env, "/db".into(), 10, None, true);
         let t2 = tc.table(2).unwrap();
-        let mut out: [Option<Arc<Table>>; 4] = Default::default();
-        out[1] = Some(Arc::clone(&t2));
-        // A hit (2), a miss that opens (3), unasked slots cleared, a missing file fails.
-        tc.tables(&[Some(2), None, Some(3), None], &mut out)
-            .unwrap();
-        assert!(out[0].as_ref().is_some_and(|t| Arc::ptr_eq(t, &t2)));
-        assert!(out[1].is_none() && out[3].is_none());
-        assert_eq!(out[2].as_ref().unwrap().path(), Path::new("/db/000003.sst"));
+        let mut out: [Option<Result<Arc<Table>>>; 5] = Default::default();
+        out[1] = Some(Ok(Arc::clone(&t2)));
+        out[4] = Some(Ok(Arc::clone(&t2)));
+        // A hit (2), a miss that opens (3), a missing file (9) failing in its own slot, and
+        // every other slot cleared, even past the numbers given.
+        tc.tables(&[Some(2), None, Some(3), Some(9)], &mut out);
+        assert!(matches!(&out[0], Some(Ok(t)) if Arc::ptr_eq(t, &t2)));
+        assert!(out[1].is_none() && out[4].is_none());
+        assert!(matches!(&out[2], Some(Ok(t)) if t.path() == Path::new("/db/000003.sst")));
+        assert!(matches!(&out[3], Some(Err(_))));
         assert_eq!(tc.len(), 2);
-        assert!(tc.tables(&[Some(1), Some(9)], &mut out).is_err());
-        assert_eq!(tc.len(), 3, "table 1 opened before 9 failed");
+        tc.tables(&[Some(1)], &mut out);
+        assert!(matches!(&out[0], Some(Ok(_))));
+        assert_eq!(tc.len(), 3);
     }
 
     #[test]

@@ -408,8 +408,14 @@ pub(crate) fn count_superseded_over(
 }
 
 /// Whether some table of `tree.version` holds a value pointer (its properties count them);
-/// true when a table cannot be opened, so counting falls back to looking.
+/// true when a table cannot be opened, so counting falls back to looking. A version with
+/// more tables than the table cache holds is assumed to (nothing is opened): asking every
+/// table at each flush would push out of the cache the tables reads are using, and reopen
+/// each one flush after flush.
 fn tree_holds_pointers(tree: &Tree<'_>) -> bool {
+    if tree.version.files().count() > tree.tables.capacity() {
+        return true;
+    }
     tree.version.files().any(|(_, f)| {
         tree.tables
             .table(f.number)

@@ -88,12 +88,7 @@ fn a_flush_counts_what_it_supersedes_once() {
 }
 
 fn gc_reads(db: &Db) -> u64 {
-    db.stats()
-        .read
-        .iter()
-        .filter(|(c, _)| *c == crate::env::ReadCause::Gc)
-        .map(|(_, b)| b)
-        .sum()
+    reads_of(db, crate::env::ReadCause::Gc)
 }
 
 #[test]
@@ -129,6 +124,51 @@ fn a_flush_looks_nothing_up_while_no_table_holds_a_pointer() {
     assert_eq!(
         total_garbage(&db) - before,
         record_len(&key(7), &value(7, 0)) as u64 + inline_records
+    );
+    db.close().expect("close");
+}
+
+fn reads_of(db: &Db, cause: crate::env::ReadCause) -> u64 {
+    db.stats()
+        .read
+        .iter()
+        .filter(|(c, _)| *c == cause)
+        .map(|(_, b)| b)
+        .sum()
+}
+
+#[test]
+fn a_flush_does_not_reopen_every_table_of_a_store_larger_than_the_table_cache() {
+    // From a review: deciding whether lookups are needed by opening every table made each
+    // flush of a small-value store with more tables than `max_open_files` reread every
+    // table's metadata (about 50 KB per one-key flush here).
+    let env = Env::memory();
+    let mut o = opts(&env, 0.5);
+    o.max_open_files = 16;
+    o.target_file_size = 4096;
+    o.write_buffer_size = 64 << 10;
+    let db = Db::open(DIR, o).expect("open");
+    for i in 0..20_000 {
+        db.put(&key(i), format!("small-{i}").as_bytes())
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_range(None, None).expect("compact");
+    let tables: usize = (0..7)
+        .filter_map(|l| db.property(&format!("shale.num-files-at-level{l}")))
+        .map(|s| s.parse::<usize>().expect("count"))
+        .sum();
+    assert!(tables > 64, "{tables} tables");
+    let mut per_flush = Vec::new();
+    for r in 0..3 {
+        let before = reads_of(&db, crate::env::ReadCause::Recovery);
+        db.put(&key(r), b"x").expect("put");
+        db.flush().expect("flush");
+        per_flush.push(reads_of(&db, crate::env::ReadCause::Recovery) - before);
+    }
+    assert!(
+        per_flush.iter().all(|&b| b < 16 * 1024),
+        "one-key flushes read {per_flush:?} bytes of table metadata ({tables} tables)"
     );
     db.close().expect("close");
 }

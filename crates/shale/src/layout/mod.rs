@@ -189,50 +189,69 @@ pub struct ReadContext<'a> {
 pub const PROBE_BATCH: usize = 16;
 
 /// Tables of a batch that a read asked together (see [`ReadContext::probe`]): slot `i`
-/// holds the `i`-th file's table if the file's key range holds the key, and whether its
-/// filter lets the key through.
+/// holds the `i`-th file's table (or the error opening it) if the file's key range holds
+/// the key, and whether its filter lets the key through.
 pub struct Probed {
     /// The open tables, by input position (`None`: the range does not hold the key).
-    pub tables: [Option<Arc<Table>>; PROBE_BATCH],
+    pub tables: [Option<Result<Arc<Table>>>; PROBE_BATCH],
     /// The filter's answer for each table (false where there is none).
     pub pass: [bool; PROBE_BATCH],
 }
 
+impl Probed {
+    /// Slot `i` as a read reaching it sees it: `None` when the file cannot hold the key,
+    /// else its table and filter answer.
+    ///
+    /// # Errors
+    /// The error opening the table: reported only to a read that gets this far, so a
+    /// damaged table behind the answer does not fail the read.
+    pub fn slot(&mut self, i: usize) -> Result<Option<(Arc<Table>, bool)>> {
+        match self.tables.get_mut(i).and_then(Option::take) {
+            None => Ok(None),
+            Some(Err(e)) => Err(e),
+            Some(Ok(t)) => Ok(Some((t, self.pass.get(i).copied().unwrap_or(false)))),
+        }
+    }
+}
+
 impl ReadContext<'_> {
-    /// Open the tables among `files` (the first [`PROBE_BATCH`]) whose user-key range holds
+    /// Open the tables among `files` (at most [`PROBE_BATCH`]) whose user-key range holds
     /// `user_key`, then ask all their filters with the key's `hash`
     /// ([`crate::table::bloom::hash64`]) before any block is read. A filter answers from
     /// one cache line, usually a memory miss; asked in turn, each table would wait for its
     /// own miss (and the table's, and its cache entry's) before the next is looked at,
     /// while here no answer decides which line another table reads, so the misses overlap.
-    ///
-    /// # Errors
-    /// Opening a table (I/O, corruption).
+    /// A table that fails to open keeps its error in its slot ([`Probed::slot`]).
     pub fn probe<'f>(
         &self,
         files: impl IntoIterator<Item = &'f FileMeta>,
         user_key: &[u8],
         hash: u64,
-    ) -> Result<Probed> {
+    ) -> Probed {
         let mut p = Probed {
             tables: Default::default(),
             pass: [false; PROBE_BATCH],
         };
         let mut numbers = [None; PROBE_BATCH];
-        for (n, f) in numbers.iter_mut().zip(files) {
+        let mut files = files.into_iter();
+        for (n, f) in numbers.iter_mut().zip(&mut files) {
             if bytes_le(f.smallest_user_key(), user_key) && bytes_le(user_key, f.largest_user_key())
             {
                 *n = Some(f.number);
             }
         }
-        self.tables.tables(&numbers, &mut p.tables)?;
-        for t in p.tables.iter().flatten() {
+        debug_assert!(
+            files.next().is_none(),
+            "probe takes at most PROBE_BATCH files"
+        );
+        self.tables.tables(&numbers, &mut p.tables);
+        for t in p.tables.iter().flatten().flatten() {
             t.touch_filter(hash);
         }
         for (pass, t) in p.pass.iter_mut().zip(&p.tables) {
-            *pass = t.as_ref().is_some_and(|t| t.may_contain_hash(hash));
+            *pass = matches!(t, Some(Ok(t)) if t.may_contain_hash(hash));
         }
-        Ok(p)
+        p
     }
 
     /// The newest entry for `user_key` at or below `seek_key`'s snapshot in level 0, whose
@@ -246,9 +265,9 @@ impl ReadContext<'_> {
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         for files in version.level(0).chunks(PROBE_BATCH) {
-            let p = self.probe(files.iter().map(|f| &**f), user_key, hash)?;
-            for (t, pass) in p.tables.iter().zip(p.pass) {
-                if let (Some(t), true) = (t, pass)
+            let mut p = self.probe(files.iter().map(|f| &**f), user_key, hash);
+            for i in 0..files.len() {
+                if let Some((t, true)) = p.slot(i)?
                     && let Some(hit) = t.get_unfiltered(user_key, seek_key, self.cause)?
                 {
                     return Ok(Some(hit));

@@ -440,4 +440,33 @@ mod tests {
         v.push(0x80 | 31);
         assert!(BloomFilter::new(v).is_err(), "31 probes");
     }
+    /// Any bytes `BloomFilter::new` accepts answer without panicking, in either layout, for
+    /// lengths around the block size; exactly the documented layouts are accepted.
+    #[test]
+    fn accepted_filters_never_panic() {
+        let mut seed = 0x1234_5678_9abc_def0_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for len in [1usize, 2, 63, 64, 65, 127, 128, 129, 192, 640] {
+            for last in [1u8, 7, 30, 31, 0x7f, 0x80, 0x81, 0x87, 0x9e, 0x9f, 0xff] {
+                let mut v: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                v.push(last);
+                let ok = BloomFilter::new(v);
+                let k = last & 0x7f;
+                let want_ok = (1..=30).contains(&k) && (last & 0x80 == 0 || len % 64 == 0);
+                assert_eq!(ok.is_ok(), want_ok, "len {len} last {last:#x}");
+                if let Ok(f) = ok {
+                    for _ in 0..2000 {
+                        let h = next();
+                        f.touch(h);
+                        let _ = f.may_contain_hash(h);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -221,8 +221,8 @@ impl Layout for Flsm {
             // together (`ReadContext::probe`): a guard holding many fragments costs one
             // overlapped round of filter misses per batch, not one miss per table.
             'guard: for files in version.unit_files(level, u).chunks(FLSM_PROBE_BATCH) {
-                let p = ctx.probe(files.iter().map(|f| &**f), user_key, hash)?;
-                for ((f, t), pass) in files.iter().zip(&p.tables).zip(p.pass) {
+                let mut p = ctx.probe(files.iter().map(|f| &**f), user_key, hash);
+                for (i, f) in files.iter().enumerate() {
                     // One whose entries are all older than the entry found holds nothing
                     // newer, and neither does any after it (when the level has guards; a
                     // level without them keeps key order, and is searched whole).
@@ -233,7 +233,9 @@ impl Layout for Flsm {
                     {
                         break 'guard;
                     }
-                    let Some(t) = t else { continue };
+                    let Some((t, pass)) = p.slot(i)? else {
+                        continue;
+                    };
                     probed += 1;
                     if !pass {
                         continue;

@@ -89,9 +89,9 @@ impl Layout for Leveled {
             let files = (level..end)
                 .filter_map(|l| find_file(version.level(l), seek_key))
                 .map(|f| &**f);
-            let p = ctx.probe(files, user_key, hash)?;
-            for (t, pass) in p.tables.iter().zip(p.pass) {
-                if let (Some(t), true) = (t, pass)
+            let mut p = ctx.probe(files, user_key, hash);
+            for i in 0..PROBE_BATCH {
+                if let Some((t, true)) = p.slot(i)?
                     && let Some(hit) = t.get_unfiltered(user_key, seek_key, ctx.cause)?
                 {
                     return Ok(Some(hit));

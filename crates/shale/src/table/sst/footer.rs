@@ -20,10 +20,15 @@ use crate::format::{crc32c, put_varint64, unmask_crc};
 /// On-disk: never change.
 pub const TABLE_MAGIC: u64 = 0x5453_5345_4c41_4853;
 
-/// The table format version this code writes and reads.
+/// The table format version this code writes: 2 since filters are cache-local (version 1
+/// tables hold classic filters; a build that reads only version 1 then refuses newer tables
+/// by their version instead of misreading their filters).
 ///
 /// On-disk: bump only with a reader for the old version beside it.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest table format version this code reads.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 
 /// Length of the footer in bytes.
 pub const FOOTER_LEN: usize = 64;
@@ -135,9 +140,10 @@ impl Footer {
             ));
         }
         let version = decode_fixed32(src, 48)?;
-        if version != FORMAT_VERSION {
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(format!(
-                "unsupported table format version {version}, this build reads {FORMAT_VERSION}"
+                "unsupported table format version {version}, this build reads \
+                 {MIN_FORMAT_VERSION}..={FORMAT_VERSION}"
             ));
         }
         let stored = unmask_crc(decode_fixed32(src, 52)?);

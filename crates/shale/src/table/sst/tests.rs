@@ -458,7 +458,7 @@ fn worked_example_bytes() {
                     200e01100f010a030d6170706c650101000000000000040f61707269636f7401\
                     020000000000000025cc13620009026202ffffffffffffff0031000000000100\
                     0000000deec6d436000000000000004100000000000000cc0000000000000016\
-                    000000000000007c000000000000004b0000000000000001000000534c361053\
+                    000000000000007c000000000000004b00000000000000020000001690442253\
                     48414c45535354";
     assert_eq!(hex, expected);
 }
@@ -491,4 +491,78 @@ fn shared_across_threads() {
             });
         }
     });
+}
+
+/// The 239-byte worked example of format version 1 (classic filter, `k = 07` without the
+/// layout bit, footer version 1), as the previous build wrote it: it still opens, verifies
+/// and answers gets.
+#[test]
+fn a_version_1_table_with_a_classic_filter_still_reads() {
+    let (fs, env) = TestFs::env();
+    let old = "000d036170706c650101000000000000726564020d067269636f740102000000\
+               0000006f72616e6765000000000100000000f1db5aab8500458030220808070050\
+               c4f99001010202010010010005010106010207011c0801090901010a01360b0109\
+               0c01000d0280200e01100f010a030d6170706c650101000000000000040f617072\
+               69636f74010200000000000000700e16fa0009026202ffffffffffffff00310000\
+               000001000000000deec6d43600000000000000090000000000000094000000000000\
+               00160000000000000044000000000000004b0000000000000001000000e8fff315\
+               5348414c45535354";
+    let bytes: Vec<u8> = (0..old.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&old[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(bytes.len(), 239);
+    let path = Path::new("/000007.sst");
+    fs.set(path, bytes);
+    let t = Table::open(env.open(path).unwrap(), 7, None, true).unwrap();
+    t.verify().unwrap();
+    for (k, v) in [(&b"apple"[..], &b"red"[..]), (b"apricot", b"orange")] {
+        let sk = key::seek_key(k, MAX_SEQNO);
+        assert!(t.may_contain_hash(crate::table::bloom::hash64(k)));
+        assert_eq!(t.get(k, &sk, ReadCause::Get).unwrap().unwrap().1, v);
+    }
+    assert_eq!(
+        t.get(
+            b"banana",
+            &key::seek_key(b"banana", MAX_SEQNO),
+            ReadCause::Get
+        )
+        .unwrap(),
+        None
+    );
+}
+
+/// A filter block under a valid checksum whose layout byte is impossible (no probes, more
+/// than 30) is refused with Corruption when the table opens.
+#[test]
+fn a_bad_filter_layout_byte_is_corruption() {
+    let (fs, env) = TestFs::env();
+    let es: Entries = vec![
+        (
+            make_internal_key(b"apple", 1, ValueKind::Value),
+            b"red".to_vec(),
+        ),
+        (
+            make_internal_key(b"apricot", 2, ValueKind::Value),
+            b"orange".to_vec(),
+        ),
+    ];
+    let path = Path::new("/000007.sst");
+    write(&env, path, &es, &TableOptions::default());
+    let good = fs.get(path);
+    // The filter is at (54, 65): its last byte at 118, trailer type at 119, CRC at 120..124.
+    assert_eq!(good[118], 0x87);
+    for bad_last in [0x80u8, 0x80 | 31, 0xff, 0] {
+        let mut b = good.clone();
+        b[118] = bad_last;
+        let crc = crate::format::mask_crc(crate::format::crc32c(&b[54..120]));
+        b[120..124].copy_from_slice(&crc.to_le_bytes());
+        fs.set(path, b);
+        let r = Table::open(env.open(path).unwrap(), 7, None, true);
+        assert!(
+            matches!(r, Err(crate::Error::Corruption { .. })),
+            "layout byte {bad_last:#x}: {:?}",
+            r.map(|_| ())
+        );
+    }
 }
