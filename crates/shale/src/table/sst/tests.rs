@@ -432,11 +432,9 @@ fn flipped_bytes_give_errors_or_the_truth() {
     }
 }
 
-/// The worked example of `docs/format/sst.md`: these bytes are quoted there.
-#[test]
-fn worked_example_bytes() {
-    let (fs, env) = TestFs::env();
-    let es: Entries = vec![
+/// The two entries of the worked example of `docs/format/sst.md`.
+fn worked_example_entries() -> Entries {
+    vec![
         (
             make_internal_key(b"apple", 1, ValueKind::Value),
             b"red".to_vec(),
@@ -445,7 +443,14 @@ fn worked_example_bytes() {
             make_internal_key(b"apricot", 2, ValueKind::Value),
             b"orange".to_vec(),
         ),
-    ];
+    ]
+}
+
+/// The worked example of `docs/format/sst.md`: these bytes are quoted there.
+#[test]
+fn worked_example_bytes() {
+    let (fs, env) = TestFs::env();
+    let es = worked_example_entries();
     let path = Path::new("/000001.sst");
     write(&env, path, &es, &TableOptions::default());
     let bytes = fs.get(path);
@@ -537,16 +542,7 @@ fn a_version_1_table_with_a_classic_filter_still_reads() {
 #[test]
 fn a_bad_filter_layout_byte_is_corruption() {
     let (fs, env) = TestFs::env();
-    let es: Entries = vec![
-        (
-            make_internal_key(b"apple", 1, ValueKind::Value),
-            b"red".to_vec(),
-        ),
-        (
-            make_internal_key(b"apricot", 2, ValueKind::Value),
-            b"orange".to_vec(),
-        ),
-    ];
+    let es = worked_example_entries();
     let path = Path::new("/000007.sst");
     write(&env, path, &es, &TableOptions::default());
     let good = fs.get(path);
