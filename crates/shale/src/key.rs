@@ -115,33 +115,6 @@ pub fn parse_internal_key(ikey: &[u8]) -> Result<ParsedKey<'_>, String> {
     })
 }
 
-/// Bytewise order of two byte strings, decided by the first eight bytes when they differ
-/// (most comparisons of a merge or a search), without a call into `memcmp`.
-#[inline]
-pub fn bytes_cmp(a: &[u8], b: &[u8]) -> Ordering {
-    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    a.cmp(b)
-}
-
-/// `a <= b` on byte strings (bytewise, as user keys order), decided by the first eight
-/// bytes when they differ, which is most comparisons on a read's hot path, without a call
-/// into `memcmp`.
-#[inline]
-pub fn bytes_le(a: &[u8], b: &[u8]) -> bool {
-    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-        if x != y {
-            return x < y;
-        }
-    }
-    a <= b
-}
-
 /// The user-key part of an encoded internal key (the whole slice if it is too short).
 #[inline]
 pub fn user_key(ikey: &[u8]) -> &[u8] {
@@ -162,7 +135,7 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 /// Compare two encoded internal keys: user key ascending, then trailer descending.
 #[inline]
 pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
-    match bytes_cmp(user_key(a), user_key(b)) {
+    match user_key(a).cmp(user_key(b)) {
         Ordering::Equal => trailer(b).cmp(&trailer(a)),
         o => o,
     }
@@ -171,30 +144,6 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_le_is_bytewise_order() {
-        let keys: [&[u8]; 12] = [
-            b"",
-            b"a",
-            b"ab",
-            b"abcdefg",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefgi",
-            b"abcdefh",
-            b"b",
-            b"\xff",
-            b"\xff\xff\xff\xff\xff\xff\xff\xff",
-            b"\xff\xff\xff\xff\xff\xff\xff\xff\x01",
-        ];
-        for a in keys {
-            for b in keys {
-                assert_eq!(bytes_le(a, b), a <= b, "{a:?} <= {b:?}");
-                assert_eq!(bytes_cmp(a, b), a.cmp(b), "{a:?} cmp {b:?}");
-            }
-        }
-    }
 
     #[test]
     fn round_trip_and_order() {

@@ -25,7 +25,6 @@ use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::bytes_le;
 use crate::manifest::VersionEdit;
 use crate::options::{LayoutKind, Options};
 use crate::table::Table;
@@ -235,8 +234,7 @@ impl ReadContext<'_> {
         let mut numbers = [None; PROBE_BATCH];
         let mut files = files.into_iter();
         for (n, f) in numbers.iter_mut().zip(&mut files) {
-            if bytes_le(f.smallest_user_key(), user_key) && bytes_le(user_key, f.largest_user_key())
-            {
+            if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
                 *n = Some(f.number);
             }
         }

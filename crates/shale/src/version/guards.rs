@@ -82,7 +82,7 @@ pub(super) fn compute_units(
 
 /// The range of `guards` holding `user_key`: 0 is the sentinel, `i` is `[g_i, g_{i+1})`.
 pub fn unit_index(guards: &[Vec<u8>], user_key: &[u8]) -> usize {
-    guards.partition_point(|g| crate::key::bytes_le(g, user_key))
+    guards.partition_point(|g| g.as_slice() <= user_key)
 }
 
 impl Version {
