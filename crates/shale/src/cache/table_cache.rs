@@ -25,6 +25,9 @@ struct Entry {
     last_use: AtomicU64,
 }
 
+/// A table of a batch lookup ([`TableCache::tables`]), or the error opening it.
+pub type TableSlot = std::result::Result<Arc<Table>, Box<crate::Error>>;
+
 /// Open tables of one store, keyed by file number. See the module docs.
 pub struct TableCache {
     env: Env,
@@ -115,7 +118,9 @@ impl TableCache {
     /// of `numbers[i]` (or the error opening it) where that is `Some`, and `None` elsewhere
     /// (every slot of `out` is written). Hits take the lock once for the batch. Errors stay
     /// in their slots, so a reader that never reaches a damaged table does not fail on it.
-    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<Result<Arc<Table>>>]) {
+    ///
+    /// Errors are boxed so a slot stays two words: readers keep a batch of slots per probe.
+    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<TableSlot>]) {
         for slot in out.iter_mut() {
             *slot = None;
         }
@@ -140,7 +145,7 @@ impl TableCache {
         if missed {
             for (slot, n) in out.iter_mut().zip(numbers) {
                 if let (None, Some(n)) = (&slot, n) {
-                    *slot = Some(self.table(*n));
+                    *slot = Some(self.table(*n).map_err(Box::new));
                 }
             }
         }
@@ -244,7 +249,7 @@ mod tests {
         }
         let tc = TableCache::new(env, "/db".into(), 10, None, true);
         let t2 = tc.table(2).unwrap();
-        let mut out: [Option<Result<Arc<Table>>>; 5] = Default::default();
+        let mut out: [Option<TableSlot>; 5] = Default::default();
         out[1] = Some(Ok(Arc::clone(&t2)));
         out[4] = Some(Ok(Arc::clone(&t2)));
         // A hit (2), a miss that opens (3), a missing file (9) failing in its own slot, and

@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cache::table_cache::TableCache;
+use crate::cache::table_cache::{TableCache, TableSlot};
 use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -192,7 +192,7 @@ pub const PROBE_BATCH: usize = 16;
 /// the key, and whether its filter lets the key through.
 pub struct Probed {
     /// The open tables, by input position (`None`: the range does not hold the key).
-    pub tables: [Option<Result<Arc<Table>>>; PROBE_BATCH],
+    pub tables: [Option<TableSlot>; PROBE_BATCH],
     /// The filter's answer for each table (false where there is none).
     pub pass: [bool; PROBE_BATCH],
 }
@@ -207,7 +207,7 @@ impl Probed {
     pub fn slot(&mut self, i: usize) -> Result<Option<(Arc<Table>, bool)>> {
         match self.tables.get_mut(i).and_then(Option::take) {
             None => Ok(None),
-            Some(Err(e)) => Err(e),
+            Some(Err(e)) => Err(*e),
             Some(Ok(t)) => Ok(Some((t, self.pass.get(i).copied().unwrap_or(false)))),
         }
     }
