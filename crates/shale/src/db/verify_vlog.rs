@@ -11,7 +11,7 @@ use crate::iter::InternalIterator;
 use crate::key::{ValueKind, parse_internal_key};
 use crate::table::sst::Table;
 use crate::values::PersistedState;
-use crate::values::vlog::format::{self, HEADER_LEN, Pointer, RECORD_HEADER_LEN};
+use crate::values::vlog::format::{self, HEADER_LEN, Pointer};
 use crate::values::vlog::parse_segment_name;
 use crate::values::vlog::reader::{ScanEnd, SegmentScanner, torn_tail};
 
@@ -152,12 +152,7 @@ fn check_pointer(
         )));
     };
     let len = p.length as usize;
-    let fits = p.offset >= HEADER_LEN
-        && len >= RECORD_HEADER_LEN + key.len()
-        && p.offset
-            .checked_add(u64::from(p.length))
-            .is_some_and(|e| e <= end);
-    if !fits {
+    if !p.fits(key.len(), end) {
         return Err(bad(format!(
             "a pointer ({} bytes at {}) lies outside the segment's {end} valid bytes",
             p.length, p.offset

@@ -248,6 +248,18 @@ impl Pointer {
         buf.get(..n).unwrap_or_default()
     }
 
+    /// Whether the pointer can name a record of a key of `key_len` bytes in a segment whose
+    /// valid bytes end at `end`: after the header, long enough for the record head and the
+    /// key, and ending by `end` (checked before any byte is read).
+    pub fn fits(&self, key_len: usize, end: u64) -> bool {
+        self.offset >= HEADER_LEN
+            && self.length as usize >= RECORD_HEADER_LEN + key_len
+            && self
+                .offset
+                .checked_add(u64::from(self.length))
+                .is_some_and(|e| e <= end)
+    }
+
     /// Encode into a new vector (tests, tools).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::new();

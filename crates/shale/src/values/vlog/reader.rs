@@ -38,12 +38,7 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
     };
     let len = p.length as usize;
     let end = seg.end.load(Ordering::Acquire);
-    let fits = p.offset >= HEADER_LEN
-        && len >= RECORD_HEADER_LEN + key.len()
-        && p.offset
-            .checked_add(u64::from(p.length))
-            .is_some_and(|e| e <= end);
-    if !fits {
+    if !p.fits(key.len(), end) {
         return Err(bad(
             &path,
             p.offset,
