@@ -141,8 +141,9 @@ impl EngineKind {
 pub struct EngineConfig {
     /// Shale preset name; other engines ignore it.
     pub design: String,
-    /// Memtable size in bytes.
-    pub write_buffer_size: usize,
+    /// Memtable size in bytes; `None` keeps the design's (Shale) or Shale's default (peers,
+    /// which mirror [`Options::default`]).
+    pub write_buffer_size: Option<usize>,
     /// Block cache size in bytes.
     pub cache_size: usize,
     /// Block compression.
@@ -180,9 +181,9 @@ pub struct EngineFlags {
     /// Block cache bytes.
     #[arg(long = "cache-size", alias = "cache_size", default_value_t = 64 << 20)]
     pub cache_size: usize,
-    /// Memtable bytes.
-    #[arg(long = "write-buffer-size", alias = "write_buffer_size", default_value_t = 64 << 20)]
-    pub write_buffer_size: usize,
+    /// Memtable bytes (default: the design's, 4 MiB for every preset; 64 MiB for the peers).
+    #[arg(long = "write-buffer-size", alias = "write_buffer_size")]
+    pub write_buffer_size: Option<usize>,
     /// Block compression: none or lz4.
     #[arg(long, alias = "compression_type", default_value = "none")]
     pub compression: String,
@@ -208,6 +209,22 @@ pub struct EngineFlags {
     /// Value log: garbage ratio at which a segment is collected; default 0.5.
     #[arg(long = "vlog-gc-ratio", alias = "vlog_gc_ratio")]
     pub vlog_gc_ratio: Option<f64>,
+}
+
+impl EngineConfig {
+    /// The memtable size engine `kind` runs with: the flag, else the design's (Shale) or
+    /// [`Options::default`]'s (peers).
+    pub fn memtable_bytes(&self, kind: EngineKind) -> usize {
+        if let Some(n) = self.write_buffer_size {
+            return n;
+        }
+        match kind {
+            EngineKind::Shale => Options::preset(&self.design)
+                .map(|o| o.write_buffer_size)
+                .unwrap_or_else(|_| Options::default().write_buffer_size),
+            EngineKind::Rocksdb | EngineKind::Fjall => Options::default().write_buffer_size,
+        }
+    }
 }
 
 impl EngineFlags {
@@ -251,7 +268,9 @@ impl EngineFlags {
 /// An unknown or unimplemented design.
 pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     let mut o = Options::preset(&config.design)?;
-    o.write_buffer_size = config.write_buffer_size;
+    if let Some(n) = config.write_buffer_size {
+        o.write_buffer_size = n;
+    }
     o.block_cache_bytes = config.cache_size;
     o.table.compression = config.compression;
     o.table.bloom_bits_per_key = config.bloom_bits;
@@ -433,7 +452,7 @@ mod tests {
     fn shale_options_follow_the_flags() {
         let c = EngineConfig {
             design: "leveldb".into(),
-            write_buffer_size: 1 << 20,
+            write_buffer_size: Some(1 << 20),
             cache_size: 8 << 20,
             compression: Compression::Lz4,
             bloom_bits: 10,
@@ -445,6 +464,21 @@ mod tests {
         assert_eq!(o.max_background_compactions, 3);
         assert_eq!(o.block_cache_bytes, 8 << 20);
         assert_eq!(o.table.compression, Compression::Lz4);
+        assert_eq!(c.memtable_bytes(EngineKind::Rocksdb), 1 << 20);
+        let preset = EngineConfig {
+            write_buffer_size: None,
+            design: "pebblesdb".into(),
+            ..c.clone()
+        };
+        assert_eq!(
+            shale_options(&preset).unwrap().write_buffer_size,
+            shale::options::PRESET_WRITE_BUFFER_SIZE
+        );
+        assert_eq!(
+            preset.memtable_bytes(EngineKind::Shale),
+            shale::options::PRESET_WRITE_BUFFER_SIZE
+        );
+        assert_eq!(preset.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
         let bad = EngineConfig {
             design: "nope".into(),
             ..c
@@ -457,7 +491,7 @@ mod tests {
     fn peers_need_the_feature() {
         let c = EngineConfig {
             design: "leveldb".into(),
-            write_buffer_size: 1 << 20,
+            write_buffer_size: Some(1 << 20),
             cache_size: 0,
             compression: Compression::None,
             bloom_bits: 10,

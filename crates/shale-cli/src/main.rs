@@ -235,7 +235,7 @@ mod tests {
                 assert_eq!(a.num, 1_000_000);
                 assert_eq!(a.key_size, 16);
                 assert_eq!(a.value_size, 100);
-                assert_eq!(a.store.write_buffer_size, 64 << 20);
+                assert_eq!(a.store.write_buffer_size, None);
                 assert!(!a.histogram && !a.sync && !a.use_existing_db);
                 assert_eq!(a.store.engine, engine::EngineKind::Shale);
             }

@@ -45,6 +45,13 @@ impl Tuning {
             shale: Options::default(),
         }
     }
+
+    /// The memtable size: the flag, else Shale's default (64 MiB), which the peers mirror.
+    pub fn write_buffer_size(&self) -> usize {
+        self.config
+            .write_buffer_size
+            .unwrap_or(self.shale.write_buffer_size)
+    }
 }
 
 /// `n` bytes as MiB for the settings lines.
@@ -70,7 +77,7 @@ mod tests {
     fn config(compression: Compression) -> EngineConfig {
         EngineConfig {
             design: "leveldb".into(),
-            write_buffer_size: 1 << 20,
+            write_buffer_size: Some(1 << 20),
             cache_size: 4 << 20,
             compression,
             bloom_bits: 10,

@@ -7,6 +7,11 @@ use crate::error::{Error, Result};
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// The largest value the engine accepts, in bytes.
 pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
+/// The memtable size of every preset: LevelDB's default, which the papers' systems kept
+/// (PebblesDB on HyperLevelDB, WiscKey on LevelDB 1.18) and measured with. A design's
+/// claims are about this regime, where a LevelDB-style leveled tree is bound by its
+/// compactions; [`Options::default`] uses 64 MiB, RocksDB's size.
+pub const PRESET_WRITE_BUFFER_SIZE: usize = 4 << 20;
 
 /// Block compression of table files.
 ///
@@ -149,8 +154,9 @@ impl Default for TableOptions {
     }
 }
 
-/// How a store is configured. Start from [`Options::default`] (the `leveldb` preset) or
-/// [`Options::preset`] and change fields.
+/// How a store is configured. Start from [`Options::default`] (the leveled design with
+/// RocksDB's sizes: the general-purpose choice) or [`Options::preset`] (a design with the
+/// configuration its paper measured) and change fields.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Options {
@@ -160,7 +166,8 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system to use. Default: the real one.
     pub env: Env,
-    /// Size of one memtable before it is frozen and flushed. Default 64 MiB.
+    /// Size of one memtable before it is frozen and flushed. Default 64 MiB; the presets
+    /// use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB).
     pub write_buffer_size: usize,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
     pub max_immutable_memtables: usize,
@@ -301,15 +308,23 @@ impl Options {
     /// (`flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet built and return
     /// [`Error::Unsupported`].
     ///
+    /// Every preset differs from [`Options::default`] in its memtable size:
+    /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
+    /// designs and their LevelDB baselines with, so the presets compare as the papers do.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
     /// is not implemented yet.
     pub fn preset(name: &str) -> Result<Options> {
+        let paper = Options {
+            write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
+            ..Options::default()
+        };
         match name {
-            "leveldb" => Ok(Options::default()),
+            "leveldb" => Ok(paper),
             "wisckey" => Ok(Options {
                 values: ValuesKind::Vlog,
-                ..Options::default()
+                ..paper
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often
             // data is written again one level down, not how much of it is rewritten. See
@@ -317,7 +332,7 @@ impl Options {
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
-                ..Options::default()
+                ..paper
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
                 "the {n} design is not implemented yet; available: {}",
@@ -458,7 +473,15 @@ mod tests {
 
     #[test]
     fn presets() {
-        assert!(Options::preset("leveldb").is_ok());
+        for name in Options::available_presets() {
+            let o = Options::preset(name).unwrap();
+            assert_eq!(o.write_buffer_size, PRESET_WRITE_BUFFER_SIZE, "{name}");
+            assert!(o.validate().is_ok(), "{name}");
+        }
+        let leveldb = Options::preset("leveldb").unwrap();
+        assert_eq!(leveldb.layout, Options::default().layout);
+        assert_eq!(leveldb.values, Options::default().values);
+        assert_eq!(Options::default().write_buffer_size, 64 << 20);
         assert_eq!(Options::preset("wisckey").unwrap().values, ValuesKind::Vlog);
         assert_eq!(
             Options::preset("pebblesdb").unwrap().layout,

@@ -195,7 +195,13 @@ pub fn with_progress<T>(name: &str, counter: &AtomicU64, f: impl FnOnce() -> T) 
     })
 }
 
-fn settings_block(a: &BenchArgs, reads: u64, dir: &Path, engine_lines: &[String]) -> String {
+fn settings_block(
+    a: &BenchArgs,
+    reads: u64,
+    memtable: usize,
+    dir: &Path,
+    engine_lines: &[String],
+) -> String {
     let mbf = |n: f64| n / 1048576.0;
     let entry = (a.key_size + a.value_size) as f64;
     let compressed = (a.key_size as f64) + a.value_size as f64 * 0.5;
@@ -231,10 +237,7 @@ fn settings_block(a: &BenchArgs, reads: u64, dir: &Path, engine_lines: &[String]
     if a.store.engine == EngineKind::Shale {
         s.push_str(&format!("Design:     {}\n", a.store.design));
     }
-    s.push_str(&format!(
-        "Memtable:   {:.1} MB\n",
-        mbf(a.store.write_buffer_size as f64)
-    ));
+    s.push_str(&format!("Memtable:   {:.1} MB\n", mbf(memtable as f64)));
     s.push_str(&format!(
         "Cache:      {:.1} MB\n",
         mbf(a.store.cache_size as f64)
@@ -318,7 +321,11 @@ pub fn run(a: &BenchArgs) -> CliResult {
     }
     let mut json = open_json(a.json.as_deref())?;
     let eng = engine::open(a.store.engine, &dir, &config)?;
-    print!("{}", settings_block(a, reads, &dir, &eng.describe()));
+    let memtable = config.memtable_bytes(a.store.engine);
+    print!(
+        "{}",
+        settings_block(a, reads, memtable, &dir, &eng.describe())
+    );
     std::io::stdout().flush()?;
     let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json);
     let closed = eng.close();

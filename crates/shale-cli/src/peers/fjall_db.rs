@@ -53,7 +53,7 @@ fn keyspace_options(t: &Tuning) -> (KeyspaceCreateOptions, Vec<String>) {
         .with_level_ratio_policy(vec![s.level_size_multiplier as f32]);
     let restart = u8::try_from(s.table.block_restart_interval).unwrap_or(u8::MAX);
     let o = KeyspaceCreateOptions::default()
-        .max_memtable_size(c.write_buffer_size as u64)
+        .max_memtable_size(t.write_buffer_size() as u64)
         .data_block_size_policy(BlockSizePolicy::all(s.table.block_size as u32))
         .data_block_restart_interval_policy(RestartIntervalPolicy::all(restart))
         .filter_policy(FilterPolicy::all(filter))
@@ -77,7 +77,7 @@ fn keyspace_options(t: &Tuning) -> (KeyspaceCreateOptions, Vec<String>) {
         format!("fjall:      version {VERSION}.x, one keyspace, leveled compaction"),
         format!(
             "  memtable: max_memtable_size={} (writes stall at 4 sealed memtables; no equivalent of Shale's limit of {})",
-            mib(c.write_buffer_size as u64),
+            mib(t.write_buffer_size() as u64),
             s.max_immutable_memtables
         ),
         format!(

@@ -32,7 +32,7 @@ fn options(t: &Tuning) -> (Options, Vec<String>) {
     let s = &t.shale;
     let mut o = Options::default();
     o.create_if_missing(true);
-    o.set_write_buffer_size(c.write_buffer_size);
+    o.set_write_buffer_size(t.write_buffer_size());
     // Shale: one active memtable plus `max_immutable_memtables` frozen ones waiting.
     let buffers = 1 + s.max_immutable_memtables;
     o.set_max_write_buffer_number(buffers as i32);
@@ -90,7 +90,7 @@ fn options(t: &Tuning) -> (Options, Vec<String>) {
             .to_string(),
         format!(
             "  memtable: write_buffer_size={} max_write_buffer_number={buffers} (1 active + {} immutable)",
-            mib(c.write_buffer_size as u64),
+            mib(t.write_buffer_size() as u64),
             s.max_immutable_memtables
         ),
         format!(
