@@ -152,6 +152,12 @@ pub struct EngineConfig {
     pub bloom_bits: usize,
     /// Shale compaction workers; `None` keeps the design's default. Peers ignore it.
     pub max_background_compactions: Option<usize>,
+    /// Level-0 files that trigger a compaction; `None` keeps the design's (peers: Shale's
+    /// default).
+    pub level0_compaction_trigger: Option<usize>,
+    /// FLSM: tables a guard may hold before it is compacted; `None` keeps the design's.
+    /// Other layouts and peers ignore it.
+    pub max_sstables_per_guard: Option<usize>,
     /// Value-log overrides (designs with `values = vlog`); `None` keeps the preset's.
     pub vlog: VlogSettings,
 }
@@ -196,6 +202,16 @@ pub struct EngineFlags {
         alias = "max_background_compactions"
     )]
     pub max_background_compactions: Option<usize>,
+    /// Level-0 files that trigger a compaction (default: the design's, 4).
+    #[arg(
+        long = "level0-file-num-compaction-trigger",
+        alias = "level0_file_num_compaction_trigger"
+    )]
+    pub level0_compaction_trigger: Option<usize>,
+    /// FLSM designs: tables a guard may hold before it is compacted (default: the
+    /// design's, 24).
+    #[arg(long = "max-sstables-per-guard", alias = "max_sstables_per_guard")]
+    pub max_sstables_per_guard: Option<usize>,
     /// Value log: values of at least this many bytes are separated (0: all); default: the
     /// preset's (512 for wisckey).
     #[arg(long = "min-separated-value-size", alias = "min_separated_value_size")]
@@ -243,6 +259,8 @@ impl EngineFlags {
             compression: Compression::parse(&self.compression)?,
             bloom_bits: self.bloom_bits,
             max_background_compactions: self.max_background_compactions,
+            level0_compaction_trigger: self.level0_compaction_trigger,
+            max_sstables_per_guard: self.max_sstables_per_guard,
             vlog: VlogSettings {
                 min_separated_value_size: self.min_separated_value_size,
                 segment_size: self.vlog_segment_size,
@@ -276,6 +294,12 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     o.table.bloom_bits_per_key = config.bloom_bits;
     if let Some(n) = config.max_background_compactions {
         o.max_background_compactions = n;
+    }
+    if let Some(n) = config.level0_compaction_trigger {
+        o.level0_compaction_trigger = n;
+    }
+    if let Some(n) = config.max_sstables_per_guard {
+        o.flsm.max_sstables_per_guard = n;
     }
     let v = &config.vlog;
     if let Some(n) = v.min_separated_value_size {
@@ -457,11 +481,15 @@ mod tests {
             compression: Compression::Lz4,
             bloom_bits: 10,
             max_background_compactions: Some(3),
+            level0_compaction_trigger: Some(6),
+            max_sstables_per_guard: Some(40),
             vlog: VlogSettings::default(),
         };
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
         assert_eq!(o.max_background_compactions, 3);
+        assert_eq!(o.level0_compaction_trigger, 6);
+        assert_eq!(o.flsm.max_sstables_per_guard, 40);
         assert_eq!(o.block_cache_bytes, 8 << 20);
         assert_eq!(o.table.compression, Compression::Lz4);
         assert_eq!(c.memtable_bytes(EngineKind::Rocksdb), 1 << 20);
@@ -496,6 +524,8 @@ mod tests {
             compression: Compression::None,
             bloom_bits: 10,
             max_background_compactions: None,
+            level0_compaction_trigger: None,
+            max_sstables_per_guard: None,
             vlog: VlogSettings::default(),
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)

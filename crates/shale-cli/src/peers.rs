@@ -40,9 +40,13 @@ pub(crate) struct Tuning {
 
 impl Tuning {
     fn new(config: &EngineConfig) -> Tuning {
+        let mut shale = Options::default();
+        if let Some(n) = config.level0_compaction_trigger {
+            shale.level0_compaction_trigger = n;
+        }
         Tuning {
             config: config.clone(),
-            shale: Options::default(),
+            shale,
         }
     }
 
@@ -82,6 +86,8 @@ mod tests {
             compression,
             bloom_bits: 10,
             max_background_compactions: None,
+            level0_compaction_trigger: None,
+            max_sstables_per_guard: None,
             vlog: crate::engine::VlogSettings::default(),
         }
     }

@@ -62,6 +62,42 @@ fn overflowing_guard_merges_in_place() {
 }
 
 #[test]
+fn an_overflow_merge_takes_the_newest_tables_up_to_the_size_of_the_next_older() {
+    // A 40K table and two new 1K fragments: the fragments merge, the 40K table stays.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K"),
+        "L1[3,2] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2); its newest 2 merged"
+    );
+    // Each older table joins while it is at most half the bytes taken so far: 1K + 1K, then
+    // 1K (2K taken), 1K (3K), 2K (4K), 3K (6K); 13K is more than half the 9K taken.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-c/13K 2:a-c/3K 3:a-c/2K 4:a-c/1K 5:a-c/1K 6:a-c/1K 7:a-c/1K"),
+        "L1[7,6,5,4,3,2] -> L1 (merge) because L1 guard 0 holds 7 tables (max 2); its newest 6 merged"
+    );
+    // ... and 2K after 1K + 1K is more than half.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-c/2K 2:a-c/1K 3:a-c/1K"),
+        "L1[3,2] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2); its newest 2 merged"
+    );
+    // Age is the largest sequence number, not the table number.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-c/1K@900-999 2:b-d/40K@100-199 3:a-b/1K@300-399"),
+        "L1[1,3] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2); its newest 2 merged"
+    );
+    // A large table reaching into the next guard stays too (a push down would take its
+    // whole reach; a merge in place need not).
+    assert_eq!(
+        run("G1: m\nL1: 1:a-p/40K 2:b-d/1K 3:a-b/1K"),
+        "L1[3,2] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2); its newest 2 merged"
+    );
+    // Once the newer tables are twice as large, it is merged with them and cut at the guard.
+    assert_eq!(
+        run("G1: m\nL1: 1:a-p/2K 2:b-d/2K 3:a-b/2K 4:n-o/1K"),
+        "L1[3,2,1] -> L1 (merge) because L1 guard 0 holds 3 tables (max 2)"
+    );
+}
+
+#[test]
 fn level_over_budget_pushes_its_fullest_guard_down() {
     // L1 holds 12M over a 10M budget; the guard at m holds 8M: it goes down, appended.
     assert_eq!(
@@ -98,10 +134,12 @@ fn tables_reaching_into_other_guards_are_taken_together() {
     assert_eq!(nums(closure(&v, 1, 0, 0)), vec![1, 2, 3]);
     assert_eq!(nums(closure(&v, 1, 2, 2)), vec![4]);
     assert_eq!(run("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z"), "nothing");
-    // The guard at m overflows (1, 2, 5); the merge takes the sentinel's table 3 too.
+    // The guard at m overflows (1, 2, 5): a merge in place takes its tables, table 1 with
+    // its reach into the sentinel's range (cut at m on the way out), and not the sentinel's
+    // table 3.
     assert_eq!(
         run("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z 5:m-n"),
-        "L1[3,1,5,2] -> L1 (merge) because L1 guard 1 holds 3 tables (max 2)"
+        "L1[5,2,1] -> L1 (merge) because L1 guard 1 holds 3 tables (max 2)"
     );
 }
 
