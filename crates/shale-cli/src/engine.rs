@@ -227,23 +227,33 @@ pub struct EngineFlags {
     pub vlog_gc_ratio: Option<f64>,
 }
 
+/// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale) or
+/// [`Options::default`]'s (peers, which mirror it).
+pub fn memtable_bytes(kind: EngineKind, design: &str, flag: Option<usize>) -> usize {
+    if let Some(n) = flag {
+        return n;
+    }
+    match kind {
+        EngineKind::Shale => Options::preset(design)
+            .map(|o| o.write_buffer_size)
+            .unwrap_or_else(|_| Options::default().write_buffer_size),
+        EngineKind::Rocksdb | EngineKind::Fjall => Options::default().write_buffer_size,
+    }
+}
+
 impl EngineConfig {
-    /// The memtable size engine `kind` runs with: the flag, else the design's (Shale) or
-    /// [`Options::default`]'s (peers).
+    /// The memtable size engine `kind` runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self, kind: EngineKind) -> usize {
-        if let Some(n) = self.write_buffer_size {
-            return n;
-        }
-        match kind {
-            EngineKind::Shale => Options::preset(&self.design)
-                .map(|o| o.write_buffer_size)
-                .unwrap_or_else(|_| Options::default().write_buffer_size),
-            EngineKind::Rocksdb | EngineKind::Fjall => Options::default().write_buffer_size,
-        }
+        memtable_bytes(kind, &self.design, self.write_buffer_size)
     }
 }
 
 impl EngineFlags {
+    /// The memtable size the chosen engine runs with (see [`memtable_bytes`]).
+    pub fn memtable_bytes(&self) -> usize {
+        memtable_bytes(self.engine, &self.design, self.write_buffer_size)
+    }
+
     /// The engine settings these flags describe.
     ///
     /// # Errors

@@ -1,7 +1,8 @@
 //! Peer engines (RocksDB, fjall) behind the [`Engine`](crate::engine::Engine) trait.
 //!
 //! Built only with the `peers` feature. Each peer is configured from Shale's own defaults
-//! (`Options::default()`, the `leveldb` design) plus the flags in [`EngineConfig`], so a
+//! (`Options::default()`: the `leveldb` design with 64 MiB memtables, where the `leveldb`
+//! preset has 4 MiB) plus the flags in [`EngineConfig`], so a
 //! comparison differs in the engine and not in the tuning; where a peer has no equivalent
 //! setting, its [`describe`](crate::engine::Engine::describe) lines say so.
 

@@ -373,6 +373,7 @@ fn run_all(
         threads: a.threads,
         key_size: Some(a.key_size as u64),
         value_size: a.value_size as u64,
+        write_buffer_size: a.store.memtable_bytes() as u64,
     };
     let mut out = std::io::stdout();
     for (round, name) in names.iter().enumerate() {

@@ -226,6 +226,7 @@ impl BenchResult {
             .u64("threads", setting.threads)
             .opt_u64("key_size", setting.key_size)
             .u64("value_size", setting.value_size)
+            .u64("write_buffer_size", setting.write_buffer_size)
             .u64("ops", self.ops)
             .f64("seconds", self.seconds)
             .f64("ops_per_sec", self.ops_per_sec())
@@ -284,6 +285,8 @@ pub struct JsonSetting<'a> {
     pub key_size: Option<u64>,
     /// `--value-size`.
     pub value_size: u64,
+    /// The memtable size the engine ran with.
+    pub write_buffer_size: u64,
 }
 
 /// Bytes as MB (MiB) with one decimal, e.g. `95.4MB`.
@@ -377,6 +380,7 @@ mod tests {
             threads: 1,
             key_size: Some(16),
             value_size: 100,
+            write_buffer_size: 4 << 20,
         };
         let text = r.json(&s);
         assert_eq!(text.matches('{').count(), text.matches('}').count());
@@ -386,6 +390,7 @@ mod tests {
             "engine",
             "design",
             "num",
+            "write_buffer_size",
             "ops",
             "seconds",
             "ops_per_sec",

@@ -448,6 +448,7 @@ fn run_phases(
                 threads: a.threads,
                 key_size: None,
                 value_size: ctx.value_size as u64,
+                write_buffer_size: a.store.memtable_bytes() as u64,
             };
             let mut o = result.json_object(&setting);
             o.str("workload", &workload)

@@ -134,12 +134,21 @@ impl Flsm {
             && p.output_level == *level
             && let Some((lo, hi)) = picker::key_range(files)
         {
-            // A guard compacted in place is no longer hot.
+            // A guard whose tables are all merged in place is no longer hot; one that keeps
+            // some (an overflow merges only the newest) stays hot, so reads that paid for
+            // it still get it merged whole.
             let g = version.guards(*level);
             let (a, b) = (unit_index(g, lo), unit_index(g, hi));
+            let inputs: HashSet<u64> = files.iter().map(|f| f.number).collect();
             self.seeks.lock().hot.retain(|(l, k)| {
                 let u = unit_index(g, k);
-                *l != *level || u < a || u > b
+                *l != *level
+                    || u < a
+                    || u > b
+                    || !version
+                        .unit_files(*l, u)
+                        .iter()
+                        .all(|f| inputs.contains(&f.number))
             });
         }
         plan

@@ -62,7 +62,7 @@ fn overflowing_guard_merges_in_place() {
 }
 
 #[test]
-fn an_overflow_merge_takes_the_newest_tables_up_to_the_size_of_the_next_older() {
+fn an_overflow_merge_takes_the_newest_tables_while_each_older_is_at_most_half_of_them() {
     // A 40K table and two new 1K fragments: the fragments merge, the 40K table stays.
     assert_eq!(
         run("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K"),
@@ -120,7 +120,7 @@ fn one_table_inside_one_child_guard_moves() {
 }
 
 #[test]
-fn tables_reaching_into_other_guards_are_taken_together() {
+fn a_push_takes_the_tables_a_guard_reaches_but_a_merge_in_place_need_not() {
     // Table 1 was written before guard m was committed: it spans both ranges, so compacting
     // either range takes both (moving half of its range down would put newer data below
     // older data).
