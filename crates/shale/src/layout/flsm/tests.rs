@@ -494,6 +494,35 @@ fn parallel_seeks_match_sequential_seeks() {
 }
 
 #[test]
+fn a_hot_guard_stays_hot_when_an_overflow_merges_only_its_newest_tables() {
+    use crate::layout::{Layout, PickContext};
+    let layout = super::Flsm::new(&flsm_options());
+    let v = text::parse("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K").unwrap();
+    for _ in 0..2 {
+        assert!(!layout.note_seek(&v, b"b"));
+    }
+    assert!(layout.note_seek(&v, b"b"), "guard 0 of L1 is hot");
+    // The overflow comes first and merges the two new tables only.
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).map(|p| p.describe()),
+        Some("L1[3,2] -> L1 (merge)".to_string())
+    );
+    // After it the guard holds two tables, within the limit; the seeks that paid for it
+    // still get it merged whole.
+    let v = text::parse("G1: m\nL1: 1:a-c/40K 4:a-d/2K@200-399").unwrap();
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).map(|p| format!(
+            "{} because {}",
+            p.describe(),
+            p.reason
+        )),
+        Some("L1[4,1] -> L1 (merge) because seeks keep landing on L1 guard 0 (2 tables)".into())
+    );
+    // Merged whole, it is not hot any more.
+    assert!(layout.pick(&v, &PickContext::idle()).is_none());
+}
+
+#[test]
 fn a_hot_guard_that_left_by_a_push_down_is_not_hot_when_it_fills_again() {
     use crate::layout::{Layout, PickContext};
     // Without the aggressive level rule, which would push level 1 into level 2 here.
