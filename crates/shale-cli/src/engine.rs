@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use shale::{Compression, Db, IterOptions, Options, WriteBatch, WriteOptions};
+use shale::options::LayoutKind;
+use shale::{Compression, Db, IterOptions, Options, ValuesKind, WriteBatch, WriteOptions};
 
 use crate::CliError;
 
@@ -105,8 +106,7 @@ pub trait Engine: Send + Sync {
     fn counters(&self) -> Option<Counters> {
         None
     }
-    /// Lines describing how the engine is configured, for the settings block of a run
-    /// (Shale's settings are the flags themselves, so it adds none).
+    /// Lines describing how the engine is configured, for the settings block of a run.
     fn describe(&self) -> Vec<String> {
         Vec::new()
     }
@@ -335,8 +335,10 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
 pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     match kind {
         EngineKind::Shale => {
-            let db = Db::open(path, shale_options(config)?)?;
-            Ok(Box::new(ShaleEngine { db }))
+            let o = shale_options(config)?;
+            let describe = shale_settings(&o);
+            let db = Db::open(path, o)?;
+            Ok(Box::new(ShaleEngine { db, describe }))
         }
         EngineKind::Rocksdb | EngineKind::Fjall => open_peer(kind, path, config),
     }
@@ -366,6 +368,47 @@ fn open_peer(
 /// Shale behind the [`Engine`] trait.
 pub struct ShaleEngine {
     db: Db,
+    describe: Vec<String>,
+}
+
+/// The structural settings of `o` that the common flags do not show, for the settings
+/// block of a run (so a run's output says which tree it built).
+pub fn shale_settings(o: &Options) -> Vec<String> {
+    let mib = |n: u64| format!("{:.1} MiB", n as f64 / 1048576.0);
+    let mut lines = vec![
+        format!(
+            "  shale:    memory={:?} values={:?} layout={:?}",
+            o.memory, o.values, o.layout
+        ),
+        format!(
+            "  levels:   {} levels, level 1 {} x{}, tables {}, level-0 triggers {}/{}/{}, {} compaction thread(s)",
+            o.num_levels,
+            mib(o.max_bytes_for_level_base),
+            o.level_size_multiplier,
+            mib(o.target_file_size),
+            o.level0_compaction_trigger,
+            o.level0_slowdown_trigger,
+            o.level0_stop_trigger,
+            o.max_background_compactions
+        ),
+    ];
+    if o.layout == LayoutKind::Flsm {
+        let f = &o.flsm;
+        lines.push(format!(
+            "  flsm:     max_sstables_per_guard={} top_level_bits={} bit_decrement={}",
+            f.max_sstables_per_guard, f.top_level_bits, f.bit_decrement
+        ));
+    }
+    if o.values == ValuesKind::Vlog {
+        lines.push(format!(
+            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {}",
+            o.min_separated_value_size,
+            mib(o.vlog_segment_size),
+            o.vlog_gc,
+            o.vlog_gc_ratio
+        ));
+    }
+    lines
 }
 
 impl Engine for ShaleEngine {
@@ -454,6 +497,10 @@ impl Engine for ShaleEngine {
         })
     }
 
+    fn describe(&self) -> Vec<String> {
+        self.describe.clone()
+    }
+
     fn close(self: Box<Self>) -> EngineResult<()> {
         Ok(self.db.close()?)
     }
@@ -517,6 +564,11 @@ mod tests {
             shale::options::PRESET_WRITE_BUFFER_SIZE
         );
         assert_eq!(preset.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
+        let lines = shale_settings(&shale_options(&preset).unwrap()).join("\n");
+        assert!(lines.contains("layout=Flsm"), "{lines}");
+        assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");
+        assert!(lines.contains("max_sstables_per_guard=40"), "{lines}");
+        assert!(!lines.contains("vlog:"), "{lines}");
         let bad = EngineConfig {
             design: "nope".into(),
             ..c
