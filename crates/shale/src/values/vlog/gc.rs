@@ -6,7 +6,7 @@
 //! One run:
 //! 1. pick the sealed segment with the largest garbage ratio among those wholly before the
 //!    MANIFEST's head (so recovery never needs it again); the read rate adapts to the
-//!    garbage backlog ([`rate_factor`]), which is also reported to the host (it slows user
+//!    garbage backlog (`rate_factor`), which is also reported to the host (it slows user
 //!    writes while the backlog is high);
 //! 2. read its records in order; each separated value is a relocation candidate (inline
 //!    values and deletes there are garbage by construction: the tree keeps them);
