@@ -178,7 +178,9 @@ pub struct Options {
     pub table: TableOptions,
     /// Byte budget of the block cache. Default 64 MiB; 0 disables it.
     pub block_cache_bytes: usize,
-    /// Table files kept open at once. Default 1000.
+    /// Table files kept open at once. Default 1000. (A table's bloom filter stays in memory
+    /// with its file metadata once a read has opened it, open or not: see
+    /// [`crate::version::PinnedFilter`].)
     pub max_open_files: usize,
     /// Number of levels. Default 7.
     pub num_levels: usize,

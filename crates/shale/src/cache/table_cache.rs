@@ -182,7 +182,7 @@ impl TableCache {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::Path;
 
     use super::*;
@@ -193,7 +193,9 @@ mod tests {
     use crate::table::TableBuilder;
     use crate::table::test_fs::TestFs;
 
-    fn write_table(env: &Env, number: u64) {
+    /// Write table `number` holding `k{number}-0000` .. `k{number}-0099` (sequence numbers
+    /// 1..=100, values `v`) under `/db`.
+    pub(crate) fn write_table(env: &Env, number: u64) {
         let path = Path::new("/db").join(table_file_name(number));
         let f = env.create(&path, WriteCause::Flush).unwrap();
         let mut b = TableBuilder::new(f, &TableOptions::default());

@@ -164,6 +164,7 @@ pub fn merge_into_tables(
                 largest_seq: 0,
                 entries: 0,
                 tombstones: 0,
+                filter: Default::default(),
             });
         }
         // Best effort: the files are not referenced by any version, and the next sweep of
@@ -190,5 +191,6 @@ fn finish(number: u64, builder: TableBuilder) -> Result<FileMeta> {
         largest_seq: s.largest_seq,
         entries: s.entries,
         tombstones: s.tombstones,
+        filter: Default::default(),
     })
 }

@@ -230,6 +230,7 @@ mod tests {
                     largest_seq: 0,
                     entries: r.len() as u64,
                     tombstones: 0,
+                    filter: Default::default(),
                 })
             })
             .collect();

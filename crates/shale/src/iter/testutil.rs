@@ -214,6 +214,7 @@ pub(crate) fn level_iter(runs: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> super::concat::C
                 largest_seq: 0,
                 entries: r.len() as u64,
                 tombstones: 0,
+                filter: Default::default(),
             })
         })
         .collect();

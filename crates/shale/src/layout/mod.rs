@@ -189,12 +189,17 @@ pub const PROBE_BATCH: usize = 16;
 
 /// Tables of a batch that a read asked together (see [`ReadContext::probe`]): slot `i`
 /// holds the `i`-th file's table (or the error opening it) if the file's key range holds
-/// the key, and whether its filter lets the key through.
+/// the key and its filter does not rule the key out, and whether that filter lets the key
+/// through.
 pub struct Probed {
-    /// The open tables, by input position (`None`: the range does not hold the key).
+    /// The open tables, by input position (`None`: the range does not hold the key, or a
+    /// filter kept in the file's metadata ruled it out, so the table was not opened).
     pub tables: [Option<TableSlot>; PROBE_BATCH],
-    /// The filter's answer for each table (false where there is none).
+    /// The filter's answer for each slot: false where no table was opened, true for a
+    /// table without a filter.
     pub pass: [bool; PROBE_BATCH],
+    /// Whether the file's key range holds the key, so the read needed its filter's answer.
+    pub asked: [bool; PROBE_BATCH],
 }
 
 impl Probed {
@@ -211,15 +216,27 @@ impl Probed {
             Some(Ok(t)) => Ok(Some((t, self.pass.get(i).copied().unwrap_or(false)))),
         }
     }
+
+    /// Whether the `i`-th file's key range holds the key, so the read asked its filter
+    /// (whether or not the table had to be opened for it).
+    pub fn asked(&self, i: usize) -> bool {
+        self.asked.get(i).copied().unwrap_or(false)
+    }
 }
 
 impl ReadContext<'_> {
-    /// Open the tables among `files` (at most [`PROBE_BATCH`]) whose user-key range holds
-    /// `user_key`, then ask all their filters with the key's `hash`
-    /// ([`crate::table::bloom::hash64`]) before any block is read. A filter answers from
-    /// one cache line, usually a memory miss; asked in turn, each table would wait for its
-    /// own miss (and the table's, and its cache entry's) before the next is looked at,
-    /// while here no answer decides which line another table reads, so the misses overlap.
+    /// Ask the filters of the tables among `files` (at most [`PROBE_BATCH`]) whose user-key
+    /// range holds `user_key`, with the key's `hash` ([`crate::table::bloom::hash64`]),
+    /// before any block is read, and open the tables a read may have to search. A filter
+    /// answers from one cache line, usually a memory miss; asked in turn, each table would
+    /// wait for its own miss before the next is looked at, while here no answer decides
+    /// which line another table reads, so the misses overlap.
+    ///
+    /// A filter kept in the file's metadata ([`crate::version::FileMeta::filter`]) answers
+    /// without the table cache, and a table it rules out is not opened (so a file damaged
+    /// or lost after its first open no longer fails reads of keys it cannot hold); the other
+    /// tables are looked up under one table-cache lock (a miss then opens its table), their
+    /// filters asked, and kept for next time.
     /// A table that fails to open keeps its error in its slot ([`Probed::slot`]).
     pub fn probe<'f>(
         &self,
@@ -230,24 +247,55 @@ impl ReadContext<'_> {
         let mut p = Probed {
             tables: Default::default(),
             pass: [false; PROBE_BATCH],
+            asked: [false; PROBE_BATCH],
         };
-        let mut numbers = [None; PROBE_BATCH];
+        let mut metas: [Option<&FileMeta>; PROBE_BATCH] = [None; PROBE_BATCH];
         let mut files = files.into_iter();
-        for (n, f) in numbers.iter_mut().zip(&mut files) {
+        for ((m, a), f) in metas.iter_mut().zip(&mut p.asked).zip(&mut files) {
             if f.smallest_user_key() <= user_key && user_key <= f.largest_user_key() {
-                *n = Some(f.number);
+                *m = Some(f);
+                *a = true;
             }
         }
         debug_assert!(
             files.next().is_none(),
             "probe takes at most PROBE_BATCH files"
         );
-        self.tables.tables(&numbers, &mut p.tables);
-        for t in p.tables.iter().flatten().flatten() {
-            t.touch_filter(hash);
+        for f in metas.iter().flatten() {
+            if let Some(Some(filter)) = f.filter.get() {
+                filter.touch(hash);
+            }
         }
-        for (pass, t) in p.pass.iter_mut().zip(&p.tables) {
-            *pass = matches!(t, Some(Ok(t)) if t.may_contain_hash(hash));
+        // Which tables to open: those whose filter is not known yet (`fresh`), and those a
+        // known filter lets through (or that have none).
+        let mut numbers = [None; PROBE_BATCH];
+        let mut fresh = [false; PROBE_BATCH];
+        for (i, m) in metas.iter().enumerate() {
+            let Some(f) = m else { continue };
+            let open = match f.filter.get() {
+                None => {
+                    fresh[i] = true;
+                    true
+                }
+                Some(None) => true,
+                Some(Some(filter)) => filter.may_contain_hash(hash),
+            };
+            if open {
+                numbers[i] = Some(f.number);
+                p.pass[i] = true;
+            }
+        }
+        self.tables.tables(&numbers, &mut p.tables);
+        for (i, m) in metas.iter().enumerate() {
+            if let (true, Some(f), Some(Some(Ok(t)))) = (fresh[i], m, p.tables.get(i)) {
+                f.filter.pin(t.filter().cloned());
+                t.touch_filter(hash);
+            }
+        }
+        for (i, t) in p.tables.iter().enumerate() {
+            if fresh[i] {
+                p.pass[i] = matches!(t, Some(Ok(t)) if t.may_contain_hash(hash));
+            }
         }
         p
     }
@@ -341,5 +389,100 @@ pub fn new_layout(options: &Options) -> Arc<dyn Layout> {
     match options.layout {
         LayoutKind::Leveled => Arc::new(leveled::Leveled::new(options)),
         LayoutKind::Flsm => Arc::new(flsm::Flsm::new(options)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::env::Env;
+    use crate::key::{ValueKind, make_internal_key};
+    use crate::table::bloom::hash64;
+    use crate::table::table_file_name;
+    use crate::table::test_fs::TestFs;
+
+    /// Table `number` holding `k{number}-0000` .. `k{number}-0099`, and metadata whose
+    /// range covers every key of the test.
+    fn table(env: &Env, number: u64) -> FileMeta {
+        crate::cache::table_cache::tests::write_table(env, number);
+        FileMeta {
+            number,
+            size: 1,
+            smallest: make_internal_key(b"a", 1, ValueKind::Value),
+            largest: make_internal_key(b"z", 1, ValueKind::Value),
+            smallest_seq: 1,
+            largest_seq: 100,
+            entries: 100,
+            tombstones: 0,
+            filter: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_probe_keeps_filters_and_then_opens_only_the_tables_they_let_through() {
+        let (_fs, env) = TestFs::env();
+        let files: Vec<FileMeta> = (1..=3).map(|n| table(&env, n)).collect();
+        let tables = Arc::new(TableCache::new(env, "/db".into(), 10, None, true));
+        let ctx = ReadContext {
+            tables: &tables,
+            cause: crate::env::ReadCause::Get,
+        };
+        let key = b"k2-0005";
+        let hash = hash64(key);
+
+        // First read: no filter known, every table in range is opened and its filter kept.
+        let mut p = ctx.probe(&files, key, hash);
+        assert_eq!(tables.len(), 3);
+        assert!(
+            files
+                .iter()
+                .all(|f| f.filter.get().is_some_and(|f| f.is_some()))
+        );
+        assert!((0..3).all(|i| p.asked(i)));
+        assert!(!p.asked(3));
+        assert!(matches!(p.slot(0), Ok(Some((_, false)))));
+        assert!(matches!(p.slot(1), Ok(Some((_, true)))));
+        assert!(matches!(p.slot(2), Ok(Some((_, false)))));
+
+        // With the tables closed, a read opens only the one whose kept filter passes.
+        for n in 1..=3 {
+            tables.evict(n);
+        }
+        let mut p = ctx.probe(&files, key, hash);
+        assert_eq!(tables.len(), 1);
+        assert!((0..3).all(|i| p.asked(i)));
+        assert!(matches!(p.slot(0), Ok(None)));
+        let (t, pass) = p.slot(1).unwrap().unwrap();
+        assert!(pass);
+        assert_eq!(t.path(), Path::new("/db").join(table_file_name(2)));
+        assert!(matches!(p.slot(2), Ok(None)));
+
+        // A key no filter lets through opens nothing; one outside a range is not asked.
+        tables.evict(2);
+        let absent = b"k7-0001";
+        let mut narrow = files[0].clone();
+        narrow.largest = make_internal_key(b"b", 1, ValueKind::Value);
+        let p = ctx.probe([&narrow, &files[1], &files[2]], absent, hash64(absent));
+        assert_eq!(tables.len(), 0);
+        assert!(!p.asked(0) && p.asked(1) && p.asked(2));
+    }
+
+    #[test]
+    fn a_table_that_fails_to_open_keeps_its_error_and_no_filter() {
+        let (_fs, env) = TestFs::env();
+        let mut missing = table(&env, 1);
+        missing.number = 9;
+        let tables = Arc::new(TableCache::new(env, "/db".into(), 10, None, true));
+        let ctx = ReadContext {
+            tables: &tables,
+            cause: crate::env::ReadCause::Get,
+        };
+        let key = b"k1-0005";
+        let mut p = ctx.probe([&missing], key, hash64(key));
+        assert!(p.asked(0));
+        assert!(p.slot(0).is_err());
+        assert!(missing.filter.get().is_none());
     }
 }

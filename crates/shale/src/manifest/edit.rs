@@ -282,6 +282,7 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
                 largest_seq: r.varint64()?,
                 entries: r.varint64()?,
                 tombstones: r.varint64()?,
+                filter: Default::default(),
             };
             e.new_files.push((level, f));
         }
@@ -360,6 +361,7 @@ mod tests {
             largest_seq: u64::MAX >> 8,
             entries: 1000,
             tombstones: 7,
+            filter: Default::default(),
         }
     }
 
@@ -419,6 +421,7 @@ mod tests {
                     largest_seq: 2,
                     entries: 2,
                     tombstones: 0,
+                    filter: Default::default(),
                 },
             )],
             format_tag: Some("leveled".to_string()),

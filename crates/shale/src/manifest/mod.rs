@@ -157,6 +157,7 @@ mod tests {
                             largest_seq: n + 1,
                             entries: 10,
                             tombstones: 1,
+                            filter: Default::default(),
                         },
                     )
                 })

@@ -13,7 +13,7 @@ pub(crate) mod text;
 
 use std::sync::Arc;
 
-pub use file_meta::FileMeta;
+pub use file_meta::{FileMeta, PinnedFilter};
 pub use guards::unit_index;
 
 use crate::key::compare_internal;

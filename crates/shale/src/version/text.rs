@@ -27,6 +27,7 @@ fn file_with_seqs(number: u64, lo: &str, hi: &str, size: u64, s0: u64, s1: u64) 
         largest_seq: s1,
         entries: 1,
         tombstones: 0,
+        filter: Default::default(),
     }
 }
 

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use parking_lot::Mutex;
 
 use super::PickContext;
-use super::{Layout, Plan, PlanKind, ReadContext};
+use super::{Layout, PROBE_BATCH, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -72,12 +72,6 @@ struct SeekState {
     /// Guards wanted for compaction, as (level, the guard's key; empty for the sentinel).
     hot: Vec<(usize, Vec<u8>)>,
 }
-
-/// Tables of one guard whose filters a get asks together. Smaller than
-/// [`super::PROBE_BATCH`]: a get stops at the first table holding the key (tables are newest
-/// first), and every table of a batch costs a table-cache lookup even when an earlier one
-/// answers.
-const FLSM_PROBE_BATCH: usize = 8;
 
 /// Bytes of guard data that one extra table read by a seek is worth compacting (LevelDB's
 /// `allowed_seeks` rule): a guard of `n` tables absorbs `bytes / SEEK_BYTES / (n - 1)` seeks
@@ -228,8 +222,10 @@ impl Layout for Flsm {
             let mut probed = 0usize;
             // The guard's tables, newest first, a batch at a time with their filters asked
             // together (`ReadContext::probe`): a guard holding many fragments costs one
-            // overlapped round of filter misses per batch, not one miss per table.
-            'guard: for files in version.unit_files(level, u).chunks(FLSM_PROBE_BATCH) {
+            // overlapped round of filter misses per batch, not one miss per table, and
+            // (filters kept in the metadata) a table-cache lookup only for the tables a
+            // filter lets through.
+            'guard: for files in version.unit_files(level, u).chunks(PROBE_BATCH) {
                 let mut p = ctx.probe(files.iter().map(|f| &**f), user_key, hash);
                 for (i, f) in files.iter().enumerate() {
                     // One whose entries are all older than the entry found holds nothing
@@ -242,10 +238,14 @@ impl Layout for Flsm {
                     {
                         break 'guard;
                     }
+                    // Charged per table whose range holds the key, opened or not: a filter
+                    // kept in the metadata spares the open, not the probe.
+                    if p.asked(i) {
+                        probed += 1;
+                    }
                     let Some((t, pass)) = p.slot(i)? else {
                         continue;
                     };
-                    probed += 1;
                     if !pass {
                         continue;
                     }

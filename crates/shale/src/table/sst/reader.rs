@@ -35,7 +35,7 @@ pub struct Table {
     footer: Footer,
     index: Block,
     index_search: IndexSearch,
-    filter: Option<BloomFilter>,
+    filter: Option<Arc<BloomFilter>>,
     props: TableProperties,
 }
 
@@ -89,7 +89,9 @@ impl Table {
             None
         } else {
             let data = read_meta(footer.filter)?.to_vec();
-            Some(BloomFilter::new(data).at(&path, footer.filter.offset)?)
+            Some(Arc::new(
+                BloomFilter::new(data).at(&path, footer.filter.offset)?,
+            ))
         };
         Ok(Table {
             file,
@@ -130,6 +132,11 @@ impl Table {
     #[inline]
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The table's bloom filter, if it has one.
+    pub fn filter(&self) -> Option<&Arc<BloomFilter>> {
+        self.filter.as_ref()
     }
 
     /// Start loading the filter's cache line for `hash` (see [`BloomFilter::touch`]).
