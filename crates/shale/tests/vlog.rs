@@ -435,3 +435,45 @@ fn a_truncated_sealed_segment_is_corruption_not_a_half_created_one() {
         }
     }
 }
+
+#[test]
+fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    let n = 60;
+    let mut model = BTreeMap::new();
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    // A process crash: the OS keeps every byte handed to it, and the newest segment's space
+    // reserved after its records (`Env::create_log`) as zeros.
+    let crashed = fs.fork();
+    drop(db);
+    let env = Env::new(Arc::new(crashed));
+    let newest = segments(&env).pop().expect("a segment");
+    let path = std::path::Path::new(DIR).join(&newest);
+    let bytes = env
+        .read_all(&path, shale::env::ReadCause::Other)
+        .expect("read");
+    let zeros = bytes.iter().rev().take_while(|&&b| b == 0).count();
+    assert!(
+        zeros > 0 && bytes.len().is_multiple_of(shale::env::mem::LOG_RESERVE),
+        "the newest segment ends in its reservation ({} bytes, {zeros} zeros)",
+        bytes.len()
+    );
+    o.env = env.clone();
+    for round in 0..2 {
+        let db = Db::open(DIR, o.clone()).expect("recover");
+        check(&db, &model, n);
+        for i in 0..n / 2 {
+            db.put(&key(i), &value(i, round + 1)).expect("put");
+            model.insert(key(i), value(i, round + 1));
+        }
+        check(&db, &model, n);
+    }
+    let report = shale::verify(DIR, o).expect("verify");
+    assert!(report.vlog_segments > 0, "{report:?}");
+}

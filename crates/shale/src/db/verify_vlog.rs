@@ -13,7 +13,7 @@ use crate::table::sst::Table;
 use crate::values::PersistedState;
 use crate::values::vlog::format::{self, HEADER_LEN, Pointer};
 use crate::values::vlog::parse_segment_name;
-use crate::values::vlog::reader::{ScanEnd, SegmentScanner, torn_tail};
+use crate::values::vlog::reader::{ScanEnd, SegmentScanner, all_zeros, torn_tail};
 
 /// What the value-log checks found.
 #[derive(Debug, Default)]
@@ -27,8 +27,10 @@ pub(crate) struct VlogChecked {
 /// Check every segment in `names` that the MANIFEST (`state`) has not dropped: its header,
 /// and every record's checksum up to its valid end. Returns the valid end of each segment.
 ///
-/// The newest segment holding records may end in a tail a crash tore (recovery cuts it
-/// there): damage in it is accepted where recovery accepts it (`reader::torn_tail`).
+/// A segment the MANIFEST does not record as sealed may end in a tail a crash tore, or in
+/// zeros reserved ahead of its writer (recovery cuts it there): damage in it is accepted
+/// where recovery accepts it (`reader::torn_tail`). A sealed segment is read to its
+/// recorded end and must be whole.
 fn check_segments(
     env: &Env,
     dir: &Path,
@@ -49,29 +51,51 @@ fn check_segments(
                 .file_size(&dir.join(format::segment_file_name(n)))?,
         );
     }
-    let newest = numbers
-        .iter()
-        .zip(&sizes)
-        .filter(|&(_, &s)| s > HEADER_LEN)
-        .map(|(&n, _)| n)
-        .next_back();
     let mut ends = BTreeMap::new();
     for (&number, &size) in numbers.iter().zip(&sizes) {
         let path = dir.join(format::segment_file_name(number));
+        let sealed = state.vlog_sealed.get(&number).copied();
+        // As recovery judges it (`reader::replay`): the MANIFEST knows these had a header.
+        let header_synced = sealed.is_some()
+            || state.vlog_head.is_some_and(|(s, _)| s == number)
+            || state.vlog_segment_ends.contains_key(&number);
         if size < HEADER_LEN {
+            if header_synced {
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!("the MANIFEST knows segment {number}, but it is {size} bytes long"),
+                ));
+            }
             // A segment whose creation a crash cut: it holds no record (open removes it).
             continue;
         }
         let file = env.open(&path)?;
         let mut header = [0u8; HEADER_LEN as usize];
         file.read_exact_at(&mut header, 0, ReadCause::Other)?;
-        format::check_header(&header, number).map_err(|d| Error::corruption(&path, 0, d))?;
-        let end = state
-            .vlog_segment_ends
-            .get(&number)
-            .copied()
-            .unwrap_or(size)
-            .min(size);
+        if let Err(d) = format::check_header(&header, number) {
+            if !header_synced && all_zeros(&file, size, ReadCause::Other)? {
+                // The same, with its file extended by reserved space: open removes it.
+                continue;
+            }
+            return Err(Error::corruption(&path, 0, d));
+        }
+        let end = match sealed {
+            Some(e) if e > size => {
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!("the segment was sealed with {e} bytes (MANIFEST) but holds {size}"),
+                ));
+            }
+            Some(e) => e,
+            None => state
+                .vlog_segment_ends
+                .get(&number)
+                .copied()
+                .unwrap_or(size)
+                .min(size),
+        };
         let mut scan = SegmentScanner::new(file.clone(), end, HEADER_LEN, ReadCause::Other);
         let valid_end = loop {
             match scan.next()? {
@@ -85,7 +109,7 @@ fn check_segments(
                 Err(ScanEnd::Bad(at, why)) => {
                     // As recovery judges it: damage followed by a whole record, with no lost
                     // page between, lies in synced bytes and is no torn tail.
-                    if Some(number) == newest && torn_tail(&file, at, end)? {
+                    if sealed.is_none() && torn_tail(&file, at, end)? {
                         break at;
                     }
                     return Err(Error::corruption(&path, at, why));
@@ -94,7 +118,7 @@ fn check_segments(
         };
         ends.insert(number, valid_end);
         checked.segments += 1;
-        checked.bytes += size;
+        checked.bytes += valid_end;
     }
     Ok(ends)
 }

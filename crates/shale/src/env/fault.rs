@@ -21,12 +21,14 @@
 //!
 //! # What counts as a mutating operation
 //!
-//! `create`, `append`, `flush`, `sync`, `rename`, `remove_file`, `create_dir_all`,
-//! `sync_dir` and `lock` (which creates the lock file): every call that can change what the
+//! `create` and `create_log` (both [`OpKind::Create`]), `append`, `flush` and `finish` (both
+//! [`OpKind::Flush`]: `finish` is a log's last flush and the cut of its reservation), `sync`,
+//! `rename`, `remove_file`, `create_dir_all`, `sync_dir` and `lock` (which creates the lock
+//! file): every call that can change what the
 //! disk holds or what a later crash leaves, and that can fail with an I/O error on a real
 //! disk (`flush` is where a `write(2)` happens). Not counted: `open`, `list_dir`, `exists`,
-//! `file_size`, reads, and the implicit flush when a writable file is dropped (it cannot
-//! report an error).
+//! `file_size`, reads, and the implicit flush (and, for a log, the cut of its reserved
+//! space) when a writable file is dropped (it cannot report an error).
 //!
 //! # Determinism
 //!
@@ -67,11 +69,11 @@ pub enum FailMode {
 /// The kind of a mutating operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpKind {
-    /// [`FileSystem::create`].
+    /// [`FileSystem::create`] and [`FileSystem::create_log`].
     Create,
     /// [`WritableFile::append`].
     Append,
-    /// [`WritableFile::flush`].
+    /// [`WritableFile::flush`] and [`WritableFile::finish`].
     Flush,
     /// [`WritableFile::sync`].
     Sync,
@@ -237,33 +239,39 @@ impl CrashState {
         let keep_names = names == UnsyncedNames::Keep;
         let last_appends = &self.last_appends;
         self.fs
-            .crash_image_with(keep_names, &mut |path, synced, unsynced| {
-                let len = unsynced.len();
-                if len == 0 {
-                    return Vec::new();
-                }
-                match data {
-                    UnsyncedData::Drop => Vec::new(),
-                    UnsyncedData::Keep => unsynced.to_vec(),
-                    UnsyncedData::TornPrefix => {
-                        let cut = rng.below(len as u64 + 1) as usize;
-                        unsynced.get(..cut).unwrap_or_default().to_vec()
+            // Everything the OS was handed survives in `Keep`: the size of a log whose
+            // reservation was cut, too.
+            .crash_image_with(
+                keep_names,
+                data == UnsyncedData::Keep,
+                &mut |path, synced, unsynced| {
+                    let len = unsynced.len();
+                    if len == 0 {
+                        return Vec::new();
                     }
-                    UnsyncedData::RandomPages => random_pages(synced, unsynced, &mut rng),
-                    UnsyncedData::TearLastAppend => {
-                        // Keep the unsynced bytes before the last append, and a prefix of
-                        // the part of it that reached the file (file offsets, made relative
-                        // to the unsynced tail).
-                        let Some(&(start, end)) = last_appends.get(path) else {
-                            return Vec::new();
-                        };
-                        let rel = |off: u64| (off.saturating_sub(synced) as usize).min(len);
-                        let (start, end) = (rel(start), rel(end));
-                        let keep = start + rng.below((end - start) as u64 + 1) as usize;
-                        unsynced.get(..keep).unwrap_or_default().to_vec()
+                    match data {
+                        UnsyncedData::Drop => Vec::new(),
+                        UnsyncedData::Keep => unsynced.to_vec(),
+                        UnsyncedData::TornPrefix => {
+                            let cut = rng.below(len as u64 + 1) as usize;
+                            unsynced.get(..cut).unwrap_or_default().to_vec()
+                        }
+                        UnsyncedData::RandomPages => random_pages(synced, unsynced, &mut rng),
+                        UnsyncedData::TearLastAppend => {
+                            // Keep the unsynced bytes before the last append, and a prefix of
+                            // the part of it that reached the file (file offsets, made relative
+                            // to the unsynced tail).
+                            let Some(&(start, end)) = last_appends.get(path) else {
+                                return Vec::new();
+                            };
+                            let rel = |off: u64| (off.saturating_sub(synced) as usize).min(len);
+                            let (start, end) = (rel(start), rel(end));
+                            let keep = start + rng.below((end - start) as u64 + 1) as usize;
+                            unsynced.get(..keep).unwrap_or_default().to_vec()
+                        }
                     }
-                }
-            })
+                },
+            )
     }
 }
 
@@ -610,17 +618,31 @@ impl FaultControl {
     }
 }
 
-impl FileSystem for FaultFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl FaultFs {
+    fn create_file(&self, path: &Path, log: bool) -> Result<Box<dyn WritableFile>> {
         let inner = self.shared.mutate(OpKind::Create, path, |c| {
             c.last_appends.remove(path);
-            self.shared.mem.create(path)
+            if log {
+                self.shared.mem.create_log(path)
+            } else {
+                self.shared.mem.create(path)
+            }
         })?;
         Ok(Box::new(FaultWritable {
             inner: Some(inner),
             path: path.to_path_buf(),
             shared: Arc::clone(&self.shared),
         }))
+    }
+}
+
+impl FileSystem for FaultFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_file(path, false)
+    }
+
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_file(path, true)
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -717,6 +739,10 @@ impl WritableFile for FaultWritable {
 
     fn sync(&mut self) -> Result<()> {
         self.op(OpKind::Sync, |f, _| f.sync())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.op(OpKind::Flush, |f, _| f.finish())
     }
 
     fn len(&self) -> u64 {

@@ -22,6 +22,14 @@
 //! - A writable file keeps appended bytes in a private buffer until `flush` (or `sync`, or an
 //!   append that overflows the buffer, or drop), like [`super::posix::PosixFs`]: readers that
 //!   forget to flush see the same missing bytes they would on a disk.
+//! - A log ([`FileSystem::create_log`]) reserves space as the POSIX backend does: from its
+//!   creation and after each flush its inode ends in 1 to [`LOG_RESERVE`] zero bytes past
+//!   the flushed bytes (to the next multiple of `LOG_RESERVE`), which readers, `file_size`
+//!   and forks (a process crash) see. A sync makes the flushed bytes durable and the file's
+//!   *size*, reserved zeros included (as `fdatasync` does after `fallocate`): a crash keeps
+//!   the synced bytes and at least that size, the rest reading as zeros where no unsynced
+//!   byte survived. [`WritableFile::finish`] and the handle's drop cut the zeros off, and
+//!   the cut too is durable only with the next sync.
 //!
 //! Thread-safety: [`MemFs`] is a cheap handle (`Clone` shares the same file system); all
 //! state sits behind one mutex, and each inode behind its own so that reads of different
@@ -42,6 +50,9 @@ use crate::error::{Error, Result};
 /// Appends are gathered in a handle-local buffer up to this size, as the POSIX backend does.
 const WRITE_BUFFER: usize = 64 * 1024;
 
+/// A log's flushed bytes are followed by zeros up to the next multiple of this.
+pub const LOG_RESERVE: usize = 16 * 1024;
+
 /// One file's bytes. Shared by every name and handle that refers to it.
 #[derive(Debug)]
 struct Inode {
@@ -50,6 +61,20 @@ struct Inode {
     data: Vec<u8>,
     /// `data[..synced_len]` survives a crash.
     synced_len: usize,
+    /// The size the file had at its last sync: a crash leaves it at least this long (zeros
+    /// where nothing else survived). Above `data.len()` only after a log's reservation was
+    /// cut and not yet synced.
+    durable_len: usize,
+    /// Zeros at the end of `data` that a log's handle reserved (never written): a sync does
+    /// not count them, and a flush writes over them.
+    reserved: usize,
+}
+
+impl Inode {
+    /// The end of the bytes written (the reservation excluded).
+    fn written_len(&self) -> usize {
+        self.data.len() - self.reserved.min(self.data.len())
+    }
 }
 
 type InodeRef = Arc<Mutex<Inode>>;
@@ -164,6 +189,8 @@ impl State {
             id: self.next_inode,
             data: Vec::new(),
             synced_len: 0,
+            durable_len: 0,
+            reserved: 0,
         }))
     }
 }
@@ -199,6 +226,11 @@ impl MemFs {
             let mut ino = ino.lock();
             let synced = ino.synced_len;
             ino.data.truncate(synced);
+            let size = ino.durable_len.max(synced);
+            ino.data.resize(size, 0);
+            ino.synced_len = size;
+            ino.durable_len = size;
+            ino.reserved = 0;
         }
     }
 
@@ -218,11 +250,17 @@ impl MemFs {
         for (path, ino) in &state.durable {
             let ino = ino.lock();
             let copy = copies.entry(ino.id).or_insert_with(|| {
-                let kept = ino.data.get(..ino.synced_len).unwrap_or(&ino.data);
+                let mut kept = ino.data.get(..ino.synced_len).unwrap_or(&ino.data).to_vec();
+                if kept.len() < ino.durable_len {
+                    kept.resize(ino.durable_len, 0);
+                }
+                let len = kept.len();
                 Arc::new(Mutex::new(Inode {
                     id: ino.id,
-                    data: kept.to_vec(),
-                    synced_len: kept.len(),
+                    data: kept,
+                    synced_len: len,
+                    durable_len: len,
+                    reserved: 0,
                 }))
             });
             durable.insert(path.clone(), Arc::clone(copy));
@@ -248,10 +286,13 @@ impl MemFs {
                 .map(|(path, ino)| {
                     let ino = ino.lock();
                     let copy = copies.entry(ino.id).or_insert_with(|| {
+                        // A fork outlives the handles: reserved zeros are plain bytes in it.
                         Arc::new(Mutex::new(Inode {
                             id: ino.id,
                             data: ino.data.clone(),
                             synced_len: ino.synced_len,
+                            durable_len: ino.durable_len,
+                            reserved: 0,
                         }))
                     });
                     (path.clone(), Arc::clone(copy))
@@ -278,9 +319,17 @@ impl MemFs {
     /// `tail(path, synced_len, unsynced)` is called once with the length of its synced prefix
     /// and the bytes after it, and returns the bytes that survive in their place (a prefix
     /// of them, or pages with zeros where pages were lost); anything longer than `unsynced`
-    /// is cut to its length. With `false` and a `tail` that returns nothing this is
+    /// is cut to its length. A file is then at least as long as it was at its last sync
+    /// (zeros after what survived), unless `keep_live_sizes`: sizes changed since (a log's
+    /// cut reservation) survive too, as when the whole page cache was written back. With
+    /// `false`, `false` and a `tail` that returns nothing this is
     /// [`MemFs::snapshot_durable`]. `self` is not changed.
-    pub fn crash_image_with(&self, keep_live_names: bool, tail: &mut TailFn<'_>) -> MemFs {
+    pub fn crash_image_with(
+        &self,
+        keep_live_names: bool,
+        keep_live_sizes: bool,
+        tail: &mut TailFn<'_>,
+    ) -> MemFs {
         let state = self.shared.state.lock();
         let names = if keep_live_names {
             &state.live
@@ -298,11 +347,16 @@ impl MemFs {
                 let mut survived = tail(path, synced as u64, unsynced);
                 survived.truncate(unsynced.len());
                 data.extend_from_slice(&survived);
+                if !keep_live_sizes && data.len() < ino.durable_len {
+                    data.resize(ino.durable_len, 0);
+                }
                 let len = data.len();
                 Arc::new(Mutex::new(Inode {
                     id: ino.id,
                     data,
                     synced_len: len,
+                    durable_len: len,
+                    reserved: 0,
                 }))
             });
             image.insert(path.clone(), Arc::clone(copy));
@@ -331,23 +385,39 @@ impl MemFs {
     }
 }
 
-impl FileSystem for MemFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+impl MemFs {
+    fn create_file(&self, path: &Path, log: bool) -> Result<MemWritableFile> {
         let mut state = self.shared.state.lock();
         state.check_parent("create", path)?;
         if state.dir_exists(path) {
             return Err(is_a_directory("create", path));
         }
         let inode = state.new_inode();
+        if log {
+            // Reserved from the start, as the POSIX backend's thread does.
+            write_into(&mut inode.lock(), &[], true);
+        }
         state.live.insert(path.to_path_buf(), Arc::clone(&inode));
-        Ok(Box::new(MemWritableFile {
+        Ok(MemWritableFile {
             shared: Arc::clone(&self.shared),
             epoch: self.crashes(),
             inode,
             path: path.to_path_buf(),
             pending: Vec::new(),
             len: 0,
-        }))
+            log,
+            finished: false,
+        })
+    }
+}
+
+impl FileSystem for MemFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(self.create_file(path, false)?))
+    }
+
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(self.create_file(path, true)?))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -493,6 +563,10 @@ struct MemWritableFile {
     /// Appended but not yet flushed: lost if the handle's owner "dies" before flushing.
     pending: Vec<u8>,
     len: u64,
+    /// Created by `create_log`: keeps zeros reserved after its flushed bytes.
+    log: bool,
+    /// Set by `finish`: appends are refused.
+    finished: bool,
 }
 
 impl MemWritableFile {
@@ -507,13 +581,51 @@ impl MemWritableFile {
 
     fn flush_pending(&mut self, op: &'static str) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
-        self.with_inode(op, |ino| ino.data.extend_from_slice(&pending))
+        let log = self.log && !self.finished;
+        self.with_inode(op, |ino| write_into(ino, &pending, log))
+    }
+
+    /// Cut a log's reserved zeros off.
+    fn release_reservation(&mut self, op: &'static str) -> Result<()> {
+        if !self.log {
+            return Ok(());
+        }
+        self.with_inode(op, |ino| {
+            let end = ino.written_len();
+            ino.data.truncate(end);
+            ino.reserved = 0;
+            ino.synced_len = ino.synced_len.min(end);
+            // Not `durable_len`: the cut is durable only with the next sync.
+        })
+    }
+}
+
+/// Write flushed bytes over the reservation (a log's zeros) or at the end, and reserve zeros
+/// after them again when `log`.
+fn write_into(ino: &mut Inode, bytes: &[u8], log: bool) {
+    let end = ino.written_len();
+    ino.data.truncate(end);
+    ino.data.extend_from_slice(bytes);
+    ino.reserved = 0;
+    if log {
+        let len = ino.data.len();
+        let reserved = LOG_RESERVE - len % LOG_RESERVE;
+        ino.data.resize(len + reserved, 0);
+        ino.reserved = reserved;
     }
 }
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         self.with_inode("write", |_| ())?;
+        if self.finished {
+            return Err(io_error(
+                "write",
+                &self.path,
+                io::ErrorKind::Other,
+                "append after finish",
+            ));
+        }
         self.pending.extend_from_slice(data);
         self.len += data.len() as u64;
         if self.pending.len() > WRITE_BUFFER {
@@ -528,14 +640,24 @@ impl WritableFile for MemWritableFile {
 
     fn sync(&mut self) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
+        let log = self.log && !self.finished;
         self.with_inode("sync", |ino| {
-            ino.data.extend_from_slice(&pending);
-            ino.synced_len = ino.data.len();
+            if !pending.is_empty() {
+                write_into(ino, &pending, log);
+            }
+            ino.synced_len = ino.written_len();
+            ino.durable_len = ino.data.len();
         })
     }
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush_pending("flush")?;
+        self.finished = true;
+        self.release_reservation("flush")
     }
 
     fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {
@@ -563,7 +685,8 @@ impl FileSyncer for MemSyncer {
         if self.shared.crashes.load(Ordering::SeqCst) != self.epoch {
             return Err(stale("sync", &self.path));
         }
-        ino.synced_len = ino.data.len();
+        ino.synced_len = ino.written_len();
+        ino.durable_len = ino.data.len();
         Ok(())
     }
 }
@@ -575,6 +698,7 @@ impl Drop for MemWritableFile {
         if !self.pending.is_empty() {
             let _ = self.flush_pending("close");
         }
+        let _ = self.release_reservation("close");
     }
 }
 

@@ -24,6 +24,20 @@ pub mod posix;
 pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Create `path` (truncating it if it exists) for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Create `path` for a log: a file appended to in many small pieces, each handed to the
+    /// OS before a write is acknowledged. Like [`FileSystem::create`], except that the
+    /// backend may reserve space after the appended bytes: until [`WritableFile::finish`]
+    /// (or the handle's drop) cuts it off, the file is longer than what was appended and the
+    /// reserved bytes read as zeros, so a process or machine crash can leave a log with a
+    /// zero-filled tail. Readers of a log treat zeros after its last record as its end.
+    ///
+    /// The POSIX backend reserves (`fallocate`) and pre-populates the page cache
+    /// (`fadvise(WILLNEED)`) a few MiB ahead from a background thread, so that an append
+    /// overwrites cached pages instead of allocating and zeroing new ones. The default is
+    /// [`FileSystem::create`].
+    fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Atomically rename `from` to `to`, replacing `to` if it exists.
@@ -58,6 +72,13 @@ pub trait WritableFile: Send {
     /// True when nothing has been appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// No more appends: hand buffered bytes to the OS and give back space reserved after
+    /// them (see [`FileSystem::create_log`]), so the file ends at [`WritableFile::len`]. Not
+    /// a sync: call [`WritableFile::sync`] (or a syncer) afterwards to make the end durable.
+    /// Appending after `finish` may be refused (the POSIX and in-memory backends do).
+    fn finish(&mut self) -> Result<()> {
+        self.flush()
     }
     /// A second handle that makes this file's data durable while this one keeps appending
     /// (so a sync need not wait for the appender, nor the appender for a sync). `None` when
@@ -242,13 +263,20 @@ impl Env {
     }
     /// Create a file whose writes are counted under `cause`.
     pub fn create(&self, path: &Path, cause: WriteCause) -> Result<WriteFile> {
-        let inner = self.fs.create(path)?;
-        Ok(WriteFile {
+        Ok(self.counted(self.fs.create(path)?, path, cause))
+    }
+    /// Create a log file (see [`FileSystem::create_log`]) whose writes are counted under
+    /// `cause`.
+    pub fn create_log(&self, path: &Path, cause: WriteCause) -> Result<WriteFile> {
+        Ok(self.counted(self.fs.create_log(path)?, path, cause))
+    }
+    fn counted(&self, inner: Box<dyn WritableFile>, path: &Path, cause: WriteCause) -> WriteFile {
+        WriteFile {
             inner,
             cause,
             io: Arc::clone(&self.io),
             path: path.to_path_buf(),
-        })
+        }
     }
     /// Open a file for reading; each read names its cause.
     pub fn open(&self, path: &Path) -> Result<ReadFile> {
@@ -306,6 +334,10 @@ impl WriteFile {
     /// Make appended bytes durable.
     pub fn sync(&mut self) -> Result<()> {
         self.inner.sync()
+    }
+    /// Stop appending: see [`WritableFile::finish`].
+    pub fn finish(&mut self) -> Result<()> {
+        self.inner.finish()
     }
     /// A handle that syncs this file from another thread (see [`WritableFile::syncer`]).
     pub fn syncer(&self) -> Option<Arc<dyn FileSyncer>> {

@@ -471,7 +471,7 @@ fn crash_image_with_chooses_what_survives() {
         // Created but its directory entry never synced.
         write(&fs, "/db/new", b"n", true);
         let mut seen = Vec::new();
-        let image = fs.crash_image_with(false, &mut |path, synced, unsynced| {
+        let image = fs.crash_image_with(false, false, &mut |path, synced, unsynced| {
             seen.push((path.to_path_buf(), synced, unsynced.to_vec()));
             unsynced.get(..2).unwrap_or_default().to_vec()
         });
@@ -481,10 +481,90 @@ fn crash_image_with_chooses_what_survives() {
         // What survived is durable in the image.
         image.crash();
         assert_eq!(read(&image, "/db/log"), b"012345");
-        let live = fs.crash_image_with(true, &mut |_, _, u| vec![0xff; u.len() + 10]);
+        let live = fs.crash_image_with(true, true, &mut |_, _, u| vec![0xff; u.len() + 10]);
         assert_eq!(read(&live, "/db/log"), b"0123\xff\xff\xff\xff");
         assert_eq!(read(&live, "/db/new"), b"n");
         // The original is untouched.
         assert_eq!(read(&fs, "/db/log"), b"01234567");
     }
+}
+
+#[test]
+fn a_log_keeps_zeros_reserved_after_its_flushed_bytes() {
+    let fs = fs_with_db();
+    let path = p("/db/000001.vlog");
+    let mut w = fs.create_log(&path).unwrap();
+    // Reserved from the start; buffered bytes are not in the inode yet.
+    w.append(b"head").unwrap();
+    assert_eq!(read(&fs, "/db/000001.vlog"), vec![0u8; LOG_RESERVE]);
+    w.flush().unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), LOG_RESERVE as u64);
+    let mut want = b"head".to_vec();
+    want.resize(LOG_RESERVE, 0);
+    assert_eq!(read(&fs, "/db/000001.vlog"), want);
+    // A flush writes over the zeros; a flush that ends on a boundary reserves a whole step.
+    w.append(&vec![7u8; LOG_RESERVE - 4]).unwrap();
+    w.flush().unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), 2 * LOG_RESERVE as u64);
+    assert_eq!(w.len(), LOG_RESERVE as u64);
+    // A sync makes the written bytes durable, and the size: a crash keeps the bytes, and
+    // zeros where later unsynced bytes were lost.
+    w.sync().unwrap();
+    fs.sync_dir(&p("/db")).unwrap();
+    w.append(b"unsynced").unwrap();
+    w.flush().unwrap();
+    let image = read(&fs.snapshot_durable(), "/db/000001.vlog");
+    assert_eq!(image.len(), 2 * LOG_RESERVE);
+    assert!(image[..LOG_RESERVE - 4].ends_with(&[7u8; 16]));
+    assert!(image[LOG_RESERVE..].iter().all(|&b| b == 0));
+    // What a process crash leaves (the OS kept everything): the reservation is there.
+    let fork = fs.fork();
+    let got = read(&fork, "/db/000001.vlog");
+    assert_eq!(got.len(), 2 * LOG_RESERVE);
+    assert_eq!(&got[LOG_RESERVE..LOG_RESERVE + 8], b"unsynced");
+    assert!(got[LOG_RESERVE + 8..].iter().all(|&b| b == 0));
+    // Crash images see the reservation as unsynced bytes.
+    let mut tails = Vec::new();
+    fs.crash_image_with(false, false, &mut |_, synced, unsynced| {
+        tails.push((synced, unsynced.len()));
+        Vec::new()
+    });
+    assert_eq!(tails, vec![(LOG_RESERVE as u64, LOG_RESERVE)]);
+    // finish cuts the zeros off, and the file ends at what was appended; the cut is durable
+    // with the next sync only.
+    w.finish().unwrap();
+    assert_eq!(fs.file_size(&path).unwrap(), w.len());
+    assert!(w.append(b"more").is_err());
+    let image = fs.snapshot_durable();
+    assert_eq!(image.file_size(&path).unwrap(), 2 * LOG_RESERVE as u64);
+    w.sync().unwrap();
+    let image = fs.snapshot_durable();
+    assert_eq!(image.file_size(&path).unwrap(), w.len());
+    drop(w);
+    assert_eq!(read(&fs, "/db/000001.vlog").len(), LOG_RESERVE + 8);
+    // A crash of the live file system keeps the synced size too.
+    let mut w = fs.create_log(&p("/db/000002.vlog")).unwrap();
+    w.append(b"x").unwrap();
+    w.sync().unwrap();
+    fs.sync_dir(&p("/db")).unwrap();
+    fs.crash();
+    let got = read(&fs, "/db/000002.vlog");
+    assert_eq!((got.len(), got[0]), (LOG_RESERVE, b'x'));
+}
+
+#[test]
+fn a_dropped_log_handle_gives_its_reservation_back() {
+    let fs = fs_with_db();
+    let mut w = fs.create_log(&p("/db/l")).unwrap();
+    w.append(b"abc").unwrap();
+    w.flush().unwrap();
+    w.append(b"de").unwrap();
+    assert_eq!(fs.file_size(&p("/db/l")).unwrap(), LOG_RESERVE as u64);
+    drop(w);
+    assert_eq!(read(&fs, "/db/l"), b"abcde");
+    // A plain file reserves nothing.
+    let mut w = fs.create(&p("/db/t")).unwrap();
+    w.append(b"abc").unwrap();
+    w.flush().unwrap();
+    assert_eq!(fs.file_size(&p("/db/t")).unwrap(), 3);
 }

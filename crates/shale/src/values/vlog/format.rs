@@ -311,6 +311,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn zeros_are_no_record() {
+        // Recovery relies on it: zeros decode as the header of an empty delete, whose
+        // 22-byte record fails its checksum, so a zero-filled tail holds no whole record.
+        let zeros = [0u8; RECORD_HEADER_LEN];
+        assert_eq!(
+            decode_header(&zeros).map(|h| h.record_len()),
+            Ok(RECORD_HEADER_LEN)
+        );
+        assert_eq!(
+            decode_record(&zeros).unwrap_err(),
+            "record checksum mismatch"
+        );
+    }
+
     fn hex(b: &[u8]) -> String {
         b.iter()
             .map(|x| format!("{x:02x}"))

@@ -382,7 +382,7 @@ impl ValueStore for VlogPlacement {
         let mut guard = self.writer.lock();
         self.sealer.sync_through(u64::MAX)?;
         if let Some(w) = guard.as_mut() {
-            w.sync_through(u64::MAX)?;
+            w.finish()?;
             // Synced in full and never appended to again (the next open starts a new
             // segment): sealed, like a rotated segment.
             self.sealer.record(w.number(), w.len());

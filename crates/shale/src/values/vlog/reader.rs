@@ -250,19 +250,39 @@ pub(crate) fn replay(
                 format!("the segment was sealed with {e} bytes (MANIFEST) but holds {size}"),
             ));
         }
+        // A segment the MANIFEST knows had its header synced: the head's, or one whose end
+        // recovery recorded (a sealed one is caught above when short).
+        let header_synced = recorded.is_some()
+            || ctx.state.vlog_head.is_some_and(|(s, _)| s == number)
+            || ctx.state.vlog_segment_ends.contains_key(&number);
         if size < HEADER_LEN {
+            if header_synced {
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!("the MANIFEST knows segment {number}, but it is {size} bytes long"),
+                ));
+            }
             // A segment whose creation did not complete (its header is written and synced
             // before anything else): it holds no record, so nothing points into it. It may be
             // older than a segment with records: recovery removed it once, and a crash forgot
-            // the removal (crash_ioerr finds such images). A sealed segment cut this short is
-            // caught above by its record.
+            // the removal (crash_ioerr finds such images).
             let _ = fs.remove_file(&path);
             continue;
         }
         let file = vlog.env.open(&path)?;
         let mut header = [0u8; HEADER_LEN as usize];
         file.read_exact_at(&mut header, 0, ReadCause::Recovery)?;
-        format::check_header(&header, number).map_err(|d| Error::corruption(&path, 0, d))?;
+        if let Err(d) = format::check_header(&header, number) {
+            if !header_synced && all_zeros(&file, size, ReadCause::Recovery)? {
+                // The same half-created segment, its file extended by the space reserved
+                // ahead of the writer (`Env::create_log`) and its unsynced header lost:
+                // nothing but zeros, so no record.
+                let _ = fs.remove_file(&path);
+                continue;
+            }
+            return Err(Error::corruption(&path, 0, d));
+        }
         // A tail recovery once found torn is never read again.
         let mut end = match recorded {
             Some(e) => e,
@@ -424,23 +444,47 @@ fn replay_segment(
     Ok((last, valid_end, inline_bytes))
 }
 
+/// Whether the first `size` bytes of `file` are all zeros (read in chunks).
+pub(crate) fn all_zeros(file: &ReadFile, size: u64, cause: ReadCause) -> Result<bool> {
+    let mut buf = vec![0u8; CHUNK.min(size) as usize];
+    let mut at = 0;
+    while at < size {
+        let n = (size - at).min(CHUNK) as usize;
+        let chunk = buf.get_mut(..n).unwrap_or_default();
+        file.read_exact_at(chunk, at, cause)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
+}
+
 /// A file system loses unsynced pages of an append in any order; a lost page reads as zeros.
 const LOST_PAGE_SIZE: u64 = 4096;
 
 /// Whether damage at `at` in a segment not known synced (of `size` bytes) can be a tail a crash
 /// tore: no whole record follows it, or one does but a lost page (zeros from the damage or
-/// the page start to the page end) lies between. A sync makes the whole file prefix
-/// durable, so a valid record after damage without such a hole means the damage is in
-/// synced bytes: cutting the log there would silently drop synced writes (as the WAL's
-/// reader, `wal::LogReader::tolerate_lost_pages`, decides).
+/// the page start to the page end) lies between. Zeros to the end of the file (space the
+/// file system reserved ahead of the writer, see `Env::create_log`) are a torn tail. A sync
+/// makes the whole file prefix durable, so a valid record after damage without such a hole
+/// means the damage is in synced bytes: cutting the log there would silently drop synced
+/// writes (as the WAL's reader, `wal::LogReader::tolerate_lost_pages`, decides).
 pub(crate) fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
     let Some(len) = size.checked_sub(at).and_then(|n| usize::try_from(n).ok()) else {
         return Ok(true);
     };
-    // Bounded by the file's real size: a segment is at most its size limit plus a group.
+    // Bounded by the file's real size: a segment is at most its size limit plus a group,
+    // plus the zeros its file system reserved ahead of the writer (`Env::create_log`).
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, at, ReadCause::Recovery)?;
-    let found = (1..len).find(|&p| {
+    // A record of zeros fails its checksum, so no whole record starts in the zeros the tail
+    // ends with (a log's reserved space, or pages never written back): the search stops at
+    // the last nonzero byte, and a tail of nothing but zeros is torn outright.
+    let Some(last_nonzero) = buf.iter().rposition(|&b| b != 0) else {
+        return Ok(true);
+    };
+    let found = (1..=last_nonzero).find(|&p| {
         let Some(rest) = buf.get(p..) else {
             return false;
         };

@@ -175,16 +175,23 @@ fn placement_without_sealer(mem: &crate::env::mem::MemFs) -> (Env, VlogPlacement
     (env, p)
 }
 
-/// The durable length of every segment file, by number.
+/// The durable length of every segment file's bytes, by number: up to its last nonzero
+/// byte (a synced segment's reserved space is durable too, as zeros; `fill`'s records end
+/// in nonzero bytes).
 fn durable_lengths(mem: &crate::env::mem::MemFs) -> BTreeMap<u64, u64> {
     let image = mem.snapshot_durable();
-    let fs: &dyn crate::env::FileSystem = &image;
-    fs.list_dir(Path::new("/v"))
+    let env = Env::new(Arc::new(image));
+    env.fs()
+        .list_dir(Path::new("/v"))
         .unwrap()
         .iter()
         .filter_map(|n| {
             let number = parse_segment_name(n)?;
-            Some((number, fs.file_size(&Path::new("/v").join(n)).unwrap()))
+            let bytes = env
+                .read_all(&Path::new("/v").join(n), crate::env::ReadCause::Other)
+                .unwrap();
+            let len = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            Some((number, len as u64))
         })
         .collect()
 }
@@ -268,7 +275,7 @@ fn a_segment_that_lost_its_tail_whole_ends_the_log() {
     let (_env, p) = placement_without_sealer(&mem);
     let segs = fill(&p, 14);
     let newest = *segs.last().unwrap();
-    let image = mem.crash_image_with(false, &mut |path, _, unsynced| {
+    let image = mem.crash_image_with(false, false, &mut |path, _, unsynced| {
         let keep = path
             .file_name()
             .and_then(|n| parse_segment_name(&n.to_string_lossy()));
@@ -342,7 +349,7 @@ fn an_unsealed_segment_that_lost_every_record_after_a_sealed_one_ends_the_log() 
     let mut edit = VersionEdit::default();
     p.note_edit(&mut edit);
     assert_eq!(edit.vlog_sealed.len(), 1);
-    let image = mem.crash_image_with(false, &mut |path, _, unsynced| {
+    let image = mem.crash_image_with(false, false, &mut |path, _, unsynced| {
         let n = path
             .file_name()
             .and_then(|n| parse_segment_name(&n.to_string_lossy()));

@@ -28,10 +28,13 @@ pub(crate) struct SegmentWriter {
 
 impl SegmentWriter {
     /// Create segment `number` with its header, synced, and its directory entry durable: a
-    /// new segment is never lost while a later one survives.
+    /// new segment is never lost while a later one survives. The segment is a log file
+    /// ([`Env::create_log`]): the file system may keep zeros reserved after its records until
+    /// it is left ([`SegmentWriter::rotate`], [`SegmentWriter::finish`]), so a crash can
+    /// leave it with a zero-filled tail, which recovery reads as a torn tail.
     pub(crate) fn create(env: &Env, dir: &Path, number: u64) -> Result<SegmentWriter> {
         let path = dir.join(format::segment_file_name(number));
-        let mut file = env.create(&path, WriteCause::Vlog)?;
+        let mut file = env.create_log(&path, WriteCause::Vlog)?;
         file.append(&format::encode_header(number))?;
         file.flush()?;
         file.sync()?;
@@ -54,10 +57,11 @@ impl SegmentWriter {
         self.file.len()
     }
 
-    /// Leave this segment (its bytes handed to the OS, not synced) and continue in a new
-    /// segment `next`. Returns the old segment, for the caller to queue for sealing.
+    /// Leave this segment (its bytes handed to the OS and its reserved space cut off, not
+    /// synced) and continue in a new segment `next`. Returns the old segment, for the caller
+    /// to queue for sealing: the seal's sync makes the cut durable with the bytes.
     pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<Sealed> {
-        self.file.flush()?;
+        self.file.finish()?;
         let mut new = SegmentWriter::create(env, dir, next)?;
         new.scratch = std::mem::take(&mut self.scratch);
         let old = std::mem::replace(self, new);
@@ -119,6 +123,15 @@ impl SegmentWriter {
             self.synced = self.file.len();
         }
         Ok((base, self.file.len()))
+    }
+
+    /// Stop appending (the segment ends at [`SegmentWriter::len`]: reserved space cut off)
+    /// and make it durable, its length included.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        self.file.finish()?;
+        self.file.sync()?;
+        self.synced = self.file.len();
+        Ok(())
     }
 
     /// Make the segment durable at least through `offset`.
