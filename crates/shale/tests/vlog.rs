@@ -465,6 +465,9 @@ fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
         bytes.len()
     );
     o.env = env.clone();
+    // `verify` reads the crashed store as recovery will: the zeros end the newest segment.
+    let report = shale::verify(DIR, o.clone()).expect("verify the crashed store");
+    assert!(report.vlog_records >= u64::from(n), "{report:?}");
     for round in 0..2 {
         let db = Db::open(DIR, o.clone()).expect("recover");
         check(&db, &model, n);
@@ -476,4 +479,34 @@ fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
     }
     let report = shale::verify(DIR, o).expect("verify");
     assert!(report.vlog_segments > 0, "{report:?}");
+}
+
+#[test]
+fn a_zeroed_head_segment_is_corruption_not_a_half_created_one() {
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..20 {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    let first = fs.fork();
+    drop(db);
+    // Recovery starts a new segment and commits it as the head; a process crash follows.
+    o.env = Env::new(Arc::new(first.clone()));
+    let db = Db::open(DIR, o.clone()).expect("recover");
+    let second = first.fork();
+    drop(db);
+    let env = Env::new(Arc::new(second));
+    o.env = env.clone();
+    let head = segments(&env).pop().expect("a segment");
+    let path = std::path::Path::new(DIR).join(&head);
+    let len = env.fs().file_size(&path).expect("size") as usize;
+    // Its header was synced before the MANIFEST named it: zeros there are damage, and
+    // taking the file for a half-created segment would drop it silently.
+    rewrite(&env, &path, &vec![0u8; len]);
+    let Err(err) = Db::open(DIR, o) else {
+        panic!("a zeroed head segment must not open");
+    };
+    assert!(matches!(err, shale::Error::Corruption { .. }), "{err}");
 }
