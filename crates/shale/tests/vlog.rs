@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use shale::env::Env;
+use shale::env::FileSystem;
 use shale::env::mem::MemFs;
 use shale::{Db, IterOptions, Options, WriteBatch, WriteOptions};
 
@@ -509,4 +510,42 @@ fn a_zeroed_head_segment_is_corruption_not_a_half_created_one() {
         panic!("a zeroed head segment must not open");
     };
     assert!(matches!(err, shale::Error::Corruption { .. }), "{err}");
+}
+
+#[test]
+fn a_half_created_segment_recovery_saw_is_removed_after_a_later_machine_crash() {
+    use shale::values::vlog::format;
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..10 {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    drop(db);
+    // A process crash inside a segment's creation: its header handed to the OS, not yet
+    // synced, the file longer than the header by its reservation.
+    let number = 900_000;
+    let path = std::path::Path::new(DIR).join(format::segment_file_name(number));
+    {
+        let mut w = fs.create_log(&path).expect("create");
+        w.append(&format::encode_header(number)).expect("header");
+        w.flush().expect("flush");
+        let crashed = fs.fork();
+        o.env = Env::new(Arc::new(crashed.clone()));
+        drop(w);
+        // Recovery reads the segment's zeros as a torn tail at the header and records that
+        // end; its new segment's directory sync makes the half-created one's name durable.
+        let db = Db::open(DIR, o.clone()).expect("recover");
+        drop(db);
+        // A machine crash before the header page was written back: the file is empty.
+        crashed.crash();
+        assert_eq!(crashed.file_size(&path).expect("size"), 0);
+    }
+    let db = Db::open(DIR, o).expect("a half-created segment is removed, not corruption");
+    let mut model = BTreeMap::new();
+    for i in 0..10 {
+        model.insert(key(i), value(i, 0));
+    }
+    check(&db, &model, 10);
 }

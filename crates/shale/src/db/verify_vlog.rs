@@ -52,13 +52,26 @@ fn check_segments(
         );
     }
     let mut ends = BTreeMap::new();
+    // Where a torn tail ended the log, once one has: a sealed segment after it means the
+    // damage was in synced bytes (as recovery judges it, `reader::replay`).
+    let mut ended: Option<(u64, u64)> = None;
     for (&number, &size) in numbers.iter().zip(&sizes) {
         let path = dir.join(format::segment_file_name(number));
         let sealed = state.vlog_sealed.get(&number).copied();
+        if let (Some(_), Some((at_seg, at))) = (sealed, ended) {
+            return Err(Error::corruption(
+                dir.join(format::segment_file_name(at_seg)),
+                at,
+                format!("damaged record in a segment older than sealed segment {number}"),
+            ));
+        }
         // As recovery judges it (`reader::replay`): the MANIFEST knows these had a header.
         let header_synced = sealed.is_some()
             || state.vlog_head.is_some_and(|(s, _)| s == number)
-            || state.vlog_segment_ends.contains_key(&number);
+            || state
+                .vlog_segment_ends
+                .get(&number)
+                .is_some_and(|&e| e > HEADER_LEN);
         if size < HEADER_LEN {
             if header_synced {
                 return Err(Error::corruption(
@@ -110,6 +123,7 @@ fn check_segments(
                     // As recovery judges it: damage followed by a whole record, with no lost
                     // page between, lies in synced bytes and is no torn tail.
                     if sealed.is_none() && torn_tail(&file, at, end)? {
+                        ended.get_or_insert((number, at));
                         break at;
                     }
                     return Err(Error::corruption(&path, at, why));

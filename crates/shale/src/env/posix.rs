@@ -34,6 +34,10 @@ const LOG_RESERVE_AHEAD: u64 = 8 << 20;
 /// The reservation grows by this much per `fallocate`.
 #[cfg(target_os = "linux")]
 const LOG_RESERVE_STEP: u64 = 1 << 20;
+/// `fadvise(WILLNEED)` is asked for this much at a time: the kernel caps one call at the
+/// file's readahead window (128 KiB by default).
+#[cfg(target_os = "linux")]
+const LOG_READAHEAD_PIECE: u64 = 128 << 10;
 
 /// The operating system's file system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -347,7 +351,8 @@ impl Reserver {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let thread = std::thread::Builder::new()
-            .name(format!("shale-reserve {name}"))
+            // Linux keeps 15 bytes of a thread name: "rsv 000012.vlog".
+            .name(format!("rsv {name}"))
             .spawn(move || {
                 let mut at = 0u64;
                 while !s.stop.load(Ordering::Acquire) {
@@ -359,23 +364,32 @@ impl Reserver {
                         std::thread::park();
                         continue;
                     }
-                    if rustix::fs::fallocate(
-                        &fd,
-                        rustix::fs::FallocateFlags::empty(),
-                        at,
-                        LOG_RESERVE_STEP,
-                    )
-                    .is_err()
-                    {
+                    let reserved = loop {
+                        match rustix::fs::fallocate(
+                            &fd,
+                            rustix::fs::FallocateFlags::empty(),
+                            at,
+                            LOG_RESERVE_STEP,
+                        ) {
+                            Err(rustix::io::Errno::INTR) => continue,
+                            r => break r.is_ok(),
+                        }
+                    };
+                    if !reserved {
                         return;
                     }
                     // Only a hint: pages it does not bring in are allocated by the appends.
-                    let _ = rustix::fs::fadvise(
-                        &fd,
-                        at,
-                        std::num::NonZeroU64::new(LOG_RESERVE_STEP),
-                        rustix::fs::Advice::WillNeed,
-                    );
+                    // The kernel reads at most the readahead window per call.
+                    let mut piece = at;
+                    while piece < at + LOG_RESERVE_STEP {
+                        let _ = rustix::fs::fadvise(
+                            &fd,
+                            piece,
+                            std::num::NonZeroU64::new(LOG_READAHEAD_PIECE),
+                            rustix::fs::Advice::WillNeed,
+                        );
+                        piece += LOG_READAHEAD_PIECE;
+                    }
                     at += LOG_RESERVE_STEP;
                     s.reserved.store(at, Ordering::Release);
                 }

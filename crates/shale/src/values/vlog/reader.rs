@@ -250,11 +250,19 @@ pub(crate) fn replay(
                 format!("the segment was sealed with {e} bytes (MANIFEST) but holds {size}"),
             ));
         }
-        // A segment the MANIFEST knows had its header synced: the head's, or one whose end
-        // recovery recorded (a sealed one is caught above when short).
+        // A segment the MANIFEST knows had its header synced: the head's, or one with a
+        // record recovery kept (a recorded end past the header; a record is appended only
+        // after the header's sync). A recorded end at the header proves nothing: recovery
+        // records it for a half-created segment whose unsynced header a process crash left
+        // in the page cache, and a later machine crash can still lose it. A sealed segment
+        // is caught above when short.
         let header_synced = recorded.is_some()
             || ctx.state.vlog_head.is_some_and(|(s, _)| s == number)
-            || ctx.state.vlog_segment_ends.contains_key(&number);
+            || ctx
+                .state
+                .vlog_segment_ends
+                .get(&number)
+                .is_some_and(|&e| e > HEADER_LEN);
         if size < HEADER_LEN {
             if header_synced {
                 return Err(Error::corruption(

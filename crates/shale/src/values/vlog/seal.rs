@@ -1,8 +1,8 @@
 //! Sealing: making rotated-out segments durable off the writer's path.
 //!
 //! When the active segment reaches its size, the writer hands it to the OS and cuts the
-//! space reserved after it (`WriteFile::finish`), queues it here and continues in a new segment at once; a background thread syncs queued
-//! segments in order. Whoever needs a sealed segment durable before going on waits for (or
+//! space reserved after it (`WriteFile::finish`), queues it here and continues in a new
+//! segment at once; a background thread syncs queued segments in order. Whoever needs a sealed segment durable before going on waits for (or
 //! performs) its sync through [`Sealer::sync_through`]:
 //! - a flush, before its MANIFEST edit commits tables that point into the segment;
 //! - a `sync = true` write, before it syncs the active segment (a synced write must never
