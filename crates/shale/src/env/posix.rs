@@ -320,9 +320,9 @@ impl Drop for PosixWritableFile {
 ///
 /// Neither call changes a byte the writer wrote (`fallocate` without flags only allocates,
 /// and readahead skips cached pages), so the two need no coordination: if the thread falls
-/// behind, appends simply allocate pages themselves. A failure (no space, a file system
-/// without `fallocate`) ends the thread; the appends then meet the condition themselves and
-/// report it.
+/// behind, appends simply allocate pages themselves (and the thread skips ahead of them).
+/// A failed `fallocate` ends the thread: without space the appends then fail and report it;
+/// on a file system without `fallocate` they work as before.
 #[cfg(target_os = "linux")]
 struct Reserver {
     shared: Arc<ReserveShared>,
