@@ -53,6 +53,18 @@ fn segments(env: &Env) -> Vec<String> {
     v
 }
 
+/// A `wisckey` store on a fresh `MemFs` (1 MiB segments) holding keys `0..n`, round 0.
+fn store_with(n: u32) -> (MemFs, Options, Db) {
+    let fs = MemFs::new();
+    let mut o = opts(&Env::new(Arc::new(fs.clone())));
+    o.vlog_segment_size = 1 << 20;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    (fs, o, db)
+}
+
 fn all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.iter(IterOptions::default())
         .expect("iter")
@@ -268,14 +280,8 @@ fn a_store_is_opened_only_by_its_placement() {
 
 #[test]
 fn a_torn_tail_is_cut_once_and_its_segment_collected_later() {
-    let fs = MemFs::new();
-    let mut o = opts(&Env::new(Arc::new(fs.clone())));
-    o.vlog_segment_size = 1 << 20;
-    let db = Db::open(DIR, o.clone()).expect("open");
     let n = 50;
-    for i in 0..n {
-        db.put(&key(i), &value(i, 0)).expect("put");
-    }
+    let (fs, mut o, db) = store_with(n);
     // A crash, not a close: a close records the newest segment as sealed, and recovery
     // then reads it only up to its recorded end.
     let env = crash_after_sync(&fs, db, &key(n - 1), &value(n - 1, 0));
@@ -369,14 +375,8 @@ fn rewrite(env: &Env, path: &std::path::Path, bytes: &[u8]) {
 fn a_flipped_bit_mid_newest_segment_is_corruption_not_a_torn_tail() {
     // Synced records follow the damaged one: a crash cannot leave that (a sync makes the
     // whole prefix durable), so cutting the log there would silently lose synced writes.
-    let fs = MemFs::new();
-    let mut o = opts(&Env::new(Arc::new(fs.clone())));
-    o.vlog_segment_size = 1 << 20;
-    let db = Db::open(DIR, o.clone()).expect("open");
     let n = 50;
-    for i in 0..n {
-        db.put(&key(i), &value(i, 0)).expect("put");
-    }
+    let (fs, mut o, db) = store_with(n);
     // A crash, not a close: a close records the newest segment as sealed, and recovery
     // then reads it only up to its recorded end.
     let env = crash_after_sync(&fs, db, &key(n - 1), &value(n - 1, 0));
@@ -439,16 +439,9 @@ fn a_truncated_sealed_segment_is_corruption_not_a_half_created_one() {
 
 #[test]
 fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
-    let fs = MemFs::new();
-    let mut o = opts(&Env::new(Arc::new(fs.clone())));
-    o.vlog_segment_size = 1 << 20;
-    let db = Db::open(DIR, o.clone()).expect("open");
     let n = 60;
-    let mut model = BTreeMap::new();
-    for i in 0..n {
-        db.put(&key(i), &value(i, 0)).expect("put");
-        model.insert(key(i), value(i, 0));
-    }
+    let (fs, mut o, db) = store_with(n);
+    let mut model: BTreeMap<_, _> = (0..n).map(|i| (key(i), value(i, 0))).collect();
     // A process crash: the OS keeps every byte handed to it, and the newest segment's space
     // reserved after its records (`Env::create_log`) as zeros.
     let crashed = fs.fork();
@@ -484,13 +477,7 @@ fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
 
 #[test]
 fn a_zeroed_head_segment_is_corruption_not_a_half_created_one() {
-    let fs = MemFs::new();
-    let mut o = opts(&Env::new(Arc::new(fs.clone())));
-    o.vlog_segment_size = 1 << 20;
-    let db = Db::open(DIR, o.clone()).expect("open");
-    for i in 0..20 {
-        db.put(&key(i), &value(i, 0)).expect("put");
-    }
+    let (fs, mut o, db) = store_with(20);
     let first = fs.fork();
     drop(db);
     // Recovery starts a new segment and commits it as the head; a process crash follows.
@@ -515,13 +502,7 @@ fn a_zeroed_head_segment_is_corruption_not_a_half_created_one() {
 #[test]
 fn a_half_created_segment_recovery_saw_is_removed_after_a_later_machine_crash() {
     use shale::values::vlog::format;
-    let fs = MemFs::new();
-    let mut o = opts(&Env::new(Arc::new(fs.clone())));
-    o.vlog_segment_size = 1 << 20;
-    let db = Db::open(DIR, o.clone()).expect("open");
-    for i in 0..10 {
-        db.put(&key(i), &value(i, 0)).expect("put");
-    }
+    let (fs, mut o, db) = store_with(10);
     drop(db);
     // A process crash inside a segment's creation: its header handed to the OS, not yet
     // synced, the file longer than the header by its reservation.
