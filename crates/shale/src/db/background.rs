@@ -395,20 +395,15 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     // List first, then read what is live: a file is registered as a pending output before it
     // is created and leaves that set only once a version lists it (both under the versions
     // lock), so every listed file that is still needed shows up in one of the two sets.
-    let Ok(names) = inner.env.fs().list_dir(&inner.dir) else {
+    let Ok(mut names) = inner.env.fs().list_dir(&inner.dir) else {
         return;
     };
-    let (live, pending, mut placement, manifest_number) = {
+    let (live, pending, placement, manifest_number) = {
         let mut v = inner.versions.lock();
         let pending = inner.pending_outputs.lock().clone();
-        (
-            v.live_files(),
-            pending,
-            v.placement().clone(),
-            v.manifest_number(),
-        )
+        (v.live_files(), pending, v.placement(), v.manifest_number())
     };
-    super::gc::unpin(inner, &mut placement);
+    super::gc::unpin(inner, &mut names);
     inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {

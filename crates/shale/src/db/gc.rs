@@ -29,15 +29,15 @@ use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::{Layout, ReadContext};
-use crate::manifest::VersionEdit;
+use crate::manifest::{AxisRecord, VersionEdit};
 use crate::memory::{MemLookup, MemTable};
 use crate::values::{GcHost, PersistedState, Relocation, ValueStore};
 use crate::version::Version;
 use crate::wal::WriteBatch;
 
-/// A dropped segment whose file waits for its last possible reader.
+/// A file a value placement retired, waiting for its last possible reader.
 pub(crate) struct Zombie {
-    segment: u64,
+    file: String,
     /// The last sequence number when the segment was dropped: snapshots below it may read it.
     gc_seq: SeqNo,
     /// The versions alive when the drop committed (`None` until then).
@@ -144,7 +144,7 @@ impl Host<'_> {
 
 impl GcHost for Host<'_> {
     fn persisted(&self) -> PersistedState {
-        self.inner.versions.lock().placement().clone()
+        self.inner.versions.lock().placement()
     }
 
     fn relocate(&self, records: &[Relocation]) -> Result<u64> {
@@ -182,7 +182,7 @@ impl GcHost for Host<'_> {
         Ok(n)
     }
 
-    fn drop_segment(&self, segment: u64) -> Result<()> {
+    fn retire(&self, records: Vec<AxisRecord>, files: Vec<String>) -> Result<()> {
         let inner = self.inner;
         // A record was judged dead because a newer write or delete of its key exists; that
         // write may still be unsynced. Make it durable before the drop commits: otherwise a
@@ -196,13 +196,16 @@ impl GcHost for Host<'_> {
             }
         }
         let gc_seq = inner.last_seq.load(Ordering::Acquire);
-        inner.vlog_zombies.lock().push(Zombie {
-            segment,
-            gc_seq,
-            waits: None,
-        });
+        inner
+            .vlog_zombies
+            .lock()
+            .extend(files.iter().map(|file| Zombie {
+                file: file.clone(),
+                gc_seq,
+                waits: None,
+            }));
         let mut edit = VersionEdit {
-            vlog_dropped: vec![segment],
+            records,
             ..VersionEdit::default()
         };
         inner.values.note_edit(&mut edit);
@@ -226,13 +229,13 @@ impl GcHost for Host<'_> {
             });
         }
         drop(versions);
-        if let Some(z) = inner
+        for z in inner
             .vlog_zombies
             .lock()
             .iter_mut()
-            .find(|z| z.segment == segment)
+            .filter(|z| files.contains(&z.file))
         {
-            z.waits = Some(waits);
+            z.waits = Some(waits.clone());
         }
         Ok(())
     }
@@ -466,12 +469,11 @@ pub(crate) fn reap(inner: &DbInner) {
     }
 }
 
-/// Remove from `state`'s dropped segments those still pinned by readers, before the sweep
-/// deletes files.
-pub(crate) fn unpin(inner: &DbInner, state: &mut PersistedState) {
-    for z in inner.vlog_zombies.lock().iter() {
-        state.vlog_dropped.remove(&z.segment);
-    }
+/// Remove from a directory listing the files still pinned by readers, before the sweep
+/// offers it to the placement.
+pub(crate) fn unpin(inner: &DbInner, names: &mut Vec<String>) {
+    let zombies = inner.vlog_zombies.lock();
+    names.retain(|n| !zombies.iter().any(|z| z.file == *n));
 }
 
 /// The garbage-collection thread: collects when a segment's garbage passes the ratio.

@@ -45,7 +45,6 @@ mod read;
 mod snapshots;
 mod stats;
 mod verify;
-mod verify_vlog;
 mod write;
 
 use std::collections::{HashSet, VecDeque};

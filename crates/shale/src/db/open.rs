@@ -21,10 +21,10 @@ use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::layout::new_layout;
-use crate::manifest::VersionEdit;
+use crate::manifest::{AxisStates, VersionEdit};
 use crate::memory::{MemTable, new_memtable};
 use crate::options::Options;
-use crate::values::{RecoverContext, new_value_store};
+use crate::values::{PersistedState, RecoverContext, empty_state, new_value_store};
 use crate::version::set::VersionSet;
 
 /// The largest file number the engine hands out (far beyond any real store): larger numbers
@@ -104,12 +104,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         .max()
         .unwrap_or(1);
     let has_current = fs.exists(&dir.join("CURRENT"))?;
-    // The identity a MANIFEST records: the layout, and a separated value placement (whose
-    // stores another placement cannot read).
-    let format_tag = match options.values {
-        crate::options::ValuesKind::Inline => layout.name().to_string(),
-        _ => format!("{}+{}", layout.name(), values_name(&options)),
-    };
+    let format_tag = format_tag(&options, layout.as_ref());
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -117,8 +112,20 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(&env, dir, options.num_levels, &format_tag, min_next_file)?;
-        (r.set, r.placement, r.last_sequence)
+        let r = VersionSet::recover(
+            &env,
+            dir,
+            options.num_levels,
+            &format_tag,
+            min_next_file,
+            layout.empty_state(),
+            AxisStates::with_values(empty_state(&options)),
+        )?;
+        let placement = PersistedState {
+            log_number: r.log_number,
+            state: r.axes.values,
+        };
+        (r.set, placement, r.last_sequence)
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -127,8 +134,19 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             )));
         }
         (
-            VersionSet::create(&env, dir, options.num_levels, &format_tag, min_next_file)?,
-            crate::values::PersistedState::default(),
+            VersionSet::create(
+                &env,
+                dir,
+                options.num_levels,
+                &format_tag,
+                min_next_file,
+                layout.empty_state(),
+                AxisStates::with_values(empty_state(&options)),
+            )?,
+            PersistedState {
+                log_number: 0,
+                state: empty_state(&options),
+            },
             0,
         )
     };
@@ -259,6 +277,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     });
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// The identity a MANIFEST records: the layout, and a separated value placement (whose
+/// stores another placement cannot read).
+pub(crate) fn format_tag(options: &Options, layout: &dyn crate::layout::Layout) -> String {
+    match options.values {
+        crate::options::ValuesKind::Inline => layout.name().to_string(),
+        _ => format!("{}+{}", layout.name(), values_name(options)),
+    }
 }
 
 /// The name of the configured value placement (for the MANIFEST's format tag).

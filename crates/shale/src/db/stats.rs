@@ -67,9 +67,8 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         let l: usize = l.parse().ok()?;
         return (l < sv.version.num_levels()).then(|| sv.version.level(l).len().to_string());
     }
-    if let Some(l) = name.strip_prefix("shale.num-guards-at-level") {
-        let l: usize = l.parse().ok()?;
-        return (l < sv.version.num_levels()).then(|| sv.version.guards(l).len().to_string());
+    if let Some(p) = inner.layout.property(&sv.version, name) {
+        return Some(p);
     }
     match name {
         "shale.stats" => Some(stats(inner).to_string()),

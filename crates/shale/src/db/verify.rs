@@ -7,10 +7,12 @@ use std::sync::Arc;
 use super::open::{FileKind, parse_file_name};
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
+use crate::layout::new_layout;
 use crate::manifest;
+use crate::manifest::AxisStates;
 use crate::options::Options;
 use crate::table::sst::Table;
-use crate::values::PersistedState;
+use crate::values::{PersistedState, VerifyContext, empty_state};
 use crate::wal::LogReader;
 use crate::wal::WriteBatch;
 
@@ -55,11 +57,25 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
     }
     let mut report = VerifyReport::default();
     let manifest_number = manifest::read_current(env, dir)?;
+    let manifest_path = dir.join(manifest::manifest_file_name(manifest_number));
     let edits = manifest::read_manifest(env, dir, manifest_number)?;
-    let mut state = PersistedState::default();
+    let expected = super::open::format_tag(&options, new_layout(&options).as_ref());
+    if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
+        && *t != expected
+    {
+        return Err(Error::InvalidArgument(format!(
+            "the store in {} was created with the {t} layout, but the options ask for {expected}",
+            dir.display()
+        )));
+    }
+    let mut axes = AxisStates::with_values(empty_state(&options));
+    let mut log_number = 0;
     let mut live_tables = BTreeSet::new();
-    for e in &edits {
-        state.absorb(e);
+    for (i, e) in edits.iter().enumerate() {
+        axes.absorb(&e.records).map_err(|d| {
+            Error::corruption(&manifest_path, 0, format!("edit {i} does not apply: {d}"))
+        })?;
+        log_number = e.log_number.unwrap_or(log_number);
         // Deletions first, as `Version::apply`: a move deletes a table and adds it again.
         for (_, n) in &e.deleted_files {
             live_tables.remove(n);
@@ -106,7 +122,17 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
             _ => {}
         }
     }
-    let vlog = super::verify_vlog::check(env, dir, &names, &state, &tables)?;
+    let state = PersistedState {
+        log_number,
+        state: axes.values,
+    };
+    let vlog = crate::values::verify(&VerifyContext {
+        env,
+        dir,
+        names: &names,
+        state: &state,
+        tables: &tables,
+    })?;
     report.vlog_segments = vlog.segments;
     report.vlog_records = vlog.records;
     report.value_pointers = vlog.pointers;

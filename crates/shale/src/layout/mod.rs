@@ -28,7 +28,7 @@ use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
 use crate::options::{LayoutKind, Options};
 use crate::table::Table;
-use crate::version::{FileMeta, Version};
+use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
 pub mod flsm;
 pub mod leveled;
@@ -329,6 +329,18 @@ impl ReadContext<'_> {
 pub trait Layout: Send + Sync + std::fmt::Debug {
     /// The name recorded in the MANIFEST; a store is reopened only with the same layout.
     fn name(&self) -> &'static str;
+
+    /// The layout's state in an empty store (see [`LayoutState`]): what the version set
+    /// replays the layout's MANIFEST records into. Default: a layout without state.
+    fn empty_state(&self) -> Arc<dyn LayoutState> {
+        Arc::new(NoLayoutState)
+    }
+
+    /// A property of `version` that only this layout knows (`shale.num-guards-at-level<N>`
+    /// for FLSM), or `None`. Default: none.
+    fn property(&self, _version: &Version, _name: &str) -> Option<String> {
+        None
+    }
 
     /// The level a freshly flushed table goes to.
     fn flush_level(&self, version: &Version, file: &FileMeta) -> usize;

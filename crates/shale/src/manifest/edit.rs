@@ -6,8 +6,23 @@
 //! when it is cut at a field boundary. An unknown tag is an error: a MANIFEST written by a newer format is refused, not
 //! half-understood. The normative layout is `docs/format/manifest.md`.
 
+use super::axis::{Axis, AxisRecord};
 use crate::format::{Reader, put_length_prefixed, put_varint32, put_varint64};
 use crate::version::FileMeta;
+
+/// The axis owning each retired per-design tag: a MANIFEST written before axis records
+/// existed is read as if it held an axis record of kind `tag`, version 1, with the field's
+/// payload. The owners keep those kind numbers and payloads.
+pub const LEGACY_AXIS_TAGS: [(u64, Axis); 8] = [
+    (8, Axis::Layout),
+    (9, Axis::Layout),
+    (10, Axis::Values),
+    (11, Axis::Values),
+    (12, Axis::Values),
+    (13, Axis::Values),
+    (14, Axis::Values),
+    (15, Axis::Values),
+];
 
 /// Field tags of an encoded edit.
 ///
@@ -28,23 +43,15 @@ mod tag {
     pub const DELETED_FILE: u64 = 6;
     /// A table file added to a level.
     pub const NEW_FILE: u64 = 7;
-    /// A guard key added to a level (FLSM layout): `level: varint32`, then the user key.
-    pub const NEW_GUARD: u64 = 8;
-    /// A guard key removed from a level (FLSM layout): `level: varint32`, then the user key.
-    pub const DELETED_GUARD: u64 = 9;
-    /// Value log: the position (segment, offset) from which recovery replays.
-    pub const VLOG_HEAD: u64 = 10;
-    /// Value log: garbage bytes newly found in a segment, as (segment, bytes); added up.
-    pub const VLOG_GARBAGE: u64 = 11;
-    /// Value log: a segment removed by garbage collection.
-    pub const VLOG_DROPPED_SEGMENT: u64 = 12;
-    /// Value log: a segment's valid end, when recovery found a torn tail after it.
-    pub const VLOG_SEGMENT_END: u64 = 13;
-    /// Value log: a segment synced in full through its end, as (segment, end); a file
-    /// shorter than the end is corruption.
-    pub const VLOG_SEGMENT_SEALED: u64 = 14;
-    /// Value log: the sequence number of the first write at the head (with `VLOG_HEAD`).
-    pub const VLOG_HEAD_SEQ: u64 = 15;
+    /// Retired: tags 8 to 15 were the FLSM layout's guard fields (8, 9) and the value log's
+    /// fields (10 to 15) before each axis had its own records. Still read, as axis records
+    /// of the same kind number (see [`LEGACY_AXIS_TAGS`]); never written.
+    pub const LEGACY_FIRST: u64 = 8;
+    /// The last retired per-design tag.
+    pub const LEGACY_LAST: u64 = 15;
+    /// A record of one axis: `axis: u8`, `kind: varint32`, `version: u8`, then the owner's
+    /// bytes (the rest of the payload).
+    pub const AXIS_RECORD: u64 = 16;
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -67,27 +74,8 @@ pub struct VersionEdit {
     /// recorded in the first edit of each MANIFEST so that a store is never opened by the
     /// wrong design.
     pub format_tag: Option<String>,
-    /// Value log: the position `(segment, offset)` from which recovery replays; every
-    /// write before it is in a table.
-    pub vlog_head: Option<(u64, u64)>,
-    /// Value log: garbage bytes found in segments, as `(segment, bytes)`, added to the
-    /// segment's count.
-    pub vlog_garbage: Vec<(u64, u64)>,
-    /// Value log: segments removed by garbage collection (their files may be deleted).
-    pub vlog_dropped: Vec<u64>,
-    /// Value log: `(segment, valid end)` of segments whose tail recovery found torn; bytes
-    /// after the end are never read.
-    pub vlog_segment_ends: Vec<(u64, u64)>,
-    /// Value log: `(segment, end)` of segments sealed and synced in full through `end`;
-    /// at open such a segment must hold at least `end` bytes of whole records.
-    pub vlog_sealed: Vec<(u64, u64)>,
-    /// Value log: the sequence number the first write at `vlog_head` carries, when known
-    /// (recovery checks that the log continues with it).
-    pub vlog_head_seq: Option<u64>,
-    /// Guard keys added, as (level, user key). Layouts without guards never write them.
-    pub new_guards: Vec<(u32, Vec<u8>)>,
-    /// Guard keys removed, as (level, user key); applied before `new_guards`.
-    pub deleted_guards: Vec<(u32, Vec<u8>)>,
+    /// What the axes persist with this edit, in order (see [`super::axis`]).
+    pub records: Vec<AxisRecord>,
 }
 
 impl VersionEdit {
@@ -99,14 +87,7 @@ impl VersionEdit {
             + self.compact_pointers.len()
             + self.deleted_files.len()
             + self.new_files.len()
-            + usize::from(self.vlog_head.is_some())
-            + usize::from(self.vlog_head_seq.is_some())
-            + self.vlog_garbage.len()
-            + self.vlog_dropped.len()
-            + self.vlog_segment_ends.len()
-            + self.vlog_sealed.len()
-            + self.new_guards.len()
-            + self.deleted_guards.len();
+            + self.records.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
@@ -148,50 +129,13 @@ impl VersionEdit {
             put_varint64(&mut p, f.tombstones);
             field(buf, tag::NEW_FILE, &p);
         }
-        if let Some((segment, offset)) = self.vlog_head {
+        for r in &self.records {
             p.clear();
-            put_varint64(&mut p, segment);
-            put_varint64(&mut p, offset);
-            field(buf, tag::VLOG_HEAD, &p);
-        }
-        if let Some(seq) = self.vlog_head_seq {
-            p.clear();
-            put_varint64(&mut p, seq);
-            field(buf, tag::VLOG_HEAD_SEQ, &p);
-        }
-        for &(segment, bytes) in &self.vlog_garbage {
-            p.clear();
-            put_varint64(&mut p, segment);
-            put_varint64(&mut p, bytes);
-            field(buf, tag::VLOG_GARBAGE, &p);
-        }
-        for &segment in &self.vlog_dropped {
-            p.clear();
-            put_varint64(&mut p, segment);
-            field(buf, tag::VLOG_DROPPED_SEGMENT, &p);
-        }
-        for &(segment, end) in &self.vlog_segment_ends {
-            p.clear();
-            put_varint64(&mut p, segment);
-            put_varint64(&mut p, end);
-            field(buf, tag::VLOG_SEGMENT_END, &p);
-        }
-        for &(segment, end) in &self.vlog_sealed {
-            p.clear();
-            put_varint64(&mut p, segment);
-            put_varint64(&mut p, end);
-            field(buf, tag::VLOG_SEGMENT_SEALED, &p);
-        }
-        for (t, guards) in [
-            (tag::DELETED_GUARD, &self.deleted_guards),
-            (tag::NEW_GUARD, &self.new_guards),
-        ] {
-            for (level, key) in guards {
-                p.clear();
-                put_varint32(&mut p, *level);
-                p.extend_from_slice(key);
-                field(buf, t, &p);
-            }
+            p.push(r.axis.code());
+            put_varint32(&mut p, r.kind);
+            p.push(r.version);
+            p.extend_from_slice(&r.payload);
+            field(buf, tag::AXIS_RECORD, &p);
         }
     }
 
@@ -286,35 +230,31 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             };
             e.new_files.push((level, f));
         }
-        tag::VLOG_HEAD => {
-            let head = (r.varint64()?, r.varint64()?);
-            once(&mut e.vlog_head, head, "value-log head")?;
+        tag::AXIS_RECORD => {
+            let code = r.u8()?;
+            let axis = Axis::from_code(code).ok_or_else(|| format!("unknown axis {code}"))?;
+            let kind = r.varint32()?;
+            let version = r.u8()?;
+            let payload = r.bytes(r.remaining())?.to_vec();
+            e.records.push(AxisRecord {
+                axis,
+                kind,
+                version,
+                payload,
+            });
         }
-        tag::VLOG_HEAD_SEQ => {
-            let seq = r.varint64()?;
-            once(&mut e.vlog_head_seq, seq, "value-log head sequence")?;
-        }
-        tag::VLOG_GARBAGE => {
-            let g = (r.varint64()?, r.varint64()?);
-            e.vlog_garbage.push(g);
-        }
-        tag::VLOG_DROPPED_SEGMENT => e.vlog_dropped.push(r.varint64()?),
-        tag::VLOG_SEGMENT_END => {
-            let end = (r.varint64()?, r.varint64()?);
-            e.vlog_segment_ends.push(end);
-        }
-        tag::VLOG_SEGMENT_SEALED => {
-            let sealed = (r.varint64()?, r.varint64()?);
-            e.vlog_sealed.push(sealed);
-        }
-        tag::NEW_GUARD | tag::DELETED_GUARD => {
-            let level = r.varint32()?;
-            let key = r.bytes(r.remaining())?.to_vec();
-            if t == tag::NEW_GUARD {
-                e.new_guards.push((level, key));
-            } else {
-                e.deleted_guards.push((level, key));
-            }
+        t if (tag::LEGACY_FIRST..=tag::LEGACY_LAST).contains(&t) => {
+            let axis = LEGACY_AXIS_TAGS
+                .iter()
+                .find(|(l, _)| *l == t)
+                .map(|&(_, a)| a)
+                .ok_or_else(|| format!("unknown field tag {t}"))?;
+            e.records.push(AxisRecord {
+                axis,
+                kind: t as u32,
+                version: 1,
+                payload: r.bytes(r.remaining())?.to_vec(),
+            });
         }
         _ => return Err(format!("unknown field tag {t}")),
     }
@@ -331,24 +271,67 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
 mod tests {
     use super::*;
 
-    #[test]
-    fn vlog_worked_example_of_the_format_doc() {
-        let e = VersionEdit {
-            vlog_head: Some((9, 4130)),
-            vlog_head_seq: Some(301),
-            vlog_sealed: vec![(7, 134_217_758)],
+    fn rec(axis: Axis, kind: u32, payload: &[u8]) -> AxisRecord {
+        AxisRecord::new(axis, kind, payload.to_vec())
+    }
+
+    /// The value-log records of a flush: head (kind 10), head sequence (15), a sealed
+    /// segment (14), as `docs/format/manifest.md` encodes them.
+    fn vlog_example() -> VersionEdit {
+        VersionEdit {
+            records: vec![
+                rec(Axis::Values, 10, &[0x09, 0xa2, 0x20]),
+                rec(Axis::Values, 15, &[0xad, 0x02]),
+                rec(Axis::Values, 14, &[0x07, 0x9e, 0x80, 0x80, 0x40]),
+            ],
             ..VersionEdit::default()
-        };
-        let mut buf = Vec::new();
-        e.encode(&mut buf);
+        }
+    }
+
+    #[test]
+    fn axis_record_worked_example_of_the_format_doc() {
+        let e = vlog_example();
+        let hex: String = enc(&e).iter().map(|b| format!("{b:02x} ")).collect();
         assert_eq!(
-            buf,
+            hex.trim_end(),
+            "03 10 06 02 0a 01 09 a2 20 10 05 02 0f 01 ad 02 10 08 02 0e 01 07 9e 80 80 40"
+        );
+        assert_eq!(VersionEdit::decode(&enc(&e)).unwrap(), e);
+    }
+
+    #[test]
+    fn legacy_per_design_tags_are_read_as_axis_records() {
+        // The same edit as written before axis records existed (tags 10, 15, 14).
+        let old = [
+            0x03, 0x0a, 0x03, 0x09, 0xa2, 0x20, 0x0f, 0x02, 0xad, 0x02, 0x0e, 0x05, 0x07, 0x9e,
+            0x80, 0x80, 0x40,
+        ];
+        assert_eq!(VersionEdit::decode(&old).unwrap(), vlog_example());
+        // Guard fields (tags 9 and 8) belong to the layout.
+        let old = [0x02, 0x09, 0x02, 0x02, 0x61, 0x08, 0x03, 0x01, 0x6b, 0x37];
+        let e = VersionEdit::decode(&old).unwrap();
+        assert_eq!(
+            e.records,
             [
-                0x03, 0x0a, 0x03, 0x09, 0xa2, 0x20, 0x0f, 0x02, 0xad, 0x02, 0x0e, 0x05, 0x07, 0x9e,
-                0x80, 0x80, 0x40
+                rec(Axis::Layout, 9, &[0x02, 0x61]),
+                rec(Axis::Layout, 8, &[0x01, 0x6b, 0x37])
             ]
         );
-        assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+        // Every retired tag has an owner.
+        for t in 8..=15u64 {
+            assert!(LEGACY_AXIS_TAGS.iter().any(|(l, _)| *l == t));
+        }
+    }
+
+    #[test]
+    fn bad_axis_records_rejected() {
+        let err = |b: &[u8]| VersionEdit::decode(b).unwrap_err();
+        assert!(err(&[1, 16, 3, 9, 1, 1]).contains("unknown axis 9"));
+        assert!(err(&[1, 16, 1, 2]).contains("tag 16"));
+        assert!(err(&[1, 16, 2, 2, 1]).contains("tag 16"));
+        // An empty payload after the version is a record of the owner's to judge.
+        let e = VersionEdit::decode(&[1, 16, 3, 1, 8, 1]).unwrap();
+        assert_eq!(e.records, [rec(Axis::Layout, 8, &[])]);
     }
 
     fn meta(n: u64) -> FileMeta {
@@ -374,14 +357,17 @@ mod tests {
             deleted_files: vec![(1, 4), (6, u64::MAX)],
             compact_pointers: vec![(2, b"kkk".to_vec()), (4, Vec::new())],
             format_tag: Some("leveled".to_string()),
-            vlog_head: Some((9, 24)),
-            vlog_garbage: vec![(7, 4118), (8, 1)],
-            vlog_dropped: vec![3],
-            vlog_segment_ends: vec![(8, 1000)],
-            vlog_sealed: vec![(7, 134_217_758)],
-            vlog_head_seq: Some(1 << 33),
-            new_guards: vec![(1, b"g1".to_vec()), (2, Vec::new())],
-            deleted_guards: vec![(3, b"old".to_vec())],
+            records: vec![
+                rec(Axis::Values, 10, &[9, 24]),
+                rec(Axis::Layout, 8, b"\x01g1"),
+                AxisRecord {
+                    axis: Axis::Table,
+                    kind: u32::MAX,
+                    version: 255,
+                    payload: Vec::new(),
+                },
+                rec(Axis::Memory, 0, &[0xff; 40]),
+            ],
         }
     }
 
@@ -433,17 +419,6 @@ mod tests {
             "05 01 07 6c 65 76 65 6c 65 64 02 01 04 03 01 06 04 02 ac 02 07 1c 00 05 e8 07 \
              09 61 01 01 00 00 00 00 00 00 09 62 01 02 00 00 00 00 00 00 01 02 02 00"
         );
-    }
-
-    #[test]
-    fn guard_fields_worked_example() {
-        let e = VersionEdit {
-            new_guards: vec![(1, b"k7".to_vec())],
-            deleted_guards: vec![(2, b"a".to_vec())],
-            ..VersionEdit::default()
-        };
-        let hex: String = enc(&e).iter().map(|b| format!("{b:02x} ")).collect();
-        assert_eq!(hex.trim_end(), "02 09 02 02 61 08 03 01 6b 37");
     }
 
     #[test]

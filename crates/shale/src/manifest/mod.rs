@@ -16,16 +16,18 @@ use crate::env::{Env, ReadCause, WriteCause, WriteFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::wal::{LogReader, LogWriter};
 
+pub mod axis;
 mod current;
 mod edit;
 mod tail;
 #[cfg(test)]
 mod test_fs;
 
+pub use axis::{Axis, AxisRecord, AxisState, AxisStates, NoState};
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };
-pub use edit::VersionEdit;
+pub use edit::{LEGACY_AXIS_TAGS, VersionEdit};
 
 /// Appends edits to one MANIFEST file, syncing each.
 ///

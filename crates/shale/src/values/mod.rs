@@ -20,7 +20,6 @@ pub mod inline;
 pub mod vlog;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -28,7 +27,7 @@ use std::sync::atomic::AtomicU64;
 use crate::env::Env;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
-use crate::manifest::VersionEdit;
+use crate::manifest::{AxisState, VersionEdit};
 use crate::options::{Options, ValuesKind};
 use crate::wal::WriteBatch;
 
@@ -46,73 +45,15 @@ pub struct LogPosition {
     pub offset: u64,
 }
 
-/// What the MANIFEST says about the placement, accumulated over every edit (the version set
-/// keeps it and writes it into each new MANIFEST's snapshot edit).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the MANIFEST says about the placement: the engine's log number and the placement's
+/// own durable state (folded from its axis records; see [`ValueStore::empty_state`]).
+#[derive(Clone, Debug)]
 pub struct PersistedState {
-    /// WAL files numbered below this are flushed (inline placement).
+    /// Durability-log files numbered below this are flushed (the WAL's number; the log
+    /// number of LevelDB's MANIFEST).
     pub log_number: u64,
-    /// Where value-log replay starts (vlog placement).
-    pub vlog_head: Option<(u64, u64)>,
-    /// The sequence number of the first write at the head, when the edit that moved the
-    /// head knew it.
-    pub vlog_head_seq: Option<u64>,
-    /// Garbage bytes known per value-log segment.
-    pub vlog_garbage: BTreeMap<u64, u64>,
-    /// Value-log segments removed by garbage collection.
-    pub vlog_dropped: BTreeSet<u64>,
-    /// Valid ends of value-log segments whose tail recovery found torn.
-    pub vlog_segment_ends: BTreeMap<u64, u64>,
-    /// Value-log segments synced in full, with their ends (see `docs/format/vlog.md`).
-    pub vlog_sealed: BTreeMap<u64, u64>,
-}
-
-impl PersistedState {
-    /// Fold one edit in.
-    pub fn absorb(&mut self, edit: &VersionEdit) {
-        if let Some(n) = edit.log_number {
-            self.log_number = self.log_number.max(n);
-        }
-        if let Some(h) = edit.vlog_head {
-            self.vlog_head = Some(h);
-            self.vlog_head_seq = edit.vlog_head_seq;
-        }
-        for &(segment, bytes) in &edit.vlog_garbage {
-            if !self.vlog_dropped.contains(&segment) {
-                let g = self.vlog_garbage.entry(segment).or_default();
-                *g = g.saturating_add(bytes);
-            }
-        }
-        for &(segment, end) in &edit.vlog_segment_ends {
-            self.vlog_segment_ends.insert(segment, end);
-        }
-        for &(segment, end) in &edit.vlog_sealed {
-            if !self.vlog_dropped.contains(&segment) {
-                self.vlog_sealed.insert(segment, end);
-            }
-        }
-        for &segment in &edit.vlog_dropped {
-            self.vlog_garbage.remove(&segment);
-            self.vlog_segment_ends.remove(&segment);
-            self.vlog_sealed.remove(&segment);
-            self.vlog_dropped.insert(segment);
-        }
-    }
-
-    /// Write the value-log part of the state into a snapshot edit (the first edit of a new
-    /// MANIFEST; the log number is written there by the version set).
-    pub fn fill_vlog(&self, edit: &mut VersionEdit) {
-        edit.vlog_head = self.vlog_head;
-        edit.vlog_head_seq = self.vlog_head_seq;
-        edit.vlog_garbage = self.vlog_garbage.iter().map(|(&s, &b)| (s, b)).collect();
-        edit.vlog_dropped = self.vlog_dropped.iter().copied().collect();
-        edit.vlog_segment_ends = self
-            .vlog_segment_ends
-            .iter()
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        edit.vlog_sealed = self.vlog_sealed.iter().map(|(&s, &e)| (s, e)).collect();
-    }
+    /// The placement's own state.
+    pub state: Box<dyn AxisState>,
 }
 
 /// What recovery gives a placement.
@@ -192,7 +133,7 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
 
     /// As [`ValueStore::append`], for a batch that garbage collection rewrites (its bytes are
     /// counted under [`crate::env::WriteCause::Gc`] where the log can tell). It need not be
-    /// synced: [`GcHost::drop_segment`] syncs the log before the drop that depends on it.
+    /// synced: [`GcHost::retire`] syncs the log before the drop that depends on it.
     fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
         self.append(batch, true, apply)
     }
@@ -292,15 +233,62 @@ pub trait GcHost {
     /// written.
     fn relocate(&self, records: &[Relocation]) -> Result<u64>;
     /// Sync the log (the relocations made so far, and the writes that made the other
-    /// records dead), then commit a MANIFEST edit that drops `segment`; its file is deleted
-    /// once no snapshot, iterator or read can still hold a pointer into it.
-    fn drop_segment(&self, segment: u64) -> Result<()>;
+    /// records dead), then commit a MANIFEST edit holding `records` (the placement's, which
+    /// retire `files`). Until no snapshot, iterator or read that started before the commit
+    /// is left, the obsolete-file sweep does not offer `files` to
+    /// [`ValueStore::delete_obsolete`]; then it does, and the placement deletes them.
+    fn retire(&self, records: Vec<crate::manifest::AxisRecord>, files: Vec<String>) -> Result<()>;
     /// `fraction` of the bytes collection could collect is garbage (reported at every
     /// choice of a segment): the host may slow user writes while it is high.
     fn backlog(&self, _fraction: f64) {}
     /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
     /// an error (the store is closing) stops the collection.
     fn throttle(&self, bytes: u64) -> Result<()>;
+}
+
+/// The configured placement's durable state in a new store: what its MANIFEST records are
+/// replayed into (see [`PersistedState`]).
+pub fn empty_state(options: &Options) -> Box<dyn AxisState> {
+    match options.values {
+        ValuesKind::Inline => Box::new(crate::manifest::NoState(crate::manifest::Axis::Values)),
+        ValuesKind::Vlog => Box::new(vlog::state::VlogState::default()),
+    }
+}
+
+/// What `verify` hands the placement's checks.
+pub struct VerifyContext<'a> {
+    /// The file system.
+    pub env: &'a Env,
+    /// The store's directory.
+    pub dir: &'a Path,
+    /// The names in the directory, sorted.
+    pub names: &'a [String],
+    /// What the MANIFEST records.
+    pub state: &'a PersistedState,
+    /// The live tables, opened.
+    pub tables: &'a [Arc<crate::table::sst::Table>],
+}
+
+/// What a placement's checks found, for [`crate::VerifyReport`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlacementChecked {
+    /// Log segments checked (header and every record's checksum).
+    pub segments: usize,
+    /// Bytes of the segments checked.
+    pub bytes: u64,
+    /// Records checked.
+    pub records: u64,
+    /// Value pointers in live tables checked against the record they name.
+    pub pointers: u64,
+}
+
+/// Check the placement's own files as `verify` does: the value log's segments and every
+/// pointer into them. Any store may hold value-log segments, so every store's are checked.
+///
+/// # Errors
+/// The first problem: [`crate::Error::Corruption`] naming the file and offset, or I/O.
+pub fn verify(ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
+    vlog::verify::check(ctx)
 }
 
 /// Build the configured value placement for the store in `dir`. `file_numbers` is the

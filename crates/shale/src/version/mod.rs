@@ -6,42 +6,99 @@
 //! [`set::VersionSet`] deletes a file only when no live version lists it.
 
 mod file_meta;
-mod guards;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod text;
 
+use std::any::Any;
 use std::sync::Arc;
 
 pub use file_meta::{FileMeta, PinnedFilter};
-pub use guards::unit_index;
 
 use crate::key::compare_internal;
-use crate::manifest::VersionEdit;
+use crate::manifest::{Axis, AxisRecord, VersionEdit};
+
+/// What a layout keeps beside the files of a version (the FLSM layout's guard keys; later
+/// trie containers or DTable ranges), opaque to the engine and to [`Version`]. It is
+/// persisted as the layout's [`AxisRecord`]s and rebuilt by replaying them.
+///
+/// Each version holds its own state, shared with the versions made from it while they
+/// leave it unchanged. A layout reads it back with [`LayoutState::as_any`].
+pub trait LayoutState: Send + Sync + std::fmt::Debug {
+    /// The state of the next version: this one with the layout `records` of an edit
+    /// applied (in the edit's order), given that version's files by level, sorted as
+    /// [`Version::level`] returns them. Called for every edit, also one without records,
+    /// so state derived from the files (a guard's files) stays current. A record that does
+    /// not fit is an error describing it.
+    fn apply(
+        self: Arc<Self>,
+        records: &[&AxisRecord],
+        levels: &[Vec<Arc<FileMeta>>],
+    ) -> Result<Arc<dyn LayoutState>, String>;
+
+    /// Records that rebuild this state from nothing (the first edit of a new MANIFEST).
+    fn snapshot(&self, out: &mut Vec<AxisRecord>);
+
+    /// The concrete state, for the layout that made it.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The state of a layout that keeps nothing beside its files (the leveled layout): any
+/// layout record is an error.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoLayoutState;
+
+impl LayoutState for NoLayoutState {
+    fn apply(
+        self: Arc<Self>,
+        records: &[&AxisRecord],
+        _levels: &[Vec<Arc<FileMeta>>],
+    ) -> Result<Arc<dyn LayoutState>, String> {
+        match records.first() {
+            None => Ok(self),
+            Some(r) => Err(format!(
+                "a layout record of kind {} for a layout that keeps no state",
+                r.kind
+            )),
+        }
+    }
+
+    fn snapshot(&self, _out: &mut Vec<AxisRecord>) {}
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 /// The table files of the store, by level.
 ///
 /// Level 0 is ordered newest first (by largest sequence number): its files may overlap and a
 /// lookup must meet newer data first. Deeper levels are ordered by smallest key; whether
 /// their files may overlap is the layout's business.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Version {
     levels: Vec<Vec<Arc<FileMeta>>>,
-    /// Guard keys per level, sorted and distinct (only layouts with guards set them).
-    guards: Vec<Vec<Vec<u8>>>,
-    /// For each level with guards: the files overlapping each guard's key range (index 0 is
-    /// the sentinel below the first guard). Derived from `levels` and `guards`.
-    units: Vec<Vec<Vec<Arc<FileMeta>>>>,
+    /// The layout's own state (see [`LayoutState`]).
+    layout: Arc<dyn LayoutState>,
 }
 
 impl Version {
-    /// An empty version with `num_levels` levels.
+    /// An empty version with `num_levels` levels, for a layout that keeps no state.
     pub fn new(num_levels: usize) -> Version {
+        Version::with_layout(num_levels, Arc::new(NoLayoutState))
+    }
+
+    /// An empty version with `num_levels` levels and the layout's empty `state`.
+    pub fn with_layout(num_levels: usize, state: Arc<dyn LayoutState>) -> Version {
         Version {
             levels: vec![Vec::new(); num_levels],
-            guards: vec![Vec::new(); num_levels],
-            units: vec![Vec::new(); num_levels],
+            layout: state,
         }
+    }
+
+    /// The layout's state.
+    pub fn layout_state(&self) -> &dyn LayoutState {
+        self.layout.as_ref()
     }
 
     /// Number of levels.
@@ -119,14 +176,17 @@ impl Version {
             }
             files.push(Arc::new(meta.clone()));
         }
-        let guards = guards::apply_guards(&self.guards, edit, levels.len())?;
         let mut v = Version {
             levels,
-            guards,
-            units: Vec::new(),
+            layout: Arc::clone(&self.layout),
         };
         v.sort();
-        v.units = guards::compute_units(&v.levels, &v.guards);
+        let records: Vec<&AxisRecord> = edit
+            .records
+            .iter()
+            .filter(|r| r.axis == Axis::Layout)
+            .collect();
+        v.layout = Arc::clone(&self.layout).apply(&records, &v.levels)?;
         Ok(v)
     }
 
@@ -152,11 +212,7 @@ impl Version {
         for (level, f) in self.files() {
             edit.new_files.push((level as u32, (**f).clone()));
         }
-        for (level, keys) in self.guards.iter().enumerate() {
-            for k in keys {
-                edit.new_guards.push((level as u32, k.clone()));
-            }
-        }
+        self.layout.snapshot(&mut edit.records);
         edit
     }
 }

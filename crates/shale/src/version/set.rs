@@ -9,13 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::Version;
+use super::{LayoutState, Version};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::manifest::VersionEdit;
-use crate::manifest::{self, ManifestWriter};
-use crate::values::PersistedState;
+use crate::manifest::{self, AxisStates, ManifestWriter, VersionEdit};
 
 /// A MANIFEST larger than this is rewritten as a snapshot into a new file.
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
@@ -33,8 +31,9 @@ pub struct VersionSet {
     last_sequence: SeqNo,
     format_tag: String,
     max_manifest_bytes: u64,
-    /// What the edits recorded for the value placement (its durability log, value log).
-    placement: PersistedState,
+    /// What the edits recorded for the axes other than the layout (whose state is in each
+    /// version).
+    axes: AxisStates,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -57,8 +56,8 @@ pub struct Recovered {
     pub log_number: u64,
     /// The last sequence number the MANIFEST knows of.
     pub last_sequence: SeqNo,
-    /// What the MANIFEST recorded for the value placement.
-    pub placement: PersistedState,
+    /// What the MANIFEST recorded for the axes other than the layout.
+    pub axes: AxisStates,
 }
 
 impl VersionSet {
@@ -70,24 +69,38 @@ impl VersionSet {
     /// `min_next_file` is one more than the largest file number found in the directory:
     /// logs created after the last edit are not in the MANIFEST, and their numbers must not
     /// be handed out again (a new log would truncate an old one before it is retired).
+    /// `layout` and `axes` are the axes' empty states, which the edits' axis records are
+    /// replayed into.
     pub fn recover(
         env: &Env,
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
         min_next_file: u64,
+        layout: Arc<dyn LayoutState>,
+        axes: AxisStates,
     ) -> Result<Recovered> {
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
         let edits = manifest::read_manifest(env, dir, number)?;
-        let mut version = Version::new(num_levels);
+        let mut version = Version::with_layout(num_levels, layout);
         let mut log_number = 0;
         let mut next_file = 2;
         let mut last_sequence = 0;
-        let mut tag: Option<String> = None;
-        let mut placement = PersistedState::default();
+        // The design first: another design's records would not fit this one's states.
+        if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
+            && t != format_tag
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the store in {} was created with the {t} layout, but the options ask for {format_tag}",
+                dir.display()
+            )));
+        }
+        let mut axes = axes;
         for (i, edit) in edits.iter().enumerate() {
-            placement.absorb(edit);
+            axes.absorb(&edit.records).map_err(|detail| {
+                Error::corruption(&path, 0, format!("edit {i} does not apply: {detail}"))
+            })?;
             version = version.apply(edit).map_err(|detail| {
                 Error::corruption(&path, 0, format!("edit {i} does not apply: {detail}"))
             })?;
@@ -107,20 +120,9 @@ impl VersionSet {
                 }
                 last_sequence = n;
             }
-            if let Some(t) = &edit.format_tag {
-                tag = Some(t.clone());
-            }
         }
         if edits.is_empty() {
             return Err(Error::corruption(&path, 0, "MANIFEST holds no edit"));
-        }
-        if let Some(t) = &tag
-            && t != format_tag
-        {
-            return Err(Error::InvalidArgument(format!(
-                "the store in {} was created with the {t} layout, but the options ask for {format_tag}",
-                dir.display()
-            )));
         }
         let limit = crate::db::MAX_FILE_NUMBER;
         let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
@@ -154,7 +156,7 @@ impl VersionSet {
             &next,
             last_sequence,
             format_tag,
-            &placement,
+            &axes,
         )?;
         Ok(Recovered {
             set: VersionSet {
@@ -169,26 +171,27 @@ impl VersionSet {
                 last_sequence,
                 format_tag: format_tag.to_string(),
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
-                placement: placement.clone(),
+                axes: axes.clone(),
             },
             log_number,
             last_sequence,
-            placement,
+            axes,
         })
     }
 
-    /// Create the version set of a new, empty store in `dir`.
+    /// Create the version set of a new, empty store in `dir`, with the axes' empty states.
     pub fn create(
         env: &Env,
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
         min_next_file: u64,
+        layout: Arc<dyn LayoutState>,
+        axes: AxisStates,
     ) -> Result<VersionSet> {
         let next = Arc::new(AtomicU64::new(min_next_file.max(1)));
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
-        let current = Arc::new(Version::new(num_levels));
-        let placement = PersistedState::default();
+        let current = Arc::new(Version::with_layout(num_levels, layout));
         let manifest = Self::write_new_manifest(
             env,
             dir,
@@ -198,7 +201,7 @@ impl VersionSet {
             &next,
             0,
             format_tag,
-            &placement,
+            &axes,
         )?;
         Ok(VersionSet {
             env: env.clone(),
@@ -212,7 +215,7 @@ impl VersionSet {
             last_sequence: 0,
             format_tag: format_tag.to_string(),
             max_manifest_bytes: MAX_MANIFEST_BYTES,
-            placement,
+            axes,
         })
     }
 
@@ -226,11 +229,11 @@ impl VersionSet {
         next_file: &AtomicU64,
         last_sequence: SeqNo,
         format_tag: &str,
-        placement: &PersistedState,
+        axes: &AxisStates,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
         let mut edit = version.snapshot_edit();
-        placement.fill_vlog(&mut edit);
+        axes.snapshot(&mut edit.records);
         edit.log_number = Some(log_number);
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(last_sequence);
@@ -262,9 +265,17 @@ impl VersionSet {
         self.log_number
     }
 
+    /// What the committed edits recorded for the axes other than the layout.
+    pub fn axes(&self) -> &AxisStates {
+        &self.axes
+    }
+
     /// What the committed edits recorded for the value placement.
-    pub fn placement(&self) -> &PersistedState {
-        &self.placement
+    pub fn placement(&self) -> crate::values::PersistedState {
+        crate::values::PersistedState {
+            log_number: self.log_number,
+            state: self.axes.values.clone(),
+        }
     }
 
     /// The number of the live MANIFEST.
@@ -305,8 +316,14 @@ impl VersionSet {
             debug_assert!(n >= self.log_number);
         }
         let next = Arc::new(next);
-        let mut placement = self.placement.clone();
-        placement.absorb(&edit);
+        let mut axes = self.axes.clone();
+        axes.absorb(&edit.records).map_err(|detail| {
+            Error::corruption(
+                &manifest_path,
+                self.manifest.len(),
+                format!("refusing to commit an edit whose axis records do not fit: {detail}"),
+            )
+        })?;
         if self.manifest.len() >= self.max_manifest_bytes {
             let number = self.new_file_number();
             let log_number = edit.log_number.unwrap_or(self.log_number);
@@ -319,7 +336,7 @@ impl VersionSet {
                 &self.next_file,
                 self.last_sequence,
                 &self.format_tag,
-                &placement,
+                &axes,
             )?;
             self.manifest = writer;
             self.manifest_number = number;
@@ -329,7 +346,7 @@ impl VersionSet {
         if let Some(n) = edit.log_number {
             self.log_number = self.log_number.max(n);
         }
-        self.placement = placement;
+        self.axes = axes;
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));
         self.current = Arc::clone(&next);

@@ -7,8 +7,11 @@
 //! `#` starts a comment. A line `G<n>: <key> <key> ...` sets the guard keys of level `n`
 //! (for guarded layouts).
 
-use super::{FileMeta, Version};
+use std::sync::Arc;
+
+use super::{FileMeta, LayoutState, Version};
 use crate::key::{ValueKind, make_internal_key};
+use crate::manifest::AxisRecord;
 
 const DEFAULT_LEVELS: usize = 7;
 
@@ -42,8 +45,21 @@ fn size(s: &str) -> Result<u64, String> {
     Ok((n * mult as f64) as u64)
 }
 
-/// Parse a tree description into a version.
+/// Parse a tree description into a version of a layout without state (`G` lines are an
+/// error).
 pub(crate) fn parse(desc: &str) -> Result<Version, String> {
+    parse_with(desc, Arc::new(super::NoLayoutState), &|_, _| {
+        panic!("guard lines need a guarded layout's state: use parse_with")
+    })
+}
+
+/// Parse a tree description into a version of a layout whose empty state is `state`; a
+/// guard line's keys become the records `guard(level, key)` makes.
+pub(crate) fn parse_with(
+    desc: &str,
+    state: Arc<dyn LayoutState>,
+    guard: &dyn Fn(u32, &[u8]) -> AxisRecord,
+) -> Result<Version, String> {
     let mut edit = crate::manifest::VersionEdit::default();
     for line in desc.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -56,7 +72,7 @@ pub(crate) fn parse(desc: &str) -> Result<Version, String> {
         if let Some(n) = lvl.trim().strip_prefix('G') {
             let level: u32 = n.parse().map_err(|_| format!("bad guard level {lvl:?}"))?;
             for k in files.split_whitespace() {
-                edit.new_guards.push((level, k.as_bytes().to_vec()));
+                edit.records.push(guard(level, k.as_bytes()));
             }
             continue;
         }
@@ -91,5 +107,5 @@ pub(crate) fn parse(desc: &str) -> Result<Version, String> {
             edit.new_files.push((level, meta));
         }
     }
-    Version::new(DEFAULT_LEVELS).apply(&edit)
+    Version::with_layout(DEFAULT_LEVELS, state).apply(&edit)
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::state::{Guarded, unit_index};
 use crate::cache::table_cache::TableCache;
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -178,7 +179,7 @@ impl InternalIterator for GuardLevelIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
+        let u = unit_index(self.version.guards(self.level), user_key(target));
         let r = self
             .reopen(u)
             .and_then(|()| self.forward_from(Some(target)));
@@ -186,7 +187,7 @@ impl InternalIterator for GuardLevelIterator {
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let u = crate::version::unit_index(self.version.guards(self.level), user_key(target));
+        let u = unit_index(self.version.guards(self.level), user_key(target));
         let r = self
             .reopen(u)
             .and_then(|()| self.backward_from(Some(target)));

@@ -22,6 +22,7 @@
 pub mod guards;
 pub mod iter;
 pub mod picker;
+pub mod state;
 #[cfg(test)]
 mod tests;
 
@@ -43,9 +44,10 @@ use crate::key::{compare_internal, user_key};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
-use crate::version::{FileMeta, Version, unit_index};
+use crate::version::{FileMeta, LayoutState, Version};
 use guards::GuardRule;
 use picker::{Busy, HotGuard, PickerConfig};
+use state::{DELETED_GUARD, GuardState, Guarded, NEW_GUARD, guard_record, unit_index};
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -198,6 +200,18 @@ fn holds(f: &FileMeta, key: &[u8]) -> bool {
 impl Layout for Flsm {
     fn name(&self) -> &'static str {
         "flsm"
+    }
+
+    fn empty_state(&self) -> Arc<dyn LayoutState> {
+        Arc::new(GuardState::default())
+    }
+
+    fn property(&self, version: &Version, name: &str) -> Option<String> {
+        let l: usize = name
+            .strip_prefix("shale.num-guards-at-level")?
+            .parse()
+            .ok()?;
+        (l < version.num_levels()).then(|| version.guards(l).len().to_string())
     }
 
     fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
@@ -408,11 +422,13 @@ impl Layout for Flsm {
         for key in &cut.discovered {
             for l in out_level..v.num_levels() {
                 if v.guards(l).binary_search(key).is_err() {
-                    edit.new_guards.push((l as u32, key.clone()));
+                    edit.records.push(guard_record(NEW_GUARD, l as u32, key));
                 }
             }
         }
-        edit.deleted_guards = empty_guards(v, plan, &edit);
+        for (l, key) in empty_guards(v, plan, &edit) {
+            edit.records.push(guard_record(DELETED_GUARD, l, &key));
+        }
         Ok(edit)
     }
 }

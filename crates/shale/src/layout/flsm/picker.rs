@@ -30,8 +30,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::state::{Guarded, unit_index};
 use crate::layout::{Plan, PlanKind};
-use crate::version::{FileMeta, Version, unit_index};
+use crate::version::{FileMeta, Version};
 
 /// The numbers the picker needs (a copy of the relevant options).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,15 @@
 use std::collections::HashSet;
 
 use super::picker::{Busy, PickerConfig, closure, pick, pick_range};
-use crate::version::text;
+use super::state::{GuardState, Guarded, NEW_GUARD, guard_record};
+use crate::version::{Version, text};
+
+/// A guarded tree from its text description (`G<n>:` lines are guards).
+fn parse(desc: &str) -> Result<Version, String> {
+    text::parse_with(desc, std::sync::Arc::new(GuardState::default()), &|l, k| {
+        guard_record(NEW_GUARD, l, k)
+    })
+}
 
 fn cfg() -> PickerConfig {
     PickerConfig {
@@ -18,7 +26,7 @@ fn cfg() -> PickerConfig {
 }
 
 fn run_with(desc: &str, busy: &Busy, hot: &[(usize, usize)]) -> String {
-    let v = text::parse(desc).unwrap();
+    let v = parse(desc).unwrap();
     match pick(&v, &cfg(), busy, hot) {
         Some(p) => format!("{} because {}", p.describe(), p.reason),
         None => "nothing".to_string(),
@@ -124,7 +132,7 @@ fn a_push_takes_the_tables_a_guard_reaches_but_a_merge_in_place_need_not() {
     // Table 1 was written before guard m was committed: it spans both ranges, so compacting
     // either range takes both (moving half of its range down would put newer data below
     // older data).
-    let v = text::parse("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z").unwrap();
+    let v = parse("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z").unwrap();
     let nums = |fs: Vec<std::sync::Arc<crate::version::FileMeta>>| {
         let mut n: Vec<u64> = fs.iter().map(|f| f.number).collect();
         n.sort_unstable();
@@ -177,7 +185,7 @@ fn the_25x_rule_rewrites_the_second_to_last_level_in_place() {
     // L5 is over budget (100G); its guard at m would push 2M into a last-level guard that is
     // full (2 tables) and holds 100M: more than 25x, so L5 rewrites the guard itself.
     let tree = "G5: m\nG6: m\nL5: 1:a-c/200G 2:m-n/1M 3:m-o/1M\nL6: 8:m-p/50M 9:m-q/50M";
-    let v = text::parse(tree).unwrap();
+    let v = parse(tree).unwrap();
     // the fullest guard is the sentinel (one table): pushed
     let p = pick(&v, &cfg(), &Busy::default(), &[]).unwrap();
     assert_eq!(p.describe(), "L5[1] -> L6 (move)");
@@ -211,7 +219,7 @@ fn hot_guards_merge_in_place_when_nothing_else_is_due() {
 
 #[test]
 fn manual_range_pushes_the_guards_it_touches() {
-    let v = text::parse("G1: m t\nL0: 9:a-z\nL1: 1:a-c 2:n-o 3:u-z\nL2: 4:a-z").unwrap();
+    let v = parse("G1: m t\nL0: 9:a-z\nL1: 1:a-c 2:n-o 3:u-z\nL2: 4:a-z").unwrap();
     let p = pick_range(&v, 1, Some(b"n"), Some(b"p")).unwrap();
     assert_eq!(p.describe(), "L1[2] -> L2 (merge)");
     let p = pick_range(&v, 1, None, None).unwrap();
@@ -236,7 +244,7 @@ fn seeks_into_a_guard_of_several_tables_make_it_hot() {
     use crate::layout::Layout;
     let layout = super::Flsm::new(&flsm_options());
     // Small tables: the seek budget is the trigger (3), not bytes / 16 KiB.
-    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
     assert!(
         layout
             .pick(&v, &crate::layout::PickContext::idle())
@@ -274,7 +282,7 @@ fn seeks_into_a_guard_of_several_tables_make_it_hot() {
     // Big guards absorb more seeks: 2 MiB / 16 KiB = 128 for one extra table, half that
     // for two.
     let layout = super::Flsm::new(&flsm_options());
-    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M").unwrap();
     assert!((0..127).all(|_| !layout.note_seek(&v, b"a")));
     assert!(layout.note_seek(&v, b"a"));
     assert!(
@@ -282,7 +290,7 @@ fn seeks_into_a_guard_of_several_tables_make_it_hot() {
             .pick(&v, &crate::layout::PickContext::idle())
             .is_some()
     );
-    let v = text::parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M 3:b-d/1M").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/1M 2:b-d/1M 3:b-d/1M").unwrap();
     assert!((0..95).all(|_| !layout.note_seek(&v, b"a")));
     assert!(layout.note_seek(&v, b"a"));
 }
@@ -309,17 +317,20 @@ fn empty_guards_are_deleted_at_every_level_that_has_them() {
         ..VersionEdit::default()
     };
     // Everything in [m, t) at L1 was deleted (tombstones met their keys and were dropped).
-    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let v = parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
     let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
     assert_eq!(got, vec![(1, b"m".to_vec()), (2, b"m".to_vec())]);
     // Data below keeps the guard (a push down empties the upper range but not the lower).
-    let v = text::parse("G1: m t\nG2: m t\nL1: 2:m-n 3:m-p\nL2: 9:m-o").unwrap();
+    let v = parse("G1: m t\nG2: m t\nL1: 2:m-n 3:m-p\nL2: 9:m-o").unwrap();
     let got = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &drop_all(&[2, 3], 1));
     assert!(got.is_empty());
     // The edit applied removes the guard and the tree still nests.
-    let v = text::parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
+    let v = parse("G1: m t\nG2: m t\nL1: 1:a-b 2:m-n 3:m-p 4:t-z").unwrap();
     let mut e = drop_all(&[2, 3], 1);
-    e.deleted_guards = super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &e);
+    for (l, k) in super::empty_guards(&v, &plan_of(&v, 1, &[2, 3]), &e) {
+        e.records
+            .push(guard_record(super::state::DELETED_GUARD, l, &k));
+    }
     let after = v.apply(&e).unwrap();
     assert_eq!(after.guards(1), [b"t".to_vec()]);
     assert_eq!(after.guards(2), [b"t".to_vec()]);
@@ -329,7 +340,7 @@ fn empty_guards_are_deleted_at_every_level_that_has_them() {
 fn gets_probing_several_tables_of_a_guard_make_it_hot() {
     use crate::layout::Layout;
     let layout = super::Flsm::new(&flsm_options());
-    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
     assert!(!layout.take_compaction_wanted());
     // charged as a get that probed both tables of the sentinel
     assert!(!layout.charge(&v, 1, 0, 1));
@@ -344,7 +355,7 @@ fn gets_probing_several_tables_of_a_guard_make_it_hot() {
 }
 
 fn run_aggressive(desc: &str, busy: &Busy) -> String {
-    let v = text::parse(desc).unwrap();
+    let v = parse(desc).unwrap();
     let cfg = PickerConfig {
         aggressive_ratio_percent: 25,
         ..cfg()
@@ -497,7 +508,7 @@ fn parallel_seeks_match_sequential_seeks() {
 fn a_hot_guard_stays_hot_when_an_overflow_merges_only_its_newest_tables() {
     use crate::layout::{Layout, PickContext};
     let layout = super::Flsm::new(&flsm_options());
-    let v = text::parse("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K").unwrap();
     for _ in 0..2 {
         assert!(!layout.note_seek(&v, b"b"));
     }
@@ -509,7 +520,7 @@ fn a_hot_guard_stays_hot_when_an_overflow_merges_only_its_newest_tables() {
     );
     // After it the guard holds two tables, within the limit; the seeks that paid for it
     // still get it merged whole.
-    let v = text::parse("G1: m\nL1: 1:a-c/40K 4:a-d/2K@200-399").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/40K 4:a-d/2K@200-399").unwrap();
     assert_eq!(
         layout.pick(&v, &PickContext::idle()).map(|p| format!(
             "{} because {}",
@@ -529,7 +540,7 @@ fn a_hot_guard_that_left_by_a_push_down_is_not_hot_when_it_fills_again() {
     let mut o = flsm_options();
     o.flsm.aggressive_ratio_percent = 0;
     let layout = super::Flsm::new(&o);
-    let v = text::parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    let v = parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
     for _ in 0..2 {
         assert!(!layout.note_seek(&v, b"b"));
     }
@@ -537,11 +548,11 @@ fn a_hot_guard_that_left_by_a_push_down_is_not_hot_when_it_fills_again() {
     // Before the hot merge runs, the level goes over budget and the guard is pushed down
     // whole (or a cursor on an old version made it hot after it was merged): it holds one
     // table now, so nothing is picked for it.
-    let v = text::parse("G1: m\nL1: 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
+    let v = parse("G1: m\nL1: 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
     assert!(layout.pick(&v, &PickContext::idle()).is_none());
     // Later two level-0 compactions append two tables to the guard. No seek touched it
     // since: merging it in place now would rewrite it for nothing (FLSM appends).
-    let v = text::parse("G1: m\nL1: 5:a-b/1K 6:a-c/1K 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
+    let v = parse("G1: m\nL1: 5:a-b/1K 6:a-c/1K 3:m-n/1K\nL2: 4:a-d/2K").unwrap();
     assert_eq!(
         layout.pick(&v, &PickContext::idle()).map(|p| p.describe()),
         None
@@ -587,7 +598,7 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
         &[("a", 300, "a300"), ("k", 250, "old"), ("z", 200, "z200")],
     );
     write(6, &[("a", 5, "a5"), ("k", 260, "new"), ("z", 6, "z6")]);
-    let v = text::parse("G1: m\nG2: m\nL2: 5:a-z@200-300 6:a-z@5-260").unwrap();
+    let v = parse("G1: m\nG2: m\nL2: 5:a-z@200-300 6:a-z@5-260").unwrap();
     assert_eq!(
         v.unit_files(2, 0)
             .iter()

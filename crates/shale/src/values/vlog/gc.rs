@@ -58,16 +58,15 @@ pub(crate) fn rate_factor(fraction: f64) -> u64 {
 /// Segments garbage collection may pick: sealed, wholly before the head, not dropped and
 /// readable.
 fn collectable(vlog: &VlogPlacement, state: &crate::values::PersistedState) -> Vec<Arc<Segment>> {
-    let Some((head, _)) = state.vlog_head else {
+    let state = super::state::VlogState::of(state.state.as_ref());
+    let Some((head, _)) = state.head else {
         return Vec::new();
     };
     let unreadable = vlog.unreadable.lock().clone();
     vlog.sealed_segments()
         .into_iter()
         .filter(|s| {
-            s.number < head
-                && !state.vlog_dropped.contains(&s.number)
-                && !unreadable.contains(&s.number)
+            s.number < head && !state.dropped.contains(&s.number) && !unreadable.contains(&s.number)
         })
         .collect()
 }
@@ -145,9 +144,19 @@ pub(crate) fn count_superseded(vlog: &VlogPlacement, p: Pointer, edit: &mut Vers
     let bytes = u64::from(p.length);
     s.garbage.fetch_add(bytes, Ordering::Relaxed);
     s.superseded.lock().insert(p.offset);
-    match edit.vlog_garbage.iter_mut().find(|(n, _)| *n == p.segment) {
-        Some(e) => e.1 = e.1.saturating_add(bytes),
-        None => edit.vlog_garbage.push((p.segment, bytes)),
+    // One garbage record per segment and edit: a flush supersedes many pointers.
+    let counted = edit
+        .records
+        .iter_mut()
+        .find_map(|r| match super::state::VlogRecord::decode(r) {
+            Ok(super::state::VlogRecord::Garbage(n, b)) if n == p.segment => Some((r, b)),
+            _ => None,
+        });
+    match counted {
+        Some((r, b)) => {
+            *r = super::state::VlogRecord::Garbage(p.segment, b.saturating_add(bytes)).encode();
+        }
+        None => super::state::VlogRecord::Garbage(p.segment, bytes).push(edit),
     }
 }
 
@@ -232,7 +241,10 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
         }
     }
     relocate(vlog, host, &mut chunk)?;
-    host.drop_segment(seg.number)?;
+    host.retire(
+        vec![super::state::VlogRecord::Dropped(seg.number).encode()],
+        vec![super::format::segment_file_name(seg.number)],
+    )?;
     vlog.gc.segments_deleted.fetch_add(1, Ordering::Relaxed);
     Ok(1)
 }

@@ -26,6 +26,8 @@ pub mod format;
 pub mod gc;
 pub(crate) mod reader;
 mod seal;
+pub mod state;
+pub(crate) mod verify;
 mod writer;
 
 use std::borrow::Cow;
@@ -46,6 +48,7 @@ use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::wal::WriteBatch;
 use seal::Sealer;
+use state::{VlogRecord, VlogState};
 use writer::SegmentWriter;
 
 /// One segment as readers see it.
@@ -287,7 +290,9 @@ impl ValueStore for VlogPlacement {
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
         let (last, torn) = reader::replay(self, ctx, apply)?;
-        edit.vlog_segment_ends = torn;
+        for (segment, end) in torn {
+            VlogRecord::SegmentEnd(segment, end).push(edit);
+        }
         self.note_edit(edit);
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
         let w = SegmentWriter::create(&self.env, &self.dir, number)?;
@@ -296,9 +301,9 @@ impl ValueStore for VlogPlacement {
             Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
         );
         *self.writer.lock() = Some(w);
-        edit.vlog_head = Some((number, format::HEADER_LEN));
+        VlogRecord::Head(number, format::HEADER_LEN).push(edit);
         // The engine continues after the larger of the two (`db::open`).
-        edit.vlog_head_seq = Some(ctx.last_sequence.max(last) + 1);
+        VlogRecord::HeadSeq(ctx.last_sequence.max(last) + 1).push(edit);
         Ok(last)
     }
 
@@ -308,7 +313,7 @@ impl ValueStore for VlogPlacement {
 
     fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
         // Not synced here: the drop that makes a relocation necessary syncs the whole log
-        // before it commits (`GcHost::drop_segment`), and until then the original record
+        // before it commits (`GcHost::retire`), and until then the original record
         // is still live. One sync per collected segment instead of one per chunk: with
         // mostly dead segments nearly every chunk relocated a few records and paid an fsync
         // of the writers' dirty log, which held collection to ~35 MB/s.
@@ -362,9 +367,11 @@ impl ValueStore for VlogPlacement {
             // (everything before `end` was handed to the OS before the freeze returned).
             s.sync_data()?;
         }
-        edit.vlog_head = Some((end.file, end.offset));
+        VlogRecord::Head(end.file, end.offset).push(edit);
         let mut frozen = self.frozen_at.lock();
-        edit.vlog_head_seq = frozen.iter().find(|(p, _)| *p == end).map(|&(_, s)| s);
+        if let Some(&(_, s)) = frozen.iter().find(|(p, _)| *p == end) {
+            VlogRecord::HeadSeq(s).push(edit);
+        }
         frozen.retain(|(p, _)| *p > end);
         Ok(())
     }
@@ -396,7 +403,10 @@ impl ValueStore for VlogPlacement {
             let Some(number) = parse_segment_name(name) else {
                 continue;
             };
-            if state.vlog_dropped.contains(&number) {
+            if VlogState::of(state.state.as_ref())
+                .dropped
+                .contains(&number)
+            {
                 self.remove_segment(number);
             }
         }
@@ -420,8 +430,12 @@ impl ValueStore for VlogPlacement {
 
     fn note_edit(&self, edit: &mut VersionEdit) {
         let pending = std::mem::take(&mut *self.pending_garbage.lock());
-        edit.vlog_garbage.extend(pending);
-        edit.vlog_sealed.extend(self.sealer.take_unrecorded());
+        for (segment, bytes) in pending {
+            VlogRecord::Garbage(segment, bytes).push(edit);
+        }
+        for (segment, end) in self.sealer.take_unrecorded() {
+            VlogRecord::Sealed(segment, end).push(edit);
+        }
     }
 
     fn wants_gc(&self) -> bool {

@@ -196,14 +196,15 @@ pub(crate) fn replay(
 ) -> Result<(SeqNo, Vec<(u64, u64)>)> {
     let mut torn = Vec::new();
     let fs = vlog.env.fs();
+    let state = super::state::VlogState::of(ctx.state.state.as_ref());
     let mut numbers: Vec<u64> = ctx
         .names
         .iter()
         .filter_map(|n| parse_segment_name(n))
-        .filter(|n| !ctx.state.vlog_dropped.contains(n))
+        .filter(|n| !state.dropped.contains(n))
         .collect();
     numbers.sort_unstable();
-    let sealed = &ctx.state.vlog_sealed;
+    let sealed = &state.sealed;
     // Only garbage collection removes a sealed segment, and its drop erases the record.
     if let Some((&n, &e)) = sealed.iter().find(|(n, _)| !numbers.contains(n)) {
         return Err(Error::corruption(
@@ -218,9 +219,8 @@ pub(crate) fn replay(
     for &n in &numbers {
         sizes.push(fs.file_size(&vlog.segment_path(n))?);
     }
-    let (start_seg, start_off) = ctx
-        .state
-        .vlog_head
+    let (start_seg, start_off) = state
+        .head
         .unwrap_or((numbers.first().copied().unwrap_or(0), HEADER_LEN));
     if !numbers.contains(&start_seg) && start_off > HEADER_LEN {
         return Err(Error::corruption(
@@ -231,7 +231,7 @@ pub(crate) fn replay(
     }
     let mut last = 0;
     let mut seqs = SeqChain {
-        next: ctx.state.vlog_head_seq,
+        next: state.head_seq,
         after_unsynced: !sealed.contains_key(&start_seg),
     };
     // Where the log ended in damage, once it has.
@@ -240,7 +240,7 @@ pub(crate) fn replay(
     for (&number, &size) in numbers.iter().zip(&sizes) {
         let path = vlog.segment_path(number);
         let recorded = sealed.get(&number).copied();
-        let mut garbage = ctx.state.vlog_garbage.get(&number).copied().unwrap_or(0);
+        let mut garbage = state.garbage.get(&number).copied().unwrap_or(0);
         if let Some(e) = recorded
             && size < e
         {
@@ -257,10 +257,9 @@ pub(crate) fn replay(
         // in the page cache, and a later machine crash can still lose it. A sealed segment
         // is caught above when short.
         let header_synced = recorded.is_some()
-            || ctx.state.vlog_head.is_some_and(|(s, _)| s == number)
-            || ctx
-                .state
-                .vlog_segment_ends
+            || state.head.is_some_and(|(s, _)| s == number)
+            || state
+                .segment_ends
                 .get(&number)
                 .is_some_and(|&e| e > HEADER_LEN);
         if size < HEADER_LEN {
@@ -294,9 +293,8 @@ pub(crate) fn replay(
         // A tail recovery once found torn is never read again.
         let mut end = match recorded {
             Some(e) => e,
-            None => ctx
-                .state
-                .vlog_segment_ends
+            None => state
+                .segment_ends
                 .get(&number)
                 .map_or(size, |&e| e.min(size)),
         };

@@ -2,6 +2,22 @@ use std::path::Path;
 
 use super::*;
 use crate::values::RecoverContext;
+use state::VlogState;
+
+/// A placement's persisted state holding `v`.
+fn ps(v: VlogState) -> PersistedState {
+    PersistedState {
+        log_number: 0,
+        state: Box::new(v),
+    }
+}
+
+/// What `edit`'s value-log records say, folded into an empty state.
+fn view(edit: &VersionEdit) -> VlogState {
+    let mut v = VlogState::default();
+    v.absorb_edit(edit).unwrap();
+    v
+}
 
 fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
     let mut o = Options::preset("wisckey").unwrap().with_env(env.clone());
@@ -9,7 +25,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
     o.vlog_segment_size = 4096;
     env.fs().create_dir_all(Path::new("/v")).unwrap();
     let p = VlogPlacement::new(&o, Path::new("/v"), Arc::new(AtomicU64::new(1)));
-    let state = PersistedState::default();
+    let state = ps(VlogState::default());
     let ctx = RecoverContext {
         env,
         dir: Path::new("/v"),
@@ -19,7 +35,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
     };
     let mut edit = VersionEdit::default();
     p.recover(&ctx, &mut |_, _, _, _| {}, &mut edit).unwrap();
-    assert_eq!(edit.vlog_head, Some((1, format::HEADER_LEN)));
+    assert_eq!(view(&edit).head, Some((1, format::HEADER_LEN)));
     p
 }
 
@@ -127,10 +143,11 @@ fn segments_rotate_by_size_and_replay_from_the_head() {
     p.sync().unwrap();
     // Replay from the head in the middle of the log: only later writes come back.
     let head = Pointer::decode(&pointers[5]).unwrap();
-    let state = PersistedState {
-        vlog_head: Some((head.segment, head.offset)),
-        ..PersistedState::default()
+    let v = VlogState {
+        head: Some((head.segment, head.offset)),
+        ..VlogState::default()
     };
+    let state = ps(v);
     let mut seqs = Vec::new();
     let last = recover_at(
         &env,
@@ -232,17 +249,13 @@ fn rotation_does_not_sync_but_a_flush_syncs_every_segment_it_points_into() {
                 durable[&n], len,
                 "segment {n} not synced before the flush edit"
             );
-            assert!(
-                edit.vlog_sealed.contains(&(n, len)),
-                "{:?}",
-                edit.vlog_sealed
-            );
+            assert_eq!(view(&edit).sealed.get(&n), Some(&len), "{edit:?}");
         } else {
             assert!(durable[&n] >= end.offset, "segment {n}: {durable:?}");
         }
     }
-    assert_eq!(edit.vlog_head, Some((end.file, end.offset)));
-    assert_eq!(edit.vlog_head_seq, Some(15));
+    assert_eq!(view(&edit).head, Some((end.file, end.offset)));
+    assert_eq!(view(&edit).head_seq, Some(15));
 }
 
 #[test]
@@ -286,19 +299,20 @@ fn a_segment_that_lost_its_tail_whole_ends_the_log() {
         }
     });
     let env = Env::new(Arc::new(image));
-    let state = PersistedState {
-        vlog_head: Some((segs[0], format::HEADER_LEN)),
-        vlog_head_seq: Some(1),
-        ..PersistedState::default()
+    let v = VlogState {
+        head: Some((segs[0], format::HEADER_LEN)),
+        head_seq: Some(1),
+        ..VlogState::default()
     };
+    let state = ps(v);
     let mut seqs = Vec::new();
     let mut edit = VersionEdit::default();
     recover_at(&env, &state, &mut |_, seq, _, _| seqs.push(seq), &mut edit).unwrap();
     assert!(seqs.is_empty(), "replayed {seqs:?} after a hole");
     // The newest segment's records are cut off for good.
-    assert!(
-        edit.vlog_segment_ends
-            .contains(&(newest, format::HEADER_LEN))
+    assert_eq!(
+        view(&edit).segment_ends.get(&newest),
+        Some(&format::HEADER_LEN)
     );
 }
 
@@ -310,7 +324,7 @@ fn a_sealed_segment_is_held_to_its_recorded_end() {
     p.sync().unwrap();
     let mut edit = VersionEdit::default();
     p.note_edit(&mut edit);
-    let (first, first_end) = edit.vlog_sealed[0];
+    let (first, first_end) = view(&edit).sealed.pop_first().unwrap();
     assert_eq!(first, segs[0]);
     // Cut the sealed segment short by one byte.
     let path = Path::new("/v").join(format::segment_file_name(first));
@@ -320,11 +334,12 @@ fn a_sealed_segment_is_held_to_its_recorded_end() {
     f.append(&bytes).unwrap();
     f.sync().unwrap();
     drop(f);
-    let mut state = PersistedState {
-        vlog_head: Some((segs[0], format::HEADER_LEN)),
-        ..PersistedState::default()
+    let mut v = VlogState {
+        head: Some((segs[0], format::HEADER_LEN)),
+        ..VlogState::default()
     };
-    state.absorb(&edit);
+    v.absorb_edit(&edit).unwrap();
+    let state = ps(v);
     let e = recover_at(
         &env,
         &state,
@@ -348,7 +363,7 @@ fn an_unsealed_segment_that_lost_every_record_after_a_sealed_one_ends_the_log() 
     p.sealer.sync_through(a).unwrap();
     let mut edit = VersionEdit::default();
     p.note_edit(&mut edit);
-    assert_eq!(edit.vlog_sealed.len(), 1);
+    assert_eq!(view(&edit).sealed.len(), 1);
     let image = mem.crash_image_with(false, false, &mut |path, _, unsynced| {
         let n = path
             .file_name()
@@ -360,12 +375,13 @@ fn an_unsealed_segment_that_lost_every_record_after_a_sealed_one_ends_the_log() 
         }
     });
     let env = Env::new(Arc::new(image));
-    let mut state = PersistedState {
-        vlog_head: Some((a, format::HEADER_LEN)),
-        vlog_head_seq: Some(1),
-        ..PersistedState::default()
+    let mut v = VlogState {
+        head: Some((a, format::HEADER_LEN)),
+        head_seq: Some(1),
+        ..VlogState::default()
     };
-    state.absorb(&edit);
+    v.absorb_edit(&edit).unwrap();
+    let state = ps(v);
     let mut seqs = Vec::new();
     recover_at(
         &env,
@@ -426,12 +442,13 @@ fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
     ));
     // The next open trusts the sealed log: the writes come back as pointers, not values.
     let env = Env::new(Arc::new(mem.snapshot_durable()));
-    let state = PersistedState {
-        vlog_head: Some((segs[0], format::HEADER_LEN)),
-        vlog_head_seq: Some(1),
-        vlog_sealed: sealed,
-        ..PersistedState::default()
+    let v = VlogState {
+        head: Some((segs[0], format::HEADER_LEN)),
+        head_seq: Some(1),
+        sealed,
+        ..VlogState::default()
     };
+    let state = ps(v);
     let mut kinds = Vec::new();
     recover_at(
         &env,

@@ -5,24 +5,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use super::format::{self, HEADER_LEN, Pointer};
+use super::parse_segment_name;
+use super::reader::{ScanEnd, SegmentScanner, all_zeros, torn_tail};
+use super::state::VlogState;
 use crate::env::{Env, ReadCause};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, parse_internal_key};
 use crate::table::sst::Table;
-use crate::values::PersistedState;
-use crate::values::vlog::format::{self, HEADER_LEN, Pointer};
-use crate::values::vlog::parse_segment_name;
-use crate::values::vlog::reader::{ScanEnd, SegmentScanner, all_zeros, torn_tail};
-
-/// What the value-log checks found.
-#[derive(Debug, Default)]
-pub(crate) struct VlogChecked {
-    pub(crate) segments: usize,
-    pub(crate) bytes: u64,
-    pub(crate) records: u64,
-    pub(crate) pointers: u64,
-}
+use crate::values::{PlacementChecked as VlogChecked, VerifyContext};
 
 /// Check every segment in `names` that the MANIFEST (`state`) has not dropped: its header,
 /// and every record's checksum up to its valid end. Returns the valid end of each segment.
@@ -35,13 +27,13 @@ fn check_segments(
     env: &Env,
     dir: &Path,
     names: &[String],
-    state: &PersistedState,
+    state: &VlogState,
     checked: &mut VlogChecked,
 ) -> Result<BTreeMap<u64, u64>> {
     let mut numbers: Vec<u64> = names
         .iter()
         .filter_map(|n| parse_segment_name(n))
-        .filter(|n| !state.vlog_dropped.contains(n))
+        .filter(|n| !state.dropped.contains(n))
         .collect();
     numbers.sort_unstable();
     let mut sizes = Vec::with_capacity(numbers.len());
@@ -57,7 +49,7 @@ fn check_segments(
     let mut ended: Option<(u64, u64)> = None;
     for (&number, &size) in numbers.iter().zip(&sizes) {
         let path = dir.join(format::segment_file_name(number));
-        let sealed = state.vlog_sealed.get(&number).copied();
+        let sealed = state.sealed.get(&number).copied();
         if let (Some(_), Some((at_seg, at))) = (sealed, ended) {
             return Err(Error::corruption(
                 dir.join(format::segment_file_name(at_seg)),
@@ -67,9 +59,9 @@ fn check_segments(
         }
         // As recovery judges it (`reader::replay`): the MANIFEST knows these had a header.
         let header_synced = sealed.is_some()
-            || state.vlog_head.is_some_and(|(s, _)| s == number)
+            || state.head.is_some_and(|(s, _)| s == number)
             || state
-                .vlog_segment_ends
+                .segment_ends
                 .get(&number)
                 .is_some_and(|&e| e > HEADER_LEN);
         if size < HEADER_LEN {
@@ -103,7 +95,7 @@ fn check_segments(
             }
             Some(e) => e,
             None => state
-                .vlog_segment_ends
+                .segment_ends
                 .get(&number)
                 .copied()
                 .unwrap_or(size)
@@ -219,15 +211,17 @@ fn check_pointer(
 }
 
 /// The value-log checks of `verify` (nothing to do for a store without segments).
-pub(crate) fn check(
-    env: &Env,
-    dir: &Path,
-    names: &[String],
-    state: &PersistedState,
-    tables: &[Arc<Table>],
-) -> Result<VlogChecked> {
+pub(crate) fn check(ctx: &VerifyContext<'_>) -> Result<VlogChecked> {
+    let state = VlogState::of(ctx.state.state.as_ref());
     let mut checked = VlogChecked::default();
-    let ends = check_segments(env, dir, names, state, &mut checked)?;
-    check_pointers(env, dir, tables, &ends, &state.vlog_dropped, &mut checked)?;
+    let ends = check_segments(ctx.env, ctx.dir, ctx.names, state, &mut checked)?;
+    check_pointers(
+        ctx.env,
+        ctx.dir,
+        ctx.tables,
+        &ends,
+        &state.dropped,
+        &mut checked,
+    )?;
     Ok(checked)
 }
