@@ -129,7 +129,7 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         return Err(e);
     }
     let size = file.as_ref().map_or(0, |f| f.size);
-    super::gc::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
+    super::value_jobs::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
     if let Some(f) = file {
         let level = inner.layout.flush_level(&inner.super_version().version, &f);
         edit.new_files.push((level as u32, f));
@@ -403,7 +403,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
         let pending = inner.pending_outputs.lock().clone();
         (v.live_files(), pending, v.placement(), v.manifest_number())
     };
-    super::gc::unpin(inner, &mut names);
+    super::value_jobs::unpin(inner, &mut names);
     inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {

@@ -37,13 +37,13 @@
 
 mod api;
 mod background;
-mod gc;
 mod open;
 #[cfg(test)]
 mod parallel_tests;
 mod read;
 mod snapshots;
 mod stats;
+mod value_jobs;
 mod verify;
 mod write;
 
@@ -193,12 +193,11 @@ pub(crate) struct DbInner {
     /// Held by a manual compaction: two of them take turns.
     pub(crate) compaction_lock: Mutex<()>,
     pub(crate) counters: Counters,
-    /// Value-log segments dropped by garbage collection whose files wait for their readers.
-    pub(crate) vlog_zombies: Mutex<Vec<gc::Zombie>>,
-    /// How much user writes are slowed while value-log garbage collection is behind.
-    pub(crate) gc_pace: gc::Pace,
-    /// Held by a garbage-collection run (background or manual): one at a time.
-    pub(crate) gc_lock: Mutex<()>,
+    /// Files the value placement retired, waiting for their readers.
+    pub(crate) retired: Mutex<Vec<value_jobs::Retired>>,
+    /// Held by a run of the placement's background job (background or manual): one at a
+    /// time.
+    pub(crate) value_job_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -265,7 +264,7 @@ impl Db {
         for i in 0..self.inner.options.max_background_compactions {
             jobs.push((format!("shale-compact-{i}"), background::compaction_thread));
         }
-        jobs.push(("shale-gc".to_string(), gc::gc_thread));
+        jobs.push(("shale-gc".to_string(), value_jobs::value_job_thread));
         for (name, f) in jobs {
             let inner = Arc::clone(&self.inner);
             let h = std::thread::Builder::new()
@@ -422,7 +421,14 @@ impl Db {
     /// from the segment read.
     pub fn run_value_gc(&self) -> Result<u64> {
         self.inner.check_writable()?;
-        gc::run(&self.inner, true)
+        value_jobs::run(&self.inner, true)
+    }
+
+    /// One run of the placement's background job as its thread runs it (`force` false:
+    /// only what passes the placement's own thresholds), for tests that drive it by hand.
+    #[cfg(test)]
+    pub(crate) fn run_value_job(&self, force: bool) -> Result<u64> {
+        value_jobs::run(&self.inner, force)
     }
 
     /// Counters: bytes by cause, levels, write amplification.

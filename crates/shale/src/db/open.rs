@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
-use super::gc::{Tree, count_superseded_over};
+use super::value_jobs::{Tree, count_superseded_over};
 use super::{BgState, Counters, DbInner, SuperVersion, WalState};
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
@@ -268,9 +268,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         pending_outputs: Mutex::default(),
         compaction_lock: Mutex::new(()),
         counters: Counters::default(),
-        vlog_zombies: Mutex::default(),
-        gc_pace: super::gc::Pace::default(),
-        gc_lock: Mutex::new(()),
+        retired: Mutex::default(),
+        value_job_lock: Mutex::new(()),
         shutting_down: AtomicBool::new(false),
         lock: Mutex::new(Some(lock)),
         options,

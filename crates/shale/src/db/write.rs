@@ -67,7 +67,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         return Ok(());
     }
     inner.check_writable()?;
-    super::gc::pace(inner, batch.approximate_size());
+    inner.values.before_write(batch.approximate_size());
     let mut q = inner.queue.lock();
     let ticket = q.next_ticket;
     q.next_ticket += 1;

@@ -196,6 +196,18 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// once per superseded entry, before `edit` commits; what is counted goes into `edit`.
     fn superseded(&self, _kind: ValueKind, _stored: &[u8], _edit: &mut VersionEdit) {}
 
+    /// A user write of `bytes` is about to be sequenced (called outside every lock): the
+    /// placement may slow it (the value log does while its garbage collection is behind).
+    /// Default: nothing.
+    fn before_write(&self, _bytes: usize) {}
+
+    /// Whether a table with these properties may hold stored values that
+    /// [`ValueStore::superseded`] counts: when no table of the tree may, a flush skips the
+    /// tree lookup per flushed key that counting costs. Default: true.
+    fn may_count_in(&self, _table: &crate::table::TableProperties) -> bool {
+        true
+    }
+
     /// Whether this placement has garbage to collect (the engine then runs a thread that
     /// calls [`ValueStore::collect_garbage`]).
     fn wants_gc(&self) -> bool {
@@ -238,12 +250,10 @@ pub trait GcHost {
     /// is left, the obsolete-file sweep does not offer `files` to
     /// [`ValueStore::delete_obsolete`]; then it does, and the placement deletes them.
     fn retire(&self, records: Vec<crate::manifest::AxisRecord>, files: Vec<String>) -> Result<()>;
-    /// `fraction` of the bytes collection could collect is garbage (reported at every
-    /// choice of a segment): the host may slow user writes while it is high.
-    fn backlog(&self, _fraction: f64) {}
-    /// Account `bytes` of garbage-collection reading (may sleep to keep to the rate limit);
-    /// an error (the store is closing) stops the collection.
-    fn throttle(&self, bytes: u64) -> Result<()>;
+    /// Whether the store is closing: a collection should stop.
+    fn closing(&self) -> bool;
+    /// The newest sequence number used (user writes and relocations).
+    fn last_sequence(&self) -> SeqNo;
 }
 
 /// The configured placement's durable state in a new store: what its MANIFEST records are

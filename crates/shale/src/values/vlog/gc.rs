@@ -1,13 +1,14 @@
-//! Value-log garbage collection: the placement's half (picking a segment, reading its
-//! records, counting). The engine's half (`db/gc.rs`) checks liveness against the tree and
-//! writes relocations atomically with user writes, commits the drop, and deletes the file
-//! when no reader needs it.
+//! Value-log garbage collection: picking a segment, reading its records at a paced rate,
+//! counting, and slowing writers while the backlog is high (`pace.rs`). The engine offers
+//! the rest as generic services ([`GcHost`], `db/value_jobs.rs`): it checks liveness
+//! against the tree and writes relocations atomically with user writes, commits the drop,
+//! and keeps the file until no reader needs it.
 //!
 //! One run:
 //! 1. pick the sealed segment with the largest garbage ratio among those wholly before the
 //!    MANIFEST's head (so recovery never needs it again); the read rate adapts to the
-//!    garbage backlog (`rate_factor`), which is also reported to the host (it slows user
-//!    writes while the backlog is high);
+//!    garbage backlog (`rate_factor`), which also sets how much user writes are slowed
+//!    (`pace.rs`);
 //! 2. read its records in order; each separated value is a relocation candidate (inline
 //!    values and deletes there are garbage by construction: the tree keeps them);
 //! 3. hand candidates to the host in chunks: it rewrites at the head, synced, those the tree
@@ -19,15 +20,17 @@
 //! were synced before the drop edit and lie after the head, so recovery replays them if they
 //! were not yet flushed.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::format::HEADER_LEN;
 use super::reader::{ScanEnd, SegmentScanner};
 use super::{Pointer, Segment, VlogPlacement};
 use crate::env::ReadCause;
-use crate::error::Result;
-use crate::key::ValueKind;
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::values::{GcHost, Relocation};
 
@@ -53,6 +56,81 @@ pub(crate) fn rate_factor(fraction: f64) -> u64 {
     }
     let steps = ((fraction - CALM_FRACTION) / 0.05).floor() as u32 + 1;
     1 << steps.min(4)
+}
+
+/// Foreground writes are judged idle when no user write was sequenced during this long.
+const IDLE_WINDOW: Duration = Duration::from_millis(50);
+
+/// The read-rate budget of one collection run.
+struct Throttle<'a> {
+    host: &'a dyn GcHost,
+    /// Start of the current rate budget (reset while writes are idle).
+    started: Cell<Instant>,
+    /// Bytes read against the current budget.
+    read: Cell<u64>,
+    /// Bytes per second; 0: no limit.
+    rate: u64,
+    /// Sequence numbers this run's relocations took (not user writes).
+    own_seqs: Cell<u64>,
+    /// The idle check's window: its start, and user sequence numbers seen at its start.
+    window: Cell<(Instant, SeqNo)>,
+}
+
+impl<'a> Throttle<'a> {
+    fn new(host: &'a dyn GcHost, rate: u64) -> Throttle<'a> {
+        let now = Instant::now();
+        Throttle {
+            host,
+            started: Cell::new(now),
+            read: Cell::new(0),
+            rate,
+            own_seqs: Cell::new(0),
+            window: Cell::new((now, host.last_sequence())),
+        }
+    }
+
+    /// Sequence numbers taken by user writes (the last sequence number less relocations).
+    fn user_seq(&self) -> SeqNo {
+        self.host
+            .last_sequence()
+            .saturating_sub(self.own_seqs.get())
+    }
+
+    /// Whether no user write arrived during the last full window; collection then reads at
+    /// full speed (it competes with no one).
+    fn writes_idle(&self) -> bool {
+        let (since, seq) = self.window.get();
+        if since.elapsed() < IDLE_WINDOW {
+            return false;
+        }
+        let now = self.user_seq();
+        self.window.set((Instant::now(), now));
+        now == seq
+    }
+
+    /// Account `bytes` of reading, sleeping to keep to the rate; an error once the store
+    /// is closing (it stops the collection).
+    fn pay(&self, bytes: u64) -> Result<()> {
+        if self.host.closing() {
+            return Err(Error::Closed);
+        }
+        if self.rate == 0 {
+            return Ok(());
+        }
+        if self.writes_idle() {
+            self.started.set(Instant::now());
+            self.read.set(0);
+            return Ok(());
+        }
+        let read = self.read.get() + bytes;
+        self.read.set(read);
+        let due = Duration::from_secs_f64(read as f64 / self.rate as f64);
+        let elapsed = self.started.get().elapsed();
+        if due > elapsed {
+            std::thread::sleep((due - elapsed).min(Duration::from_millis(100)));
+        }
+        Ok(())
+    }
 }
 
 /// Segments garbage collection may pick: sealed, wholly before the head, not dropped and
@@ -165,7 +243,10 @@ fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Seg
     let state = host.persisted();
     let segments = collectable(vlog, &state);
     let fraction = garbage_fraction(&segments, vlog.min_gc_ratio);
-    host.backlog(fraction);
+    // Only automatic collection slows writers: with it off, nothing would catch up.
+    if vlog.gc_enabled {
+        vlog.pace.set_backlog(fraction);
+    }
     let mut best: Option<(f64, Arc<Segment>)> = None;
     for s in segments {
         let size = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
@@ -199,6 +280,7 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
         return Ok(0);
     };
     vlog.gc.runs.fetch_add(1, Ordering::Relaxed);
+    let throttle = Throttle::new(host, if force { 0 } else { vlog.gc_bytes_per_sec });
     let file = vlog.handle(&seg)?;
     let end = seg.end.load(Ordering::Acquire);
     let mut scan = SegmentScanner::new(file, end, HEADER_LEN, ReadCause::Gc);
@@ -216,7 +298,7 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
             }
         };
         vlog.gc.bytes_read.fetch_add(rec.len, Ordering::Relaxed);
-        host.throttle(rec.len / factor)?;
+        throttle.pay(rec.len / factor)?;
         if rec.kind != ValueKind::Value || !vlog.separates(rec.kind, &rec.value) {
             continue;
         }
@@ -236,11 +318,11 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
             pointer: pointer.to_vec(),
         });
         if chunk_bytes >= CHUNK_BYTES {
-            relocate(vlog, host, &mut chunk)?;
+            relocate(vlog, &throttle, &mut chunk)?;
             chunk_bytes = 0;
         }
     }
-    relocate(vlog, host, &mut chunk)?;
+    relocate(vlog, &throttle, &mut chunk)?;
     host.retire(
         vec![super::state::VlogRecord::Dropped(seg.number).encode()],
         vec![super::format::segment_file_name(seg.number)],
@@ -249,11 +331,16 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
     Ok(1)
 }
 
-fn relocate(vlog: &VlogPlacement, host: &dyn GcHost, chunk: &mut Vec<Relocation>) -> Result<()> {
+fn relocate(
+    vlog: &VlogPlacement,
+    throttle: &Throttle<'_>,
+    chunk: &mut Vec<Relocation>,
+) -> Result<()> {
     if chunk.is_empty() {
         return Ok(());
     }
-    let n = host.relocate(chunk)?;
+    let n = throttle.host.relocate(chunk)?;
+    throttle.own_seqs.set(throttle.own_seqs.get() + n);
     let bytes: u64 = chunk
         .iter()
         .map(|r| (r.key.len() + r.value.len()) as u64)

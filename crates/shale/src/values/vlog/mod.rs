@@ -22,8 +22,11 @@
 //! - a batch's records are contiguous in one segment and the last carries a flag: replay
 //!   applies a batch whole or not at all.
 
+#[cfg(test)]
+mod db_tests;
 pub mod format;
 pub mod gc;
+mod pace;
 pub(crate) mod reader;
 mod seal;
 pub mod state;
@@ -116,6 +119,10 @@ pub struct VlogPlacement {
     /// Freeze positions not yet flushed, with the sequence number of the write after each.
     frozen_at: Mutex<Vec<(LogPosition, SeqNo)>>,
     gc_enabled: bool,
+    /// Bytes per second garbage collection reads while writes go on (0: no limit).
+    gc_bytes_per_sec: u64,
+    /// How much user writes are slowed while collection is behind.
+    pace: pace::Pace,
     pub(crate) gc: GcCounters,
 }
 
@@ -149,6 +156,8 @@ impl VlogPlacement {
             next_seq: AtomicU64::new(0),
             frozen_at: Mutex::new(Vec::new()),
             gc_enabled: options.vlog_gc,
+            gc_bytes_per_sec: options.vlog_gc_bytes_per_sec,
+            pace: pace::Pace::default(),
             gc: GcCounters::default(),
         }
     }
@@ -440,6 +449,14 @@ impl ValueStore for VlogPlacement {
 
     fn wants_gc(&self) -> bool {
         self.gc_enabled
+    }
+
+    fn before_write(&self, bytes: usize) {
+        self.pace.pay(bytes);
+    }
+
+    fn may_count_in(&self, table: &crate::table::TableProperties) -> bool {
+        table.num_value_pointers > 0
     }
 
     fn collect_garbage(&self, host: &dyn super::GcHost, force: bool) -> Result<u64> {

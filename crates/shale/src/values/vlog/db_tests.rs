@@ -1,5 +1,6 @@
-//! Garbage counting at flush time and the backlog-adaptive choice of segments, driven
-//! without the GC thread (`vlog_gc` off, [`run`] called directly).
+//! The value log's garbage collection through a whole store: counting at flush time and the
+//! backlog-adaptive choice of segments, driven without the GC thread (`vlog_gc` off, the
+//! engine's job runner called directly).
 
 #![allow(
     clippy::expect_used,
@@ -8,7 +9,6 @@
     reason = "a test helper's failure is a test failure"
 )]
 
-use super::run;
 use crate::Db;
 use crate::env::Env;
 use crate::env::mem::MemFs;
@@ -190,7 +190,7 @@ fn automatic_collection_after_overwrites(hot: u32, gc_ratio: f64) -> u64 {
     db.flush().expect("flush");
     let mut dropped = 0;
     loop {
-        let d = run(&db.inner, false).expect("gc");
+        let d = db.run_value_job(false).expect("gc");
         if d == 0 {
             break;
         }
@@ -239,7 +239,7 @@ fn superseded_records_are_skipped_without_a_lookup_and_live_ones_kept() {
     }
     db.flush().expect("flush");
     let mut dropped = 0;
-    while let n @ 1.. = run(&db.inner, true).expect("gc") {
+    while let n @ 1.. = db.run_value_job(true).expect("gc") {
         dropped += n;
     }
     assert!(dropped > 0);
@@ -263,63 +263,10 @@ fn superseded_records_are_skipped_without_a_lookup_and_live_ones_kept() {
         db.put(&key(i + n), &value(i, 2)).expect("put");
     }
     db.flush().expect("flush");
-    while run(&db.inner, true).expect("gc") > 0 {}
+    while db.run_value_job(true).expect("gc") > 0 {}
     for i in 0..n {
         assert_eq!(db.get(&key(i)).expect("get"), expect(i), "{i}");
     }
-    db.close().expect("close");
-}
-
-#[test]
-fn writes_are_paced_only_while_the_backlog_is_high() {
-    use super::pace_ns_per_kib;
-    assert_eq!(pace_ns_per_kib(0.0), 0);
-    assert_eq!(pace_ns_per_kib(0.249), 0);
-    assert_eq!(pace_ns_per_kib(0.25), 2_000);
-    assert_eq!(pace_ns_per_kib(0.31), 4_000);
-    assert_eq!(pace_ns_per_kib(0.9), 16_000);
-    assert_eq!(pace_ns_per_kib(f64::NAN), 0);
-}
-
-#[test]
-fn paced_writes_never_wrap_the_debt_below_zero() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    // The collector resets the debt when the backlog falls (`Host::backlog`), possibly
-    // between a writer adding its share and paying a slice: the payment must not wrap the
-    // debt below zero (every later write would then sleep a slice, until the next reset).
-    let env = Env::memory();
-    let db = Db::open(DIR, opts(&env, 0.5)).expect("open");
-    let inner = &db.inner;
-    inner.gc_pace.ns_per_kib.store(16_000, Ordering::Relaxed);
-    // 1.2 ms of debt per write: each write pays a slice.
-    let bytes = 76_800;
-    let done = AtomicBool::new(false);
-    let mut wrapped = 0u64;
-    std::thread::scope(|s| {
-        let writers: Vec<_> = (0..8)
-            .map(|_| {
-                s.spawn(|| {
-                    for _ in 0..1000 {
-                        super::pace(inner, bytes);
-                    }
-                })
-            })
-            .collect();
-        s.spawn(|| {
-            for w in writers {
-                w.join().expect("writer");
-            }
-            done.store(true, Ordering::Relaxed);
-        });
-        while !done.load(Ordering::Relaxed) {
-            // What the collector's reset does, observing the debt it overwrites.
-            let debt = inner.gc_pace.debt_ns.swap(0, Ordering::Relaxed);
-            if debt > 1 << 62 {
-                wrapped = debt;
-            }
-        }
-    });
-    assert_eq!(wrapped, 0, "the debt wrapped below zero");
     db.close().expect("close");
 }
 

@@ -1,27 +1,28 @@
-//! The engine's half of value-log garbage collection: the [`GcHost`] a placement collects
-//! through, the background thread, and the deferred deletion of dropped segments.
+//! The engine's services to a value placement's background job (the value log's garbage
+//! collection): the [`GcHost`] it works through, the thread that runs it, conditional
+//! rewrites, files kept until no reader can see them, and counting at flush time what a
+//! flush supersedes. Nothing here knows how a placement stores values.
 //!
-//! # Why a relocation never resurrects a deleted key (Badger issue 2286)
+//! # Why a rewrite never resurrects a deleted key (Badger issue 2286)
 //! A relocation is a *conditional* write made under the `wal` lock, which every user write
 //! also holds while it is sequenced, logged and inserted. Under the lock, the newest entry of
 //! the key (mutable memtable, frozen memtables, then the tree, all from the super version
-//! the lock keeps consistent) must be a pointer to exactly the record being moved; only then
-//! is the value appended at the head with the next sequence number. A delete or overwrite
-//! sequenced before is seen, and the record is left to die; one sequenced after gets a higher
-//! sequence number and hides the relocated copy. Recovery replays from the MANIFEST's head,
-//! which never lies before a dropped segment, so an old record is never replayed again.
+//! the lock keeps consistent) must be a stored pointer holding exactly the bytes the
+//! placement expects; only then is the value written again with the next sequence number. A
+//! delete or overwrite sequenced before is seen, and the old copy is left to die; one
+//! sequenced after gets a higher sequence number and hides the rewritten copy.
 //!
-//! # When a dropped segment's file is deleted
-//! The segment is registered as a *zombie* before the edit that drops it commits (so the
-//! obsolete-file sweep never sees the drop without the pin), then records the versions alive
-//! at the commit. Its file is deleted once every one of those versions is gone (every read
-//! and iterator holds the version of its super version, and one that started before the
-//! commit may hold an old pointer) and no snapshot is older than the last relocation.
+//! # When a retired file is deleted
+//! A file the placement retires ([`GcHost::retire`]) is registered as [`Retired`] before
+//! the edit that retires it commits (so the obsolete-file sweep never sees the edit without
+//! the pin), then records the versions alive at the commit. It is offered to the placement's
+//! deletion once every one of those versions is gone (every read and iterator holds the
+//! version of its super version, and one that started before the commit may hold an old
+//! pointer) and no snapshot is older than the last rewrite.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{DbInner, SuperVersion, write};
 use crate::cache::table_cache::TableCache;
@@ -36,9 +37,9 @@ use crate::version::Version;
 use crate::wal::WriteBatch;
 
 /// A file a value placement retired, waiting for its last possible reader.
-pub(crate) struct Zombie {
+pub(crate) struct Retired {
     file: String,
-    /// The last sequence number when the segment was dropped: snapshots below it may read it.
+    /// The last sequence number when the file was retired: snapshots below it may read it.
     gc_seq: SeqNo,
     /// The versions alive when the drop committed (`None` until then).
     waits: Option<Vec<Weak<Version>>>,
@@ -47,99 +48,9 @@ pub(crate) struct Zombie {
 /// How often the thread looks for work when nothing wakes it.
 const IDLE: Duration = Duration::from_millis(200);
 
-/// Slowing of user writes while collection is behind: each write adds its size times
-/// `ns_per_kib` to a shared debt, and the write that brings the debt past a millisecond
-/// sleeps that millisecond (short sleeps are not precise enough to spread).
-#[derive(Debug, Default)]
-pub(crate) struct Pace {
-    ns_per_kib: AtomicU64,
-    debt_ns: AtomicU64,
-}
-
-/// Garbage fraction of the collectable log from which user writes are slowed, while some
-/// segment is collectable (see `reclaimable_fraction`): a store that is mostly log then has
-/// space amplification of about 1.33, and the collector (which on 2 shared cores reclaims
-/// less than a writer at full speed overwrites) gets time to catch up.
-const PACE_FRACTION: f64 = 0.25;
-
-/// The delay per KiB written for a garbage `fraction`: none below [`PACE_FRACTION`], then
-/// 2 µs doubling every 5 points up to 16 µs (a 4 KiB write at ~20 µs is slowed to about
-/// 0.7x at the first step).
-pub(crate) fn pace_ns_per_kib(fraction: f64) -> u64 {
-    if fraction.is_nan() || fraction < PACE_FRACTION {
-        return 0;
-    }
-    let steps = ((fraction - PACE_FRACTION) / 0.05).floor() as u32;
-    2_000 << steps.min(3)
-}
-
-/// Slow a user write of `bytes` as the collector's backlog asks (see [`Pace`]).
-pub(crate) fn pace(inner: &DbInner, bytes: usize) {
-    let per = inner.gc_pace.ns_per_kib.load(Ordering::Relaxed);
-    if per == 0 {
-        return;
-    }
-    let add = per.saturating_mul(bytes as u64) / 1024;
-    let debt = inner
-        .gc_pace
-        .debt_ns
-        .fetch_add(add, Ordering::Relaxed)
-        .saturating_add(add);
-    const SLICE: u64 = 1_000_000;
-    // Pay a slice only if the debt still holds one: another writer may have paid it, or the
-    // collector reset the debt, since the add (an unconditional subtraction wrapped it).
-    if debt >= SLICE
-        && inner
-            .gc_pace
-            .debt_ns
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
-                d.checked_sub(SLICE)
-            })
-            .is_ok()
-    {
-        std::thread::sleep(Duration::from_nanos(SLICE));
-    }
-}
-
-/// Foreground writes are judged idle when no user write was sequenced during this long.
-const IDLE_WINDOW: Duration = Duration::from_millis(50);
-
+/// The engine's services to one run of the placement's background job.
 struct Host<'a> {
     inner: &'a Arc<DbInner>,
-    /// Start of the current rate budget (reset while writes are idle).
-    started: Cell<Instant>,
-    /// Bytes read against the current budget.
-    read: Cell<u64>,
-    /// Bytes per second; 0: no limit.
-    rate: u64,
-    /// Sequence numbers this run's relocations took (not user writes).
-    own_seqs: Cell<u64>,
-    /// The idle check's window: its start, and user sequence numbers seen at its start.
-    window: Cell<(Instant, SeqNo)>,
-    /// Whether to slow user writes while the backlog is high (automatic collection only).
-    pace: bool,
-}
-
-impl Host<'_> {
-    /// Sequence numbers taken by user writes (the last sequence number less relocations).
-    fn user_seq(&self) -> SeqNo {
-        self.inner
-            .last_seq
-            .load(Ordering::Acquire)
-            .saturating_sub(self.own_seqs.get())
-    }
-
-    /// Whether no user write arrived during the last full window; the throttle then lets
-    /// collection read at full speed (it competes with no one).
-    fn writes_idle(&self) -> bool {
-        let (since, seq) = self.window.get();
-        if since.elapsed() < IDLE_WINDOW {
-            return false;
-        }
-        let now = self.user_seq();
-        self.window.set((Instant::now(), now));
-        now == seq
-    }
 }
 
 impl GcHost for Host<'_> {
@@ -178,7 +89,6 @@ impl GcHost for Host<'_> {
         }
         let n = batch.len() as u64;
         write::log_and_apply(inner, &wal, &mut batch, true, false)?;
-        self.own_seqs.set(self.own_seqs.get() + n);
         Ok(n)
     }
 
@@ -197,9 +107,9 @@ impl GcHost for Host<'_> {
         }
         let gc_seq = inner.last_seq.load(Ordering::Acquire);
         inner
-            .vlog_zombies
+            .retired
             .lock()
-            .extend(files.iter().map(|file| Zombie {
+            .extend(files.iter().map(|file| Retired {
                 file: file.clone(),
                 gc_seq,
                 waits: None,
@@ -230,7 +140,7 @@ impl GcHost for Host<'_> {
         }
         drop(versions);
         for z in inner
-            .vlog_zombies
+            .retired
             .lock()
             .iter_mut()
             .filter(|z| files.contains(&z.file))
@@ -240,40 +150,12 @@ impl GcHost for Host<'_> {
         Ok(())
     }
 
-    fn backlog(&self, fraction: f64) {
-        let per = if self.pace {
-            pace_ns_per_kib(fraction)
-        } else {
-            0
-        };
-        self.inner.gc_pace.ns_per_kib.store(per, Ordering::Relaxed);
-        if per == 0 {
-            self.inner.gc_pace.debt_ns.store(0, Ordering::Relaxed);
-        }
+    fn closing(&self) -> bool {
+        self.inner.shutting_down.load(Ordering::Acquire)
     }
 
-    fn throttle(&self, bytes: u64) -> Result<()> {
-        if self.inner.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        if self.rate == 0 {
-            return Ok(());
-        }
-        if self.writes_idle() {
-            self.started.set(Instant::now());
-            self.read.set(0);
-            return Ok(());
-        }
-        let read = self.read.get() + bytes;
-        self.read.set(read);
-        {
-            let due = Duration::from_secs_f64(read as f64 / self.rate as f64);
-            let elapsed = self.started.get().elapsed();
-            if due > elapsed {
-                std::thread::sleep((due - elapsed).min(Duration::from_millis(100)));
-            }
-        }
-        Ok(())
+    fn last_sequence(&self) -> SeqNo {
+        self.inner.last_seq.load(Ordering::Acquire)
     }
 }
 
@@ -304,24 +186,11 @@ fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool>
     }
 }
 
-/// Run one collection (`force`: any sealed segment, whatever its garbage ratio), then delete
-/// the dropped segments no reader needs. Returns the segments dropped.
+/// Run the placement's job once (`force`: collect whatever garbage there is, whatever its
+/// ratio), then delete the retired files no reader needs. Returns the files the run retired.
 pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
-    let _one = inner.gc_lock.lock();
-    let now = Instant::now();
-    let host = Host {
-        inner,
-        started: Cell::new(now),
-        read: Cell::new(0),
-        rate: if force {
-            0
-        } else {
-            inner.options.vlog_gc_bytes_per_sec
-        },
-        own_seqs: Cell::new(0),
-        window: Cell::new((now, inner.last_seq.load(Ordering::Acquire))),
-        pace: inner.values.wants_gc(),
-    };
+    let _one = inner.value_job_lock.lock();
+    let host = Host { inner };
     let r = inner.values.collect_garbage(&host, force);
     reap(inner);
     r
@@ -336,7 +205,7 @@ pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
 /// memtables were flushed before, in order). By induction each stored value is reported
 /// once, by the flush of the entry right above it, and a compaction that later drops it
 /// reports nothing. Snapshots may still read a superseded value; the count only guides the
-/// choice of segments, and relocation checks liveness itself. A failed lookup stops the
+/// placement's choices, and a rewrite checks liveness itself. A failed lookup stops the
 /// counting (it is a hint, not worth failing the flush for).
 pub(crate) fn count_superseded(
     inner: &DbInner,
@@ -378,11 +247,10 @@ pub(crate) fn count_superseded_over(
         tables: tree.tables,
         cause: ReadCause::Gc,
     };
-    // Only a superseded value pointer is garbage to count (a small value kept inline was
-    // counted when it was logged). When no older table holds a pointer, as in a store of
-    // small values, the tree lookup per flushed key (the cost of this counting) finds
-    // nothing to count and is skipped.
-    let look_up = !older.is_empty() || tree_holds_pointers(tree);
+    // When no older table may hold what the placement counts (for the value log: a store
+    // of small values, kept inline), the tree lookup per flushed key (the cost of this
+    // counting) would find nothing to count and is skipped.
+    let look_up = !older.is_empty() || tree_may_count(tree);
     let mut it = Arc::clone(mem).iter();
     if it.seek_to_first().is_err() {
         return;
@@ -410,19 +278,19 @@ pub(crate) fn count_superseded_over(
     }
 }
 
-/// Whether some table of `tree.version` holds a value pointer (its properties count them);
-/// true when a table cannot be opened, so counting falls back to looking. A version with
+/// Whether some table of `tree.version` may hold values the placement counts (asked by its
+/// properties, [`ValueStore::may_count_in`]); true when a table cannot be opened, so counting falls back to looking. A version with
 /// more tables than the table cache holds is assumed to (nothing is opened): asking every
 /// table at each flush would push out of the cache the tables reads are using, and reopen
 /// each one flush after flush.
-fn tree_holds_pointers(tree: &Tree<'_>) -> bool {
+fn tree_may_count(tree: &Tree<'_>) -> bool {
     if tree.version.files().count() > tree.tables.capacity() {
         return true;
     }
     tree.version.files().any(|(_, f)| {
         tree.tables
             .table(f.number)
-            .map_or(true, |t| t.properties().num_value_pointers > 0)
+            .map_or(true, |t| tree.values.may_count_in(t.properties()))
     })
 }
 
@@ -448,13 +316,13 @@ fn newest_older(
         .and_then(|(ikey, value)| Some((parse_internal_key(&ikey).ok()?.kind, value))))
 }
 
-/// Delete the files of zombies no reader can need any more.
+/// Delete the files of retired no reader can need any more.
 pub(crate) fn reap(inner: &DbInner) {
     let oldest_snapshot = inner.snapshots.all().first().copied();
     let ready = {
-        let mut zombies = inner.vlog_zombies.lock();
-        let before = zombies.len();
-        zombies.retain(|z| {
+        let mut retired = inner.retired.lock();
+        let before = retired.len();
+        retired.retain(|z| {
             let readers_gone = z
                 .waits
                 .as_ref()
@@ -462,7 +330,7 @@ pub(crate) fn reap(inner: &DbInner) {
             let snapshots_gone = oldest_snapshot.is_none_or(|s| s >= z.gc_seq);
             !(readers_gone && snapshots_gone)
         });
-        zombies.len() != before
+        retired.len() != before
     };
     if ready {
         super::background::delete_obsolete_files(inner);
@@ -472,12 +340,12 @@ pub(crate) fn reap(inner: &DbInner) {
 /// Remove from a directory listing the files still pinned by readers, before the sweep
 /// offers it to the placement.
 pub(crate) fn unpin(inner: &DbInner, names: &mut Vec<String>) {
-    let zombies = inner.vlog_zombies.lock();
-    names.retain(|n| !zombies.iter().any(|z| z.file == *n));
+    let retired = inner.retired.lock();
+    names.retain(|n| !retired.iter().any(|z| z.file == *n));
 }
 
-/// The garbage-collection thread: collects when a segment's garbage passes the ratio.
-pub(crate) fn gc_thread(inner: Arc<DbInner>) {
+/// The thread of the placement's background job (only for a placement that wants one).
+pub(crate) fn value_job_thread(inner: Arc<DbInner>) {
     if !inner.values.wants_gc() {
         return;
     }
@@ -504,7 +372,3 @@ pub(crate) fn gc_thread(inner: Arc<DbInner>) {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "gc_tests.rs"]
-mod tests;
