@@ -328,11 +328,11 @@ pub fn verify(a: &StoreArgs) -> CliResult {
         r.entries,
         a.db.display()
     )?;
-    if r.vlog_segments > 0 {
+    if r.placement.segments > 0 {
         writeln!(
             out,
             "value log: {} segments, {} records, {} value pointers checked",
-            r.vlog_segments, r.vlog_records, r.value_pointers
+            r.placement.segments, r.placement.records, r.placement.pointers
         )?;
     }
     out.flush()?;

@@ -8,8 +8,10 @@
 pub mod cache;
 pub mod compaction;
 pub mod db;
+mod design;
 pub mod env;
 pub mod error;
+pub mod filename;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -24,8 +26,8 @@ pub mod values;
 pub mod version;
 pub mod wal;
 
-pub use db::{
-    Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch, verify,
-};
+pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch};
+pub use design::verify;
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ValuesKind, WriteOptions};
+pub use values::{PlacementChecked, PlacementStats};

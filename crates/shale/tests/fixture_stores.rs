@@ -170,7 +170,7 @@ fn v0_fixtures_hold_the_state_they_are_meant_to_test() {
     let dir = temp("garbage");
     copy_dir(&fixture_dir("wisckey"), &dir);
     let db = Db::open(&dir, options("wisckey")).unwrap();
-    let segments = db.stats().vlog_segments;
+    let segments = db.stats().placement.segments;
     assert!(
         segments.iter().filter(|s| s.2 > 0).count() >= 1,
         "wisckey: {segments:?}"

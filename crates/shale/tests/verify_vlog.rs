@@ -64,9 +64,9 @@ fn a_sound_value_log_verifies() {
     let env = Env::memory();
     build(&env);
     let r = shale::verify(DIR, opts(&env)).expect("verify");
-    assert!(r.vlog_segments >= 2, "{r:?}");
-    assert!(r.vlog_records >= 200, "{r:?}");
-    assert!(r.value_pointers >= 200, "{r:?}");
+    assert!(r.placement.segments >= 2, "{r:?}");
+    assert!(r.placement.records >= 200, "{r:?}");
+    assert!(r.placement.pointers >= 200, "{r:?}");
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn pointers_of_a_table_a_compaction_moved_are_checked() {
     db.close().expect("close");
     let r = shale::verify(DIR, o).expect("verify");
     assert_eq!(r.tables, 1, "{r:?}");
-    assert_eq!(r.value_pointers, 50, "{r:?}");
+    assert_eq!(r.placement.pointers, 50, "{r:?}");
 }
 
 #[test]

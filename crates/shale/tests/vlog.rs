@@ -116,7 +116,7 @@ fn gc_reclaims_overwritten_and_deleted_values() {
     let before = segments(&env).len();
     let stats = db.stats();
     assert!(
-        stats.vlog_segments.iter().any(|s| s.2 > 0),
+        stats.placement.segments.iter().any(|s| s.2 > 0),
         "garbage is counted: {stats:?}"
     );
     let dropped = gc_all(&db);
@@ -125,7 +125,7 @@ fn gc_reclaims_overwritten_and_deleted_values() {
     let after = segments(&env).len();
     assert!(after < before, "segments {before} -> {after}");
     let stats = db.stats();
-    assert!(stats.gc_segments_deleted >= dropped && stats.gc_bytes_read > 0);
+    assert!(stats.placement.gc_segments_deleted >= dropped && stats.placement.gc_bytes_read > 0);
     db.close().expect("close");
     let db = Db::open(DIR, opts(&env)).expect("reopen");
     check(&db, &model, n);
@@ -264,7 +264,7 @@ fn leveldb_has_no_value_log() {
     db.put(b"k", &[7u8; 1000]).expect("put");
     assert_eq!(db.run_value_gc().expect("gc"), 0);
     assert!(segments(&env).is_empty());
-    assert!(db.stats().vlog_segments.is_empty());
+    assert!(db.stats().placement.segments.is_empty());
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn gc_rewrites_are_counted_as_gc() {
     assert!(gc_all(&db) > 0);
     let after = db.stats();
     let gc = shale::env::WriteCause::Gc;
-    assert!(after.gc_records_relocated > 0);
+    assert!(after.placement.gc_records_relocated > 0);
     assert!(after.written_for(gc) > before.written_for(gc));
 }
 
@@ -461,7 +461,7 @@ fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
     o.env = env.clone();
     // `verify` reads the crashed store as recovery will: the zeros end the newest segment.
     let report = shale::verify(DIR, o.clone()).expect("verify the crashed store");
-    assert!(report.vlog_records >= u64::from(n), "{report:?}");
+    assert!(report.placement.records >= u64::from(n), "{report:?}");
     for round in 0..2 {
         let db = Db::open(DIR, o.clone()).expect("recover");
         check(&db, &model, n);
@@ -472,7 +472,7 @@ fn a_process_crash_leaves_a_zero_filled_tail_that_recovery_reads_as_the_end() {
         check(&db, &model, n);
     }
     let report = shale::verify(DIR, o).expect("verify");
-    assert!(report.vlog_segments > 0, "{report:?}");
+    assert!(report.placement.segments > 0, "{report:?}");
 }
 
 #[test]

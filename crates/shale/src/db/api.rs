@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::env::{ReadCause, WriteCause};
 use crate::key::SeqNo;
+use crate::values::PlacementStats;
 
 /// Options of an iterator.
 #[derive(Clone, Debug, Default)]
@@ -135,23 +136,9 @@ pub struct Stats {
     pub block_cache_misses: u64,
     /// The newest sequence number.
     pub last_sequence: SeqNo,
-    /// Value-log segments (empty without a value log), oldest first, as
-    /// `(segment number, bytes, garbage bytes)`; garbage is the records a flush superseded
-    /// with a newer entry of their key, plus records the tree keeps inline.
-    pub vlog_segments: Vec<(u64, u64, u64)>,
-    /// Value-log garbage collection: runs since open.
-    pub gc_runs: u64,
-    /// Value-log garbage collection: bytes of segments read.
-    pub gc_bytes_read: u64,
-    /// Value-log garbage collection: key and value bytes of live records rewritten at the head.
-    pub gc_bytes_relocated: u64,
-    /// Value-log garbage collection: live records rewritten at the head.
-    pub gc_records_relocated: u64,
-    /// Value-log garbage collection: segments dropped.
-    pub gc_segments_deleted: u64,
-    /// Value-log garbage collection: records skipped without a tree lookup (a flush had
-    /// superseded them since the store opened).
-    pub gc_records_skipped: u64,
+    /// The value placement's own counters (for a value log: its segments and garbage
+    /// collection); printed by `Display` when it has any.
+    pub placement: PlacementStats,
 }
 
 impl Stats {
@@ -234,31 +221,7 @@ impl std::fmt::Display for Stats {
             self.block_cache_misses,
             self.last_sequence
         )?;
-        if !self.vlog_segments.is_empty() {
-            let bytes: u64 = self.vlog_segments.iter().map(|s| s.1).sum();
-            let garbage: u64 = self.vlog_segments.iter().map(|s| s.2).sum();
-            writeln!(
-                f,
-                "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {}; {} records skipped as superseded",
-                self.vlog_segments.len(),
-                mb(bytes),
-                mb(garbage),
-                self.gc_runs,
-                mb(self.gc_bytes_read),
-                self.gc_records_relocated,
-                mb(self.gc_bytes_relocated),
-                self.gc_segments_deleted,
-                self.gc_records_skipped
-            )?;
-            for (n, b, g) in &self.vlog_segments {
-                writeln!(
-                    f,
-                    "  segment {n:06}: {:.1} MB, garbage {:.1} MB",
-                    mb(*b),
-                    mb(*g)
-                )?;
-            }
-        }
+        write!(f, "{}", self.placement)?;
         Ok(())
     }
 }

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::open::{FileKind, parse_file_name};
 use super::{DbInner, SuperVersion};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
+use crate::filename::{FileKind, parse_file_name};
 use crate::layout::{PickContext, Plan, PlanKind};
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
@@ -411,14 +411,13 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
         };
         let obsolete = match kind {
             FileKind::Table(n) => !live.contains(&n) && !pending.contains(&n),
-            // The durability log is the value placement's business (above).
-            FileKind::Log(_) | FileKind::Segment(_) => false,
             // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
             // may already name it (the rename done, the directory sync failed); the next
             // open starts another MANIFEST and removes both.
             FileKind::Manifest(n) => n < manifest_number,
-            // A temporary file may belong to a CURRENT update in progress: only open removes it.
-            FileKind::Temp => false,
+            // The durability log is the value placement's business (above). A temporary file
+            // may belong to a CURRENT update in progress: only open removes it.
+            _ => false,
         };
         if obsolete {
             if let FileKind::Table(n) = kind {

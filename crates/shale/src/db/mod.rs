@@ -56,9 +56,9 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
-pub(crate) use open::{FileKind, MAX_FILE_NUMBER, parse_file_name};
 pub use read::{Cursor, DbIterator};
-pub use verify::{VerifyReport, verify};
+pub use verify::VerifyReport;
+pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
@@ -66,7 +66,7 @@ use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
 use crate::layout::{Layout, Plan};
-use crate::memory::MemTable;
+use crate::memory::{MemTable, MemTableFactory};
 use crate::options::{Options, WriteOptions};
 use crate::values::ValueStore;
 use crate::version::Version;
@@ -169,12 +169,27 @@ pub(crate) struct LevelCounters {
     pub(crate) count: u64,
 }
 
+/// The parts one store is built from, one per axis. The engine never asks which
+/// implementation it holds; `crate::design` builds them from the options.
+pub(crate) struct Axes {
+    pub(crate) layout: Arc<dyn Layout>,
+    pub(crate) values: Arc<dyn ValueStore>,
+    pub(crate) memtables: MemTableFactory,
+}
+
+/// Builds a store's parts from its options, its directory and its file-number counter (the
+/// one wiring is `crate::design::axes`; the engine takes it as an argument so that it never
+/// names a design).
+pub(crate) type Wiring = dyn Fn(&Options, &Path, Arc<AtomicU64>) -> Axes;
+
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
     pub(crate) env: Env,
     pub(crate) layout: Arc<dyn Layout>,
     pub(crate) values: Arc<dyn ValueStore>,
+    /// Makes the empty memtable of every switch.
+    pub(crate) memtables: MemTableFactory,
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     pub(crate) snapshots: Arc<SnapshotList>,
@@ -237,13 +252,10 @@ impl DbInner {
 }
 
 impl Db {
-    /// Open (or create) the store in directory `path`.
-    ///
-    /// # Errors
-    /// [`Error::Locked`] if another handle holds the store, [`Error::Corruption`] if its
-    /// files are damaged, [`Error::InvalidArgument`] for bad options, [`Error::Io`].
-    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = open::open(path.as_ref(), options)?;
+    /// Open the store in `path` with the parts `wiring` builds (the public `Db::open` is
+    /// in `crate::design`, which knows the designs).
+    pub(crate) fn open_with(path: &Path, options: Options, wiring: &Wiring) -> Result<Db> {
+        let inner = open::open(path, options, wiring)?;
         let prefetch = PrefetchPool::new(
             inner.options.scan_prefetch_threads,
             inner.options.scan_prefetch_bytes,

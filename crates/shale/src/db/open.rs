@@ -14,69 +14,23 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
 use super::value_jobs::{Tree, count_superseded_over};
-use super::{BgState, Counters, DbInner, SuperVersion, WalState};
+use super::{Axes, BgState, Counters, DbInner, SuperVersion, WalState, Wiring};
 use crate::cache::block_cache::BlockCache;
 use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
-use crate::layout::new_layout;
+use crate::filename::{CURRENT_FILE, FileKind, LOCK_FILE, parse_file_name};
+use crate::layout::Layout;
 use crate::manifest::{AxisStates, VersionEdit};
-use crate::memory::{MemTable, new_memtable};
+use crate::memory::MemTable;
 use crate::options::Options;
-use crate::values::{PersistedState, RecoverContext, empty_state, new_value_store};
+use crate::values::ValueStore;
+use crate::values::{PersistedState, RecoverContext};
 use crate::version::set::VersionSet;
 
-/// The largest file number the engine hands out (far beyond any real store): larger numbers
-/// in a directory or a MANIFEST are not the engine's, and arithmetic on them cannot overflow.
-pub(crate) const MAX_FILE_NUMBER: u64 = 1 << 48;
-
-/// The kinds of file a store directory holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FileKind {
-    /// `NNNNNN.sst`
-    Table(u64),
-    /// `NNNNNN.log`
-    Log(u64),
-    /// `NNNNNN.vlog` (a value-log segment)
-    Segment(u64),
-    /// `MANIFEST-NNNNNN`
-    Manifest(u64),
-    /// `*.tmp`
-    Temp,
-}
-
-/// Recognize a file name of the store; `None` for names the store does not own (`LOCK`,
-/// `CURRENT`, anything a user put there).
-pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
-    if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n
-            .parse()
-            .ok()
-            .filter(|&n| n <= MAX_FILE_NUMBER)
-            .map(FileKind::Manifest);
-    }
-    if name.ends_with(".tmp") {
-        return Some(FileKind::Temp);
-    }
-    let (stem, ext) = name.rsplit_once('.')?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = stem.parse().ok()?;
-    if n > MAX_FILE_NUMBER {
-        // Not a number this engine hands out; leave the file alone.
-        return None;
-    }
-    match ext {
-        "sst" => Some(FileKind::Table(n)),
-        "log" => Some(FileKind::Log(n)),
-        "vlog" => Some(FileKind::Segment(n)),
-        _ => None,
-    }
-}
-
-pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+/// Open the store in `dir` with the parts `wiring` builds from `options`.
+pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<DbInner>> {
     options.validate()?;
     let env = options.env.clone();
     let fs = env.fs().clone();
@@ -89,22 +43,21 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         }
         fs.create_dir_all(dir)?;
     }
-    let lock = fs.lock(&dir.join("LOCK"))?;
-    let layout = new_layout(&options);
+    let lock = fs.lock(&dir.join(LOCK_FILE))?;
     let min_next_file = fs
         .list_dir(dir)?
         .iter()
-        .filter_map(|n| match parse_file_name(n)? {
-            FileKind::Table(n)
-            | FileKind::Log(n)
-            | FileKind::Segment(n)
-            | FileKind::Manifest(n) => Some(n + 1),
-            FileKind::Temp => None,
-        })
+        .filter_map(|n| Some(parse_file_name(n)?.number()? + 1))
         .max()
         .unwrap_or(1);
-    let has_current = fs.exists(&dir.join("CURRENT"))?;
-    let format_tag = format_tag(&options, layout.as_ref());
+    let file_numbers = Arc::new(AtomicU64::new(min_next_file));
+    let Axes {
+        layout,
+        values,
+        memtables,
+    } = wiring(&options, dir, Arc::clone(&file_numbers));
+    let has_current = fs.exists(&dir.join(CURRENT_FILE))?;
+    let format_tag = format_tag(layout.as_ref(), values.as_ref());
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -117,9 +70,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             dir,
             options.num_levels,
             &format_tag,
-            min_next_file,
+            Arc::clone(&file_numbers),
             layout.empty_state(),
-            AxisStates::with_values(empty_state(&options)),
+            AxisStates::with_values(values.empty_state()),
         )?;
         let placement = PersistedState {
             log_number: r.log_number,
@@ -139,13 +92,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
                 dir,
                 options.num_levels,
                 &format_tag,
-                min_next_file,
+                Arc::clone(&file_numbers),
                 layout.empty_state(),
-                AxisStates::with_values(empty_state(&options)),
+                AxisStates::with_values(values.empty_state()),
             )?,
             PersistedState {
                 log_number: 0,
-                state: empty_state(&options),
+                state: values.empty_state(),
             },
             0,
         )
@@ -171,7 +124,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     ));
     // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
     // the edit moves the placement's position past the replayed writes.
-    let values = new_value_store(&options, dir, versions.file_numbers());
     let mut edit = VersionEdit::default();
     {
         let replay = Replay {
@@ -188,7 +140,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             names: &names,
             last_sequence: last_seq,
         };
-        let mut mem: Arc<dyn MemTable> = new_memtable(options.memory);
+        let mut mem: Arc<dyn MemTable> = memtables();
         let mut failed: Option<Error> = None;
         let mut flushed = VersionEdit::default();
         // The memtables written out, oldest first, kept to count what they supersede once
@@ -206,7 +158,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
                     if let Err(e) = replay.flush(&mem, &mut flushed) {
                         failed = Some(e);
                     }
-                    let full = std::mem::replace(&mut mem, new_memtable(options.memory));
+                    let full = std::mem::replace(&mut mem, memtables());
                     if counts {
                         written.push(full);
                     }
@@ -238,11 +190,12 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     fs.sync_dir(dir)?;
     let version = versions.log_and_apply(edit, last_seq)?;
 
-    let mem = new_memtable(options.memory);
+    let mem = memtables();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         values,
         layout,
+        memtables,
         env: env.clone(),
         tables,
         block_cache,
@@ -278,20 +231,12 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     Ok(inner)
 }
 
-/// The identity a MANIFEST records: the layout, and a separated value placement (whose
-/// stores another placement cannot read).
-pub(crate) fn format_tag(options: &Options, layout: &dyn crate::layout::Layout) -> String {
-    match options.values {
-        crate::options::ValuesKind::Inline => layout.name().to_string(),
-        _ => format!("{}+{}", layout.name(), values_name(options)),
-    }
-}
-
-/// The name of the configured value placement (for the MANIFEST's format tag).
-fn values_name(options: &Options) -> &'static str {
-    match options.values {
-        crate::options::ValuesKind::Inline => "inline",
-        crate::options::ValuesKind::Vlog => "vlog",
+/// The identity a MANIFEST records: the layout, and a value placement whose stores
+/// another placement cannot read.
+pub(crate) fn format_tag(layout: &dyn Layout, values: &dyn ValueStore) -> String {
+    match values.store_tag() {
+        None => layout.name().to_string(),
+        Some(t) => format!("{}+{t}", layout.name()),
     }
 }
 
@@ -324,25 +269,5 @@ impl Replay<'_> {
             edit.new_files.push((0, f));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names() {
-        assert_eq!(parse_file_name("000012.sst"), Some(FileKind::Table(12)));
-        assert_eq!(parse_file_name("000007.log"), Some(FileKind::Log(7)));
-        assert_eq!(
-            parse_file_name("MANIFEST-000003"),
-            Some(FileKind::Manifest(3))
-        );
-        assert_eq!(parse_file_name("CURRENT.tmp"), Some(FileKind::Temp));
-        assert_eq!(parse_file_name("CURRENT"), None);
-        assert_eq!(parse_file_name("LOCK"), None);
-        assert_eq!(parse_file_name("notes.sst"), None);
-        assert_eq!(parse_file_name("MANIFEST-x"), None);
     }
 }

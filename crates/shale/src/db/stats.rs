@@ -33,7 +33,6 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         .map(|m| m.approximate_bytes() as u64)
         .sum();
     let c = &inner.counters;
-    let placement = inner.values.stats();
     Stats {
         user_bytes_written: user_bytes,
         user_ops_written: c.user_ops.load(Ordering::Relaxed),
@@ -51,13 +50,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         block_cache_hits: inner.block_cache.as_ref().map_or(0, |b| b.hits()),
         block_cache_misses: inner.block_cache.as_ref().map_or(0, |b| b.misses()),
         last_sequence: inner.last_seq.load(Ordering::Acquire),
-        vlog_segments: placement.segments,
-        gc_runs: placement.gc_runs,
-        gc_bytes_read: placement.gc_bytes_read,
-        gc_bytes_relocated: placement.gc_bytes_relocated,
-        gc_records_relocated: placement.gc_records_relocated,
-        gc_records_skipped: placement.gc_records_skipped,
-        gc_segments_deleted: placement.gc_segments_deleted,
+        placement: inner.values.stats(),
     }
 }
 

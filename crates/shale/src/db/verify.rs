@@ -3,20 +3,22 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
-use super::open::{FileKind, parse_file_name};
+use super::Wiring;
+
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
-use crate::layout::new_layout;
+use crate::filename::{FileKind, parse_file_name};
 use crate::manifest;
 use crate::manifest::AxisStates;
 use crate::options::Options;
 use crate::table::sst::Table;
-use crate::values::{PersistedState, VerifyContext, empty_state};
+use crate::values::{PersistedState, PlacementChecked, VerifyContext};
 use crate::wal::LogReader;
 use crate::wal::WriteBatch;
 
-/// What [`verify`] checked.
+/// What [`crate::verify`] checked.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct VerifyReport {
@@ -28,28 +30,17 @@ pub struct VerifyReport {
     pub bytes: u64,
     /// Entries seen in tables.
     pub entries: u64,
-    /// Value-log segments checked (header and every record's checksum).
-    pub vlog_segments: usize,
-    /// Value-log records checked.
-    pub vlog_records: u64,
-    /// Value pointers in live tables checked against the record they name.
-    pub value_pointers: u64,
+    /// What the value placement's own checks found (for a value log: its segments, their
+    /// records and the pointers into them).
+    pub placement: PlacementChecked,
 }
 
-/// Check every checksum of every file of the store at `path`: CURRENT, the live MANIFEST,
-/// every log and every table (each block, and key order); and for a value log, every live
-/// segment (header, every record's checksum) and every value pointer of a live table (it
-/// must name a record in a live segment holding its key). Does not take the store's lock
-/// and writes nothing.
-///
-/// # Errors
-/// The first problem found: [`Error::Corruption`] naming the file and offset, or
-/// [`Error::Io`].
-pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
-    let dir = path.as_ref();
+/// `verify` with the parts `wiring` builds (the public [`crate::verify`] is in
+/// `crate::design`): see there.
+pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Result<VerifyReport> {
     let env = &options.env;
     let fs = env.fs();
-    if !fs.exists(&dir.join("CURRENT"))? {
+    if !fs.exists(&dir.join(crate::filename::CURRENT_FILE))? {
         return Err(Error::InvalidArgument(format!(
             "no store at {}: CURRENT is missing",
             dir.display()
@@ -59,7 +50,9 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
     let manifest_number = manifest::read_current(env, dir)?;
     let manifest_path = dir.join(manifest::manifest_file_name(manifest_number));
     let edits = manifest::read_manifest(env, dir, manifest_number)?;
-    let expected = super::open::format_tag(&options, new_layout(&options).as_ref());
+    // The placement is built to read its state and check its files; nothing is opened.
+    let axes = wiring(&options, dir, Arc::new(AtomicU64::new(0)));
+    let expected = super::open::format_tag(axes.layout.as_ref(), axes.values.as_ref());
     if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
         && *t != expected
     {
@@ -68,11 +61,11 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
             dir.display()
         )));
     }
-    let mut axes = AxisStates::with_values(empty_state(&options));
+    let mut states = AxisStates::with_values(axes.values.empty_state());
     let mut log_number = 0;
     let mut live_tables = BTreeSet::new();
     for (i, e) in edits.iter().enumerate() {
-        axes.absorb(&e.records).map_err(|d| {
+        states.absorb(&e.records).map_err(|d| {
             Error::corruption(&manifest_path, 0, format!("edit {i} does not apply: {d}"))
         })?;
         log_number = e.log_number.unwrap_or(log_number);
@@ -124,18 +117,15 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
     }
     let state = PersistedState {
         log_number,
-        state: axes.values,
+        state: states.values,
     };
-    let vlog = crate::values::verify(&VerifyContext {
+    report.placement = axes.values.verify(&VerifyContext {
         env,
         dir,
         names: &names,
         state: &state,
         tables: &tables,
     })?;
-    report.vlog_segments = vlog.segments;
-    report.vlog_records = vlog.records;
-    report.value_pointers = vlog.pointers;
-    report.bytes += vlog.bytes;
+    report.bytes += report.placement.bytes;
     Ok(report)
 }

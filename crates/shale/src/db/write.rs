@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, Imm, SuperVersion, WalState};
 use crate::error::{Error, Result};
-use crate::memory::new_memtable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::wal::WriteBatch;
 
@@ -256,7 +255,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
             return Err(e);
         }
     };
-    let new_mem = new_memtable(inner.options.memory);
+    let new_mem = (inner.memtables)();
     let old_mem = std::mem::replace(&mut wal.mem, Arc::clone(&new_mem));
     let mut bg = inner.bg.lock();
     bg.imms.push_back(Imm {

@@ -26,7 +26,6 @@ use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
-use crate::options::{LayoutKind, Options};
 use crate::table::Table;
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
@@ -393,14 +392,6 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     /// Default: never.
     fn take_compaction_wanted(&self) -> bool {
         false
-    }
-}
-
-/// Build the configured layout.
-pub fn new_layout(options: &Options) -> Arc<dyn Layout> {
-    match options.layout {
-        LayoutKind::Leveled => Arc::new(leveled::Leveled::new(options)),
-        LayoutKind::Flsm => Arc::new(flsm::Flsm::new(options)),
     }
 }
 

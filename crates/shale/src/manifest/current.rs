@@ -17,23 +17,14 @@ use crate::env::{Env, ReadCause, WriteCause};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::format::crc32c;
 
-/// Name of the file that names the live MANIFEST.
-pub const CURRENT_FILE: &str = "CURRENT";
-
-/// Name of the temporary file renamed over [`CURRENT_FILE`].
-pub const CURRENT_TMP_FILE: &str = "CURRENT.tmp";
+use crate::filename::MANIFEST_PREFIX as PREFIX;
+pub use crate::filename::{CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name};
 
 /// No valid CURRENT is longer than this ("MANIFEST-" + 20 digits + checksum line is 46
 /// bytes), so a larger file is rejected before it is read into memory.
 const MAX_CURRENT_LEN: u64 = 64;
 
-const PREFIX: &str = "MANIFEST-";
 const CRC_PREFIX: &str = "crc32c:";
-
-/// The file name of MANIFEST number `number`: `MANIFEST-` and at least six digits.
-pub fn manifest_file_name(number: u64) -> String {
-    format!("{PREFIX}{number:06}")
-}
 
 /// The exact bytes of a CURRENT naming MANIFEST `number`.
 pub(crate) fn current_contents(number: u64) -> String {

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
-use crate::options::MemoryKind;
 
 pub mod skiplist;
 
@@ -42,9 +41,5 @@ pub trait MemTable: Send + Sync {
     }
 }
 
-/// Make an empty memtable of the configured kind.
-pub fn new_memtable(kind: MemoryKind) -> Arc<dyn MemTable> {
-    match kind {
-        MemoryKind::SkipList => Arc::new(skiplist::SkipListMemTable::new()),
-    }
-}
+/// Makes the empty memtables of one store (the engine asks for one at every switch).
+pub type MemTableFactory = Arc<dyn Fn() -> Arc<dyn MemTable> + Send + Sync>;

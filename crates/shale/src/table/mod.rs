@@ -12,7 +12,4 @@ pub use sst::{Table, TableBuilder, TableIter, TableProperties, TableSummary};
 #[cfg(test)]
 pub(crate) mod test_fs;
 
-/// The file name of table `number`: `{number:06}.sst`.
-pub fn table_file_name(number: u64) -> String {
-    format!("{number:06}.sst")
-}
+pub use crate::filename::table_file_name;

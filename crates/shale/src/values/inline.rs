@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::{Apply, LogPosition, PersistedState, RecoverContext, ValueStore};
-use crate::db::{FileKind, parse_file_name};
 use crate::env::{Env, ReadCause, WriteCause};
 use crate::error::{Error, Result};
+use crate::filename::{FileKind, parse_file_name};
 use crate::key::{SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
 use crate::wal::{LogReader, LogWriter, WriteBatch, log_file_name};

@@ -22,13 +22,11 @@ pub mod vlog;
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use crate::env::Env;
 use crate::error::Result;
 use crate::key::{SeqNo, ValueKind};
 use crate::manifest::{AxisState, VersionEdit};
-use crate::options::{Options, ValuesKind};
 use crate::wal::WriteBatch;
 
 pub use inline::InlinePlacement;
@@ -54,6 +52,41 @@ pub struct PersistedState {
     pub log_number: u64,
     /// The placement's own state.
     pub state: Box<dyn AxisState>,
+}
+
+impl std::fmt::Display for PlacementStats {
+    /// Nothing for a placement without segments; else one line of totals and one per
+    /// segment.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mb = |b: u64| b as f64 / 1e6;
+        if self.segments.is_empty() {
+            return Ok(());
+        }
+        let bytes: u64 = self.segments.iter().map(|s| s.1).sum();
+        let garbage: u64 = self.segments.iter().map(|s| s.2).sum();
+        writeln!(
+            f,
+            "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {}; {} records skipped as superseded",
+            self.segments.len(),
+            mb(bytes),
+            mb(garbage),
+            self.gc_runs,
+            mb(self.gc_bytes_read),
+            self.gc_records_relocated,
+            mb(self.gc_bytes_relocated),
+            self.gc_segments_deleted,
+            self.gc_records_skipped
+        )?;
+        for (n, b, g) in &self.segments {
+            writeln!(
+                f,
+                "  segment {n:06}: {:.1} MB, garbage {:.1} MB",
+                mb(*b),
+                mb(*g)
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// What recovery gives a placement.
@@ -115,6 +148,29 @@ pub struct PlacementStats {
 pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// The placement's name.
     fn name(&self) -> &'static str;
+
+    /// What this placement adds to the MANIFEST's format tag after the layout's name
+    /// (`leveled+vlog`), when its stores cannot be read by another placement; `None` for
+    /// one whose stores any placement reads (the format tag is the layout's name alone).
+    fn store_tag(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The placement's durable state in a new store: what its MANIFEST records are replayed
+    /// into (see [`PersistedState`]). Default: a placement that records nothing but the log
+    /// number.
+    fn empty_state(&self) -> Box<dyn AxisState> {
+        Box::new(crate::manifest::NoState(crate::manifest::Axis::Values))
+    }
+
+    /// Check the placement's own files as `verify` does (the value log: every segment and
+    /// every pointer into it). Default: nothing to check.
+    ///
+    /// # Errors
+    /// The first problem: [`crate::Error::Corruption`] naming the file and offset, or I/O.
+    fn verify(&self, _ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
+        Ok(PlacementChecked::default())
+    }
 
     /// Replay every write the MANIFEST does not cover, whole groups in log order, through
     /// `apply`; then start a fresh log for new writes and record in `edit` where recovery
@@ -256,15 +312,6 @@ pub trait GcHost {
     fn last_sequence(&self) -> SeqNo;
 }
 
-/// The configured placement's durable state in a new store: what its MANIFEST records are
-/// replayed into (see [`PersistedState`]).
-pub fn empty_state(options: &Options) -> Box<dyn AxisState> {
-    match options.values {
-        ValuesKind::Inline => Box::new(crate::manifest::NoState(crate::manifest::Axis::Values)),
-        ValuesKind::Vlog => Box::new(vlog::state::VlogState::default()),
-    }
-}
-
 /// What `verify` hands the placement's checks.
 pub struct VerifyContext<'a> {
     /// The file system.
@@ -290,28 +337,4 @@ pub struct PlacementChecked {
     pub records: u64,
     /// Value pointers in live tables checked against the record they name.
     pub pointers: u64,
-}
-
-/// Check the placement's own files as `verify` does: the value log's segments and every
-/// pointer into them. Any store may hold value-log segments, so every store's are checked.
-///
-/// # Errors
-/// The first problem: [`crate::Error::Corruption`] naming the file and offset, or I/O.
-pub fn verify(ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
-    vlog::verify::check(ctx)
-}
-
-/// Build the configured value placement for the store in `dir`. `file_numbers` is the
-/// store's shared file-number allocator.
-pub fn new_value_store(
-    options: &Options,
-    dir: &Path,
-    file_numbers: Arc<AtomicU64>,
-) -> Arc<dyn ValueStore> {
-    match options.values {
-        ValuesKind::Inline => {
-            Arc::new(InlinePlacement::new(options.env.clone(), dir, file_numbers))
-        }
-        ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
-    }
 }

@@ -66,9 +66,11 @@ impl VersionSet {
     /// CURRENT at it (so MANIFESTs never grow across restarts).
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
-    /// `min_next_file` is one more than the largest file number found in the directory:
-    /// logs created after the last edit are not in the MANIFEST, and their numbers must not
-    /// be handed out again (a new log would truncate an old one before it is retired).
+    /// `file_numbers` is the store's file-number counter, holding one more than the largest
+    /// file number found in the directory: logs created after the last edit are not in the
+    /// MANIFEST, and their numbers must not be handed out again (a new log would truncate an
+    /// old one before it is retired). Recovery moves it past every number the MANIFEST
+    /// knows.
     /// `layout` and `axes` are the axes' empty states, which the edits' axis records are
     /// replayed into.
     pub fn recover(
@@ -76,10 +78,11 @@ impl VersionSet {
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
-        min_next_file: u64,
+        file_numbers: Arc<AtomicU64>,
         layout: Arc<dyn LayoutState>,
         axes: AxisStates,
     ) -> Result<Recovered> {
+        let min_next_file = file_numbers.load(Ordering::Relaxed);
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
         let edits = manifest::read_manifest(env, dir, number)?;
@@ -124,7 +127,7 @@ impl VersionSet {
         if edits.is_empty() {
             return Err(Error::corruption(&path, 0, "MANIFEST holds no edit"));
         }
-        let limit = crate::db::MAX_FILE_NUMBER;
+        let limit = crate::filename::MAX_FILE_NUMBER;
         let max_file = version.files().map(|(_, f)| f.number).max().unwrap_or(0);
         if [next_file, log_number, max_file, number]
             .iter()
@@ -144,7 +147,8 @@ impl VersionSet {
             .max(max_file + 1)
             .max(log_number + 1)
             .max(number + 1);
-        let next = Arc::new(AtomicU64::new(next_file));
+        file_numbers.store(next_file, Ordering::Relaxed);
+        let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(version);
         let manifest = Self::write_new_manifest(
@@ -179,17 +183,19 @@ impl VersionSet {
         })
     }
 
-    /// Create the version set of a new, empty store in `dir`, with the axes' empty states.
+    /// Create the version set of a new, empty store in `dir`, with the axes' empty states;
+    /// `file_numbers` as for [`VersionSet::recover`].
     pub fn create(
         env: &Env,
         dir: &Path,
         num_levels: usize,
         format_tag: &str,
-        min_next_file: u64,
+        file_numbers: Arc<AtomicU64>,
         layout: Arc<dyn LayoutState>,
         axes: AxisStates,
     ) -> Result<VersionSet> {
-        let next = Arc::new(AtomicU64::new(min_next_file.max(1)));
+        file_numbers.fetch_max(1, Ordering::Relaxed);
+        let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::with_layout(num_levels, layout));
         let manifest = Self::write_new_manifest(

@@ -81,7 +81,4 @@ pub(crate) fn record_checksum(typ: u8, payload: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests;
 
-/// The name of log file `number`: `{number:06}.log`.
-pub fn log_file_name(number: u64) -> String {
-    format!("{number:06}.log")
-}
+pub use crate::filename::log_file_name;

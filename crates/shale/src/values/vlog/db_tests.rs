@@ -43,7 +43,7 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 }
 
 fn total_garbage(db: &Db) -> u64 {
-    db.stats().vlog_segments.iter().map(|s| s.2).sum()
+    db.stats().placement.segments.iter().map(|s| s.2).sum()
 }
 
 #[test]
@@ -244,7 +244,7 @@ fn superseded_records_are_skipped_without_a_lookup_and_live_ones_kept() {
     }
     assert!(dropped > 0);
     // Every superseded record of the first round was skipped, no other one.
-    assert_eq!(db.stats().gc_records_skipped, superseded);
+    assert_eq!(db.stats().placement.gc_records_skipped, superseded);
     let expect = |i: u32| match (i % 5, i % 2) {
         (0, _) => None,
         (_, 0) => Some(value(i, 1)),
@@ -376,7 +376,7 @@ fn versions_within_replayed_writes_are_counted_once() {
             total_garbage(&db)
         );
         check_rounds(&db, n);
-        same_counts(&mut first, db.stats().vlog_segments);
+        same_counts(&mut first, db.stats().placement.segments);
         db.close().expect("close");
     }
 }
@@ -392,7 +392,7 @@ fn garbage_replayed_after_a_crash_is_counted_once() {
     let n = 100;
     let round0 = flushed_round(&db, n);
     // Segments holding round 0 (round 1 may share the newest of them).
-    let first: Vec<u64> = db.stats().vlog_segments.iter().map(|s| s.0).collect();
+    let first: Vec<u64> = db.stats().placement.segments.iter().map(|s| s.0).collect();
     logged_rounds(&db, n);
     let mut batch = crate::wal::WriteBatch::new();
     batch.put(b"last", b"synced");
@@ -408,7 +408,7 @@ fn garbage_replayed_after_a_crash_is_counted_once() {
         )
         .expect("reopen");
         check_rounds(&db, n);
-        let segments = db.stats().vlog_segments;
+        let segments = db.stats().placement.segments;
         // Unsynced segments are replayed with their values copied into the tables (whole
         // segments of garbage); round 0 was flushed before and is garbage only if counted.
         let in_first: u64 = segments

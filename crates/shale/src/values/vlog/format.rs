@@ -31,10 +31,7 @@ pub const FLAG_LAST_IN_BATCH: u8 = 1;
 /// The largest encoded pointer: two varint64 and a varint32.
 pub const MAX_POINTER_LEN: usize = 10 + 10 + 5;
 
-/// The file name of segment `number`.
-pub fn segment_file_name(number: u64) -> String {
-    format!("{number:06}.vlog")
-}
+pub use crate::filename::segment_file_name;
 
 /// Encode a segment header.
 pub fn encode_header(number: u64) -> [u8; HEADER_LEN as usize] {

@@ -292,6 +292,21 @@ impl ValueStore for VlogPlacement {
         "vlog"
     }
 
+    fn store_tag(&self) -> Option<&'static str> {
+        Some("vlog")
+    }
+
+    fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
+        Box::new(VlogState::default())
+    }
+
+    fn verify(
+        &self,
+        ctx: &crate::values::VerifyContext<'_>,
+    ) -> Result<crate::values::PlacementChecked> {
+        verify::check(ctx)
+    }
+
     fn recover(
         &self,
         ctx: &RecoverContext<'_>,
@@ -506,13 +521,10 @@ impl Drop for VlogPlacement {
 
 /// The number of a segment file name `NNNNNN.vlog`.
 pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
-    let stem = name.strip_suffix(".vlog")?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    match crate::filename::parse_file_name(name)? {
+        crate::filename::FileKind::Segment(n) => Some(n),
+        _ => None,
     }
-    stem.parse()
-        .ok()
-        .filter(|&n| n <= crate::db::MAX_FILE_NUMBER)
 }
 
 #[cfg(test)]

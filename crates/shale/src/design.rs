@@ -1,0 +1,72 @@
+//! The one place that wires axis choices together: from [`Options`] to the parts a store is
+//! built from. The engine (`db/`) takes the wiring as an argument and never names a design;
+//! each design lives in its axis folder behind its trait. A new design plugs in here: one
+//! arm per axis it adds.
+//!
+//! | axis | option | implementations |
+//! |---|---|---|
+//! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]) |
+//! | value placement | [`Options::values`] | `inline` ([`crate::values::inline`]), `vlog` ([`crate::values::vlog`]) |
+//! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]) |
+//! | table format | (follows the layout) | `sst` ([`crate::table::sst`]) |
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::db::{Axes, Db, VerifyReport};
+use crate::error::Result;
+use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
+use crate::memory::{MemTable, MemTableFactory, skiplist::SkipListMemTable};
+use crate::options::{LayoutKind, MemoryKind, Options, ValuesKind};
+use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
+
+/// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
+/// file-number counter (logs draw from it).
+pub(crate) fn axes(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) -> Axes {
+    let layout: Arc<dyn Layout> = match options.layout {
+        LayoutKind::Leveled => Arc::new(Leveled::new(options)),
+        LayoutKind::Flsm => Arc::new(Flsm::new(options)),
+    };
+    let values: Arc<dyn ValueStore> = match options.values {
+        ValuesKind::Inline => {
+            Arc::new(InlinePlacement::new(options.env.clone(), dir, file_numbers))
+        }
+        ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
+    };
+    let memtables: MemTableFactory = match options.memory {
+        MemoryKind::SkipList => Arc::new(|| Arc::new(SkipListMemTable::new()) as Arc<dyn MemTable>),
+    };
+    Axes {
+        layout,
+        values,
+        memtables,
+    }
+}
+
+impl Db {
+    /// Open (or create) the store in directory `path`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Locked`] if another handle holds the store,
+    /// [`crate::Error::Corruption`] if its files are damaged,
+    /// [`crate::Error::InvalidArgument`] for bad options (or a store of another design),
+    /// [`crate::Error::Io`].
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_with(path.as_ref(), options, &axes)
+    }
+}
+
+/// Check every checksum of every file of the store at `path`: CURRENT, the live MANIFEST,
+/// every log and every table (each block, and key order); and the value placement's own
+/// files (for a value log, every live segment's header and records, and every value
+/// pointer of a live table: it must name a record in a live segment holding its key). Does
+/// not take the store's lock and writes nothing.
+///
+/// # Errors
+/// The first problem found: [`crate::Error::Corruption`] naming the file and offset, or
+/// [`crate::Error::Io`]; [`crate::Error::InvalidArgument`] for a store of another design
+/// than `options` name.
+pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
+    crate::db::verify_with(path.as_ref(), options, &axes)
+}
