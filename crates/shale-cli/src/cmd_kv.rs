@@ -19,11 +19,15 @@ pub struct StoreArgs {
     /// Design preset (see `shale bench --list-designs`).
     #[arg(long, default_value = "leveldb")]
     pub design: String,
+    /// Each axis chosen on its own, over the preset.
+    #[command(flatten)]
+    pub axes: crate::axes::AxisFlags,
 }
 
 impl StoreArgs {
     fn options(&self, create: bool) -> CliResult<Options> {
         let mut o = Options::preset(&self.design)?;
+        self.axes.apply(&mut o)?;
         o.create_if_missing = create;
         Ok(o)
     }
@@ -316,6 +320,7 @@ pub fn stats(a: &StoreArgs) -> CliResult {
 /// Check every checksum of the store.
 pub fn verify(a: &StoreArgs) -> CliResult {
     let mut o = Options::preset(&a.design)?;
+    a.axes.apply(&mut o)?;
     o.create_if_missing = false;
     let r = shale::verify(&a.db, o)?;
     let mut out = std::io::stdout().lock();

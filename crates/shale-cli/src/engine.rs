@@ -1,8 +1,6 @@
 //! The storage engines a benchmark can drive: Shale, and (with the `peers` feature) other
 //! embedded stores, behind one small trait so every workload runs unchanged on each.
 
-use std::path::Path;
-
 use shale::options::LayoutKind;
 use shale::{Compression, Db, IterOptions, Options, ValuesKind, WriteBatch, WriteOptions};
 
@@ -141,6 +139,8 @@ impl EngineKind {
 pub struct EngineConfig {
     /// Shale preset name; other engines ignore it.
     pub design: String,
+    /// Shale: axes chosen over the preset; other engines ignore them.
+    pub axes: crate::axes::AxisFlags,
     /// Memtable size in bytes; `None` keeps the design's (Shale) or Shale's default (peers,
     /// which mirror [`Options::default`]).
     pub write_buffer_size: Option<usize>,
@@ -184,6 +184,9 @@ pub struct EngineFlags {
     /// Shale design preset (see --list-designs).
     #[arg(long, default_value = "leveldb")]
     pub design: String,
+    /// Shale: each axis chosen on its own, over the preset.
+    #[command(flatten)]
+    pub axes: crate::axes::AxisFlags,
     /// Block cache bytes.
     #[arg(long = "cache-size", alias = "cache_size", default_value_t = 64 << 20)]
     pub cache_size: usize,
@@ -260,10 +263,11 @@ impl EngineFlags {
     /// An unknown compression name; for Shale, a design it cannot open.
     pub fn config(&self) -> EngineResult<EngineConfig> {
         if self.engine == EngineKind::Shale {
-            Options::preset(&self.design)?;
+            self.axes.apply(&mut Options::preset(&self.design)?)?;
         }
         Ok(EngineConfig {
             design: self.design.clone(),
+            axes: self.axes.clone(),
             write_buffer_size: self.write_buffer_size,
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
@@ -280,13 +284,19 @@ impl EngineFlags {
         })
     }
 
-    /// The design name for reports (`-` for engines without designs).
-    pub fn design_name(&self) -> &str {
-        if self.engine == EngineKind::Shale {
-            &self.design
-        } else {
-            "-"
+    /// The design name for reports (`-` for engines without designs): the preset, or the
+    /// combination of axes when a flag changed one.
+    pub fn design_name(&self) -> String {
+        if self.engine != EngineKind::Shale {
+            return "-".into();
         }
+        if self.axes.any() {
+            let mut o = Options::preset(&self.design).unwrap_or_default();
+            if self.axes.apply(&mut o).is_ok() {
+                return o.axes().name();
+            }
+        }
+        self.design.clone()
     }
 }
 
@@ -296,6 +306,7 @@ impl EngineFlags {
 /// An unknown or unimplemented design.
 pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     let mut o = Options::preset(&config.design)?;
+    config.axes.apply(&mut o)?;
     if let Some(n) = config.write_buffer_size {
         o.write_buffer_size = n;
     }
@@ -328,47 +339,17 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     Ok(o)
 }
 
-/// Open the engine `kind` on directory `path`.
-///
-/// # Errors
-/// The engine's open error, or a peer engine asked for in a build without it.
-pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
-    match kind {
-        EngineKind::Shale => {
-            let o = shale_options(config)?;
-            let describe = shale_settings(&o);
-            let db = Db::open(path, o)?;
-            Ok(Box::new(ShaleEngine { db, describe }))
-        }
-        EngineKind::Rocksdb | EngineKind::Fjall => open_peer(kind, path, config),
-    }
-}
-
-#[cfg(not(feature = "peers"))]
-fn open_peer(
-    kind: EngineKind,
-    _path: &Path,
-    _config: &EngineConfig,
-) -> EngineResult<Box<dyn Engine>> {
-    Err(CliError::msg(format!(
-        "engine {} is not built into this binary; rebuild with `cargo build --release -p shale-cli --features peers`",
-        kind.name()
-    )))
-}
-
-#[cfg(feature = "peers")]
-fn open_peer(
-    kind: EngineKind,
-    path: &Path,
-    config: &EngineConfig,
-) -> EngineResult<Box<dyn Engine>> {
-    crate::peers::open(kind, path, config)
-}
-
 /// Shale behind the [`Engine`] trait.
 pub struct ShaleEngine {
     db: Db,
     describe: Vec<String>,
+}
+
+impl ShaleEngine {
+    /// Shale's store `db`, described by `describe` (its settings lines).
+    pub fn new(db: Db, describe: Vec<String>) -> ShaleEngine {
+        ShaleEngine { db, describe }
+    }
 }
 
 /// The structural settings of `o` that the common flags do not show, for the settings
@@ -533,6 +514,7 @@ mod tests {
     fn shale_options_follow_the_flags() {
         let c = EngineConfig {
             design: "leveldb".into(),
+            axes: Default::default(),
             write_buffer_size: Some(1 << 20),
             cache_size: 8 << 20,
             compression: Compression::Lz4,
@@ -574,27 +556,6 @@ mod tests {
             ..c
         };
         assert!(shale_options(&bad).is_err());
-    }
-
-    #[cfg(not(feature = "peers"))]
-    #[test]
-    fn peers_need_the_feature() {
-        let c = EngineConfig {
-            design: "leveldb".into(),
-            write_buffer_size: Some(1 << 20),
-            cache_size: 0,
-            compression: Compression::None,
-            bloom_bits: 10,
-            max_background_compactions: None,
-            level0_compaction_trigger: None,
-            max_sstables_per_guard: None,
-            vlog: VlogSettings::default(),
-        };
-        let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("--features peers"), "{e}");
     }
 }
 

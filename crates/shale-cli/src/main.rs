@@ -4,9 +4,11 @@
 //! to stderr as `error: ...`); 3 when a benchmark finds a wrong answer (a key that should be
 //! there is missing, or one that should not is found).
 
+mod axes;
 mod bench;
 mod cmd_kv;
 mod engine;
+mod engines;
 mod escape;
 mod json;
 #[cfg(feature = "peers")]

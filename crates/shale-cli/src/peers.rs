@@ -76,7 +76,8 @@ pub(crate) fn peer_err(engine: &str, what: &str, e: impl std::fmt::Display) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Op, open as open_engine};
+    use crate::engine::Op;
+    use crate::engines::open as open_engine;
     use shale::Compression;
 
     fn config(compression: Compression) -> EngineConfig {

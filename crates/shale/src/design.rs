@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::db::{Axes, Db, VerifyReport};
+use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
 use crate::memory::{MemTable, MemTableFactory, skiplist::SkipListMemTable};
@@ -23,7 +23,7 @@ use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
 
 /// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
 /// file-number counter (logs draw from it).
-pub(crate) fn axes(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) -> Axes {
+pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) -> Parts {
     let layout: Arc<dyn Layout> = match options.layout {
         LayoutKind::Leveled => Arc::new(Leveled::new(options)),
         LayoutKind::Flsm => Arc::new(Flsm::new(options)),
@@ -37,7 +37,7 @@ pub(crate) fn axes(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) 
     let memtables: MemTableFactory = match options.memory {
         MemoryKind::SkipList => Arc::new(|| Arc::new(SkipListMemTable::new()) as Arc<dyn MemTable>),
     };
-    Axes {
+    Parts {
         layout,
         values,
         memtables,
@@ -53,7 +53,7 @@ impl Db {
     /// [`crate::Error::InvalidArgument`] for bad options (or a store of another design),
     /// [`crate::Error::Io`].
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        Db::open_with(path.as_ref(), options, &axes)
+        Db::open_with(path.as_ref(), options, &parts)
     }
 }
 
@@ -68,5 +68,5 @@ impl Db {
 /// [`crate::Error::Io`]; [`crate::Error::InvalidArgument`] for a store of another design
 /// than `options` name.
 pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
-    crate::db::verify_with(path.as_ref(), options, &axes)
+    crate::db::verify_with(path.as_ref(), options, &parts)
 }

@@ -29,5 +29,7 @@ pub mod wal;
 pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch};
 pub use design::verify;
 pub use error::{Error, Result};
-pub use options::{Compression, Options, ValuesKind, WriteOptions};
+pub use options::{
+    Axes, Compression, LayoutKind, MemoryKind, Options, TableKind, ValuesKind, WriteOptions,
+};
 pub use values::{PlacementChecked, PlacementStats};

@@ -72,6 +72,125 @@ pub enum LayoutKind {
     Flsm,
 }
 
+/// The table-format axis: the bytes of one table file. It follows the layout (each layout
+/// reads and writes one format), so it is checked, not chosen freely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TableKind {
+    /// Sorted blocks, a bloom filter, an index and a footer (LevelDB lineage).
+    #[default]
+    Sst,
+}
+
+/// One choice on each axis: a design. Presets are names for some of them
+/// ([`Options::preset`]); [`Axes::all`] lists every valid one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Axes {
+    /// Where fresh writes live.
+    pub memory: MemoryKind,
+    /// Where values live.
+    pub values: ValuesKind,
+    /// How tables are arranged and compacted.
+    pub layout: LayoutKind,
+    /// The bytes of one table file.
+    pub table: TableKind,
+}
+
+/// The names of an axis's choices, for options and the command line.
+macro_rules! axis_names {
+    ($kind:ident, $axis:literal, $($variant:ident = $name:literal),+ $(,)?) => {
+        impl $kind {
+            /// Every choice this build has.
+            pub const ALL: &'static [$kind] = &[$($kind::$variant),+];
+
+            /// The choice's name (`--
+            #[doc = $axis]
+            /// NAME` on the command line).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($kind::$variant => $name),+
+                }
+            }
+
+            /// The choice named `name`.
+            ///
+            /// # Errors
+            /// [`Error::InvalidArgument`] naming the choices there are.
+            pub fn parse(name: &str) -> Result<$kind> {
+                $kind::ALL.iter().copied().find(|k| k.name() == name).ok_or_else(|| {
+                    let names: Vec<&str> = $kind::ALL.iter().map(|k| k.name()).collect();
+                    Error::InvalidArgument(format!(
+                        "unknown {} {name:?}; available: {}",
+                        $axis,
+                        names.join(", ")
+                    ))
+                })
+            }
+        }
+    };
+}
+
+axis_names!(MemoryKind, "memory", SkipList = "skiplist");
+axis_names!(ValuesKind, "values", Inline = "inline", Vlog = "vlog");
+axis_names!(LayoutKind, "layout", Leveled = "leveled", Flsm = "flsm");
+axis_names!(TableKind, "table", Sst = "sst");
+
+impl Axes {
+    /// The table format `layout` reads and writes.
+    pub fn table_for(layout: LayoutKind) -> TableKind {
+        match layout {
+            LayoutKind::Leveled | LayoutKind::Flsm => TableKind::Sst,
+        }
+    }
+
+    /// Every valid combination: any memory component with any value placement with any
+    /// layout, each layout with its table format.
+    pub fn all() -> Vec<Axes> {
+        let mut out = Vec::new();
+        for &layout in LayoutKind::ALL {
+            for &values in ValuesKind::ALL {
+                for &memory in MemoryKind::ALL {
+                    out.push(Axes {
+                        memory,
+                        values,
+                        layout,
+                        table: Axes::table_for(layout),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// `layout+values+memory+table`, e.g. `leveled+vlog+skiplist+sst`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}+{}+{}+{}",
+            self.layout.name(),
+            self.values.name(),
+            self.memory.name(),
+            self.table.name()
+        )
+    }
+
+    /// Whether this combination is valid: the table format is the layout's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the format the layout needs.
+    pub fn check(&self) -> Result<()> {
+        let want = Axes::table_for(self.layout);
+        if self.table != want {
+            return Err(Error::InvalidArgument(format!(
+                "the {} layout reads and writes {} tables, not {}",
+                self.layout.name(),
+                want.name(),
+                self.table.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Options of the FLSM layout (ignored by the others).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlsmOptions {
@@ -214,6 +333,8 @@ pub struct Options {
     pub values: ValuesKind,
     /// Layout.
     pub layout: LayoutKind,
+    /// Table format (must be the layout's, [`Axes::table_for`]).
+    pub table_format: TableKind,
     /// Threads that resolve separated values ahead of a sequential scan (WiscKey's parallel
     /// prefetching); 0 disables prefetching. Started on the first scan that needs them, so
     /// inline placement never starts any. Default 4: each thread mostly waits on one random
@@ -274,10 +395,11 @@ impl Default for Options {
             level0_stop_trigger: 36,
             max_background_compactions: 1,
             verify_checksums: true,
-            max_manifest_bytes: crate::version::set::MAX_MANIFEST_BYTES,
+            max_manifest_bytes: MAX_MANIFEST_BYTES,
             memory: MemoryKind::SkipList,
             values: ValuesKind::Inline,
             layout: LayoutKind::Leveled,
+            table_format: TableKind::Sst,
             scan_prefetch_threads: 4,
             scan_prefetch_depth: 16,
             scan_prefetch_bytes: 8 << 20,
@@ -291,6 +413,10 @@ impl Default for Options {
         }
     }
 }
+
+/// A MANIFEST larger than this is rewritten as a snapshot into a new file (the default of
+/// [`Options::max_manifest_bytes`]).
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// Every preset name, including those whose designs have not landed yet.
 pub const PRESETS: [&str; 6] = [
@@ -350,6 +476,25 @@ impl Options {
         }
     }
 
+    /// The choice on each axis.
+    pub fn axes(&self) -> Axes {
+        Axes {
+            memory: self.memory,
+            values: self.values,
+            layout: self.layout,
+            table: self.table_format,
+        }
+    }
+
+    /// These options with `axes` chosen (the other settings kept).
+    pub fn with_axes(mut self, axes: Axes) -> Self {
+        self.memory = axes.memory;
+        self.values = axes.values;
+        self.layout = axes.layout;
+        self.table_format = axes.table;
+        self
+    }
+
     /// Use `env` as the file system.
     pub fn with_env(mut self, env: Env) -> Self {
         self.env = env;
@@ -362,6 +507,7 @@ impl Options {
     /// [`Error::InvalidArgument`] naming the first bad field.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
+        self.axes().check()?;
         if self.write_buffer_size < 4096 {
             return bad(format!(
                 "write_buffer_size {} is below the 4096-byte minimum",

@@ -63,7 +63,7 @@ impl Tally {
     fn check(
         &mut self,
         name: &str,
-        options: fn(&Env) -> shale::Options,
+        options: &OptionsFn,
         c: &Captured,
         oracle: &Oracle,
         seed: u64,
@@ -98,7 +98,7 @@ impl Tally {
 fn one_pass(w: &Workload, stride: u64, phase: u64, seed: u64, full: bool, tally: &mut Tally) {
     let fs = FaultFs::new(MemFs::new());
     let ctl = fs.control();
-    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), w.options);
+    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), Arc::clone(&w.options));
     let queue: Arc<Mutex<Vec<Captured>>> = Arc::default();
     {
         let queue = Arc::clone(&queue);
@@ -123,7 +123,7 @@ fn one_pass(w: &Workload, stride: u64, phase: u64, seed: u64, full: bool, tally:
     let drain = |runner: &Runner, tally: &mut Tally| {
         let captured = std::mem::take(&mut *queue.lock());
         for c in &captured {
-            tally.check(&w.name, w.options, c, &runner.oracle, seed, full);
+            tally.check(&w.name, &w.options, c, &runner.oracle, seed, full);
         }
     };
     runner.open(0);
@@ -154,7 +154,7 @@ fn one_pass(w: &Workload, stride: u64, phase: u64, seed: u64, full: bool, tally:
 fn rerun(w: &Workload, k: u64, seed: u64, full: bool, tally: &mut Tally) -> bool {
     let fs = FaultFs::new(MemFs::new());
     let ctl = fs.control();
-    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), w.options);
+    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), Arc::clone(&w.options));
     let at_crash: Arc<Mutex<Option<(usize, usize, usize)>>> = Arc::default();
     {
         let at_crash = Arc::clone(&at_crash);
@@ -192,7 +192,7 @@ fn rerun(w: &Workload, k: u64, seed: u64, full: bool, tally: &mut Tally) -> bool
         issued,
     };
     tally.ops += 1;
-    tally.check(&w.name, w.options, &c, &runner.oracle, seed, full);
+    tally.check(&w.name, &w.options, &c, &runner.oracle, seed, full);
     true
 }
 
@@ -261,4 +261,25 @@ fn crash_at_op_k_rerun() {
         }
     }
     report("rerun", &tally);
+}
+
+/// Every valid combination of the axes (`shale::Axes::all`), crashed at every op of one
+/// run: the crash-recovery half of the design matrix (the model half is
+/// `model::design_matrix_model`).
+#[test]
+fn design_matrix_crash() {
+    let full = full();
+    let mut tally = Tally::default();
+    let combos = shale::Axes::all();
+    for axes in &combos {
+        for seed in 0..seeds(if full { 4 } else { 1 }) {
+            one_pass(&matrix_workload(*axes, seed), 1, 0, seed, full, &mut tally);
+        }
+    }
+    report("design matrix", &tally);
+    assert!(
+        tally.images >= 200 * combos.len() as u64,
+        "too few crash images: {}",
+        tally.images
+    );
 }

@@ -104,7 +104,7 @@ fn reference_ops(w: &Workload) -> Vec<Class> {
     ctl.set_hook(Some(Arc::new(move |v: &OpView<'_>| {
         o.lock().push(classifier.class(v.op()));
     })));
-    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), w.options);
+    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), Arc::clone(&w.options));
     runner.open(0);
     for (i, step) in w.steps.iter().enumerate() {
         runner.step(i, step);
@@ -147,7 +147,7 @@ fn run_with_fault(
         }),
         mode,
     );
-    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), w.options);
+    let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), Arc::clone(&w.options));
     let ctx = format!("{} fail {:?} #{n} (op {k}) {mode:?}", w.name, c);
     let fail = |tally: &mut Tally, m: String| tally.failures.push(format!("{ctx}: {m}"));
     tally.runs += 1;
@@ -249,7 +249,7 @@ fn run_with_fault(
     for (data, names) in [(UnsyncedData::Drop, UnsyncedNames::Forget), (data, names)] {
         let image = crash.image(data, names, seed);
         tally.reopens_checked += 1;
-        if let Err(e) = check_image(w.options, image, &runner.oracle, floor, issued) {
+        if let Err(e) = check_image(&w.options, image, &runner.oracle, floor, issued) {
             fail(
                 tally,
                 format!("after a machine crash, image {data:?}/{names:?} (must hold {floor}): {e}"),

@@ -19,17 +19,13 @@ use shale::{Db, IterOptions, Options, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// A preset name, or `preset+vlog` for that preset with the value log as its placement (a
-/// combination no paper built: the axes are independent).
+/// A preset name, or a combination of the axes by its name (`shale::Axes::name`, e.g.
+/// `flsm+vlog+skiplist+sst`: one no paper built, the axes are independent).
 fn small_options(design: &str, env: &Env) -> Options {
-    let (preset, vlog) = match design.split_once('+') {
-        Some((p, "vlog")) => (p, true),
-        _ => (design, false),
+    let mut o = match shale::Axes::all().into_iter().find(|a| a.name() == design) {
+        Some(axes) => Options::preset("leveldb").expect("preset").with_axes(axes),
+        None => Options::preset(design).expect("preset"),
     };
-    let mut o = Options::preset(preset).expect("preset");
-    if vlog {
-        o.values = shale::ValuesKind::Vlog;
-    }
     o.env = env.clone();
     // Small sizes so that a few thousand operations flush and compact many times.
     o.write_buffer_size = 16 * 1024;
@@ -316,12 +312,32 @@ fn model_every_preset() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3000);
-    let mut designs = Options::available_presets();
-    // The FLSM layout with the value log: the axes combine freely.
-    designs.push("pebblesdb+vlog");
-    for preset in designs {
+    for preset in Options::available_presets() {
         for seed in seeds() {
             run_seed(preset, seed, steps);
+        }
+    }
+}
+
+/// Every valid combination of the axes (`shale::Axes::all`): the model half of the design
+/// matrix (the crash half is `crash_enum::design_matrix_crash`). The presets are some of
+/// these combinations with their own tuning; the rest (the FLSM layout with the value
+/// log, ...) are combinations no paper built.
+#[test]
+fn design_matrix_model() {
+    let steps: usize = std::env::var("SHALE_MODEL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    // Two of CI's seeds per combination (the presets run all four); every seed when asked.
+    let per = if std::env::var("SHALE_MODEL_SEEDS").is_ok() {
+        usize::MAX
+    } else {
+        2
+    };
+    for axes in shale::Axes::all() {
+        for seed in seeds().into_iter().take(per) {
+            run_seed(&axes.name(), seed, steps);
         }
     }
 }

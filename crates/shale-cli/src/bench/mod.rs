@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use clap::{ArgAction, Args};
 use shale::Options;
 
-use crate::engine::{self, Engine, EngineFlags, EngineKind};
+use crate::engine::{Engine, EngineFlags, EngineKind};
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use keys::{LiveSet, ValueGen, key_fits};
 use report::{BenchResult, JsonSetting, dir_size, read_proc_io};
@@ -320,7 +320,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         wipe_store_dir(&dir)?;
     }
     let mut json = open_json(a.json.as_deref())?;
-    let eng = engine::open(a.store.engine, &dir, &config)?;
+    let eng = crate::engines::open(a.store.engine, &dir, &config)?;
     let memtable = config.memtable_bytes(a.store.engine);
     print!(
         "{}",
@@ -366,9 +366,10 @@ fn run_all(
         live.fill();
     }
     let values = ValueGen::new(a.value_size, a.seed);
+    let design = a.store.design_name();
     let setting = JsonSetting {
         engine: a.store.engine.name(),
-        design: a.store.design_name(),
+        design: &design,
         num: a.num,
         threads: a.threads,
         key_size: Some(a.key_size as u64),

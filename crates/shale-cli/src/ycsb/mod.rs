@@ -22,7 +22,7 @@ use crate::bench::keys::ValueGen;
 use crate::bench::report::{BenchResult, JsonSetting, dir_size, read_proc_io};
 use crate::bench::workloads::share;
 use crate::bench::{bench_dir, open_json, parse_bool, wipe_store_dir, with_progress};
-use crate::engine::{self, Engine, EngineFlags};
+use crate::engine::{Engine, EngineFlags};
 use crate::json::JsonObject;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use generators::{AcknowledgedCounter, ScrambledZipfian, SkewedLatest, key_name};
@@ -326,7 +326,7 @@ pub fn run(a: &YcsbArgs) -> CliResult {
         wipe_store_dir(&dir)?;
     }
     let mut json = open_json(a.json.as_deref())?;
-    let eng = engine::open(a.store.engine, &dir, &config)?;
+    let eng = crate::engines::open(a.store.engine, &dir, &config)?;
     let progress = AtomicU64::new(0);
     let abort = AtomicBool::new(false);
     let ctx = Ctx {
@@ -441,9 +441,10 @@ fn run_phases(
         }
         out.flush()?;
         if let Some(j) = json.as_mut() {
+            let design = a.store.design_name();
             let setting = JsonSetting {
                 engine: a.store.engine.name(),
-                design: a.store.design_name(),
+                design: &design,
                 num: a.records,
                 threads: a.threads,
                 key_size: None,

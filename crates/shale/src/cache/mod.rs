@@ -1,7 +1,7 @@
-//! Caches: decoded blocks under a byte budget, and open tables under a file-count budget.
+//! The block cache: decoded blocks under a byte budget (the table cache, open tables under
+//! a file-count budget, is the table format's: `table::cache`).
 
 pub mod block_cache;
-pub mod table_cache;
 
 /// A fast hasher for the caches' integer keys (file number, block offset). The keys are not
 /// attacker-chosen in a way that matters here, so SipHash's protection buys nothing and

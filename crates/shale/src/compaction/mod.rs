@@ -18,12 +18,12 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::cache::table_cache::TableCache;
 use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::options::TableOptions;
+use crate::table::cache::TableCache;
 use crate::table::sst::TableBuilder;
 use crate::table::table_file_name;
 use crate::version::FileMeta;

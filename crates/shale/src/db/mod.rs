@@ -61,13 +61,13 @@ pub use verify::VerifyReport;
 pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
-use crate::cache::table_cache::TableCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemTableFactory};
 use crate::options::{Options, WriteOptions};
+use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::version::Version;
 use crate::version::set::VersionSet;
@@ -171,16 +171,16 @@ pub(crate) struct LevelCounters {
 
 /// The parts one store is built from, one per axis. The engine never asks which
 /// implementation it holds; `crate::design` builds them from the options.
-pub(crate) struct Axes {
+pub(crate) struct Parts {
     pub(crate) layout: Arc<dyn Layout>,
     pub(crate) values: Arc<dyn ValueStore>,
     pub(crate) memtables: MemTableFactory,
 }
 
 /// Builds a store's parts from its options, its directory and its file-number counter (the
-/// one wiring is `crate::design::axes`; the engine takes it as an argument so that it never
+/// one wiring is `crate::design::parts`; the engine takes it as an argument so that it never
 /// names a design).
-pub(crate) type Wiring = dyn Fn(&Options, &Path, Arc<AtomicU64>) -> Axes;
+pub(crate) type Wiring = dyn Fn(&Options, &Path, Arc<AtomicU64>) -> Parts;
 
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,

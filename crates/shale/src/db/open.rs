@@ -14,9 +14,8 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
 use super::value_jobs::{Tree, count_superseded_over};
-use super::{Axes, BgState, Counters, DbInner, SuperVersion, WalState, Wiring};
+use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
 use crate::cache::block_cache::BlockCache;
-use crate::cache::table_cache::TableCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
@@ -25,6 +24,7 @@ use crate::layout::Layout;
 use crate::manifest::{AxisStates, VersionEdit};
 use crate::memory::MemTable;
 use crate::options::Options;
+use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::values::{PersistedState, RecoverContext};
 use crate::version::set::VersionSet;
@@ -51,7 +51,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         .max()
         .unwrap_or(1);
     let file_numbers = Arc::new(AtomicU64::new(min_next_file));
-    let Axes {
+    let Parts {
         layout,
         values,
         memtables,

@@ -21,12 +21,11 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::db_iter::DbIterOptions;
 use crate::iter::merging::MergingIterator;
-use crate::iter::prefetch::{
-    PlacementResolver, Prefetch, PrefetchCursor, PrefetchEntries, Resolve,
-};
+use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries, Resolve};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
+use crate::values::ValueStore;
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
     let sv = inner.super_version();
@@ -107,6 +106,17 @@ fn prepare(
         _snapshot: options.snapshot,
     };
     (seq, sv, opts, pinned)
+}
+
+/// The store's value placement as a [`Resolve`].
+#[derive(Debug)]
+struct PlacementResolver(Arc<dyn ValueStore>);
+
+impl Resolve for PlacementResolver {
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
+        // The placement checks that the record it reads belongs to `key`.
+        Ok(self.0.resolve(key, kind, stored)?.into_owned())
+    }
 }
 
 fn resolver(inner: &DbInner) -> Arc<dyn Resolve> {

@@ -25,13 +25,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::{DbInner, SuperVersion, write};
-use crate::cache::table_cache::TableCache;
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::{Layout, ReadContext};
 use crate::manifest::{AxisRecord, VersionEdit};
 use crate::memory::{MemLookup, MemTable};
+use crate::table::cache::TableCache;
 use crate::values::{GcHost, PersistedState, Relocation, ValueStore};
 use crate::version::Version;
 use crate::wal::WriteBatch;

@@ -6,7 +6,6 @@
 //! [`db_iter::DbIter`] collapses versions at a snapshot, drops tombstones, applies bounds and
 //! prefixes, and yields user keys and values.
 
-pub mod concat;
 pub mod db_iter;
 pub mod merging;
 pub mod prefetch;

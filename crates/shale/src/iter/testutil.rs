@@ -197,7 +197,9 @@ impl InternalIterator for FailingIter {
 }
 
 /// A level iterator over `runs`, one file per run, opened from memory.
-pub(crate) fn level_iter(runs: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> super::concat::ConcatIterator {
+pub(crate) fn level_iter(
+    runs: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+) -> crate::layout::concat::ConcatIterator {
     use std::sync::Arc;
 
     use crate::version::FileMeta;
@@ -219,9 +221,9 @@ pub(crate) fn level_iter(runs: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> super::concat::C
         })
         .collect();
     let runs = Arc::new(runs);
-    let opener: super::concat::FileOpener = Arc::new(move |f: &FileMeta| {
+    let opener: crate::layout::concat::FileOpener = Arc::new(move |f: &FileMeta| {
         let run = runs.get(f.number as usize).cloned().unwrap_or_default();
         Ok(Box::new(VecIter::new(run)) as Box<dyn InternalIterator>)
     });
-    super::concat::ConcatIterator::new(files, opener)
+    crate::layout::concat::ConcatIterator::new(files, opener)
 }

@@ -21,14 +21,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cache::table_cache::{TableCache, TableSlot};
 use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
 use crate::table::Table;
+use crate::table::cache::{TableCache, TableSlot};
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
+pub mod concat;
 pub mod flsm;
 pub mod leveled;
 
@@ -409,7 +410,7 @@ mod tests {
     /// Table `number` holding `k{number}-0000` .. `k{number}-0099`, and metadata whose
     /// range covers every key of the test.
     fn table(env: &Env, number: u64) -> FileMeta {
-        crate::cache::table_cache::tests::write_table(env, number);
+        crate::table::cache::tests::write_table(env, number);
         FileMeta {
             number,
             size: 1,

@@ -147,6 +147,18 @@ impl AxisState for NoState {
     }
 }
 
+/// What the MANIFEST says about the value placement: the engine's log number and the
+/// placement's own durable state (folded from its axis records; see
+/// `ValueStore::empty_state`).
+#[derive(Clone, Debug)]
+pub struct PersistedState {
+    /// Durability-log files numbered below this are flushed (the WAL's number; the log
+    /// number of LevelDB's MANIFEST).
+    pub log_number: u64,
+    /// The placement's own state.
+    pub state: Box<dyn AxisState>,
+}
+
 /// The durable states of the axes other than the layout, as the version set keeps them.
 #[derive(Clone, Debug)]
 pub struct AxisStates {

@@ -7,8 +7,8 @@
 //! half-understood. The normative layout is `docs/format/manifest.md`.
 
 use super::axis::{Axis, AxisRecord};
+use super::file_meta::FileMeta;
 use crate::format::{Reader, put_length_prefixed, put_varint32, put_varint64};
-use crate::version::FileMeta;
 
 /// The axis owning each retired per-design tag: a MANIFEST written before axis records
 /// existed is read as if it held an axis record of kind `tag`, version 1, with the field's

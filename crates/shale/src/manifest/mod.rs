@@ -19,15 +19,17 @@ use crate::wal::{LogReader, LogWriter};
 pub mod axis;
 mod current;
 mod edit;
+mod file_meta;
 mod tail;
 #[cfg(test)]
 mod test_fs;
 
-pub use axis::{Axis, AxisRecord, AxisState, AxisStates, NoState};
+pub use axis::{Axis, AxisRecord, AxisState, AxisStates, NoState, PersistedState};
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };
 pub use edit::{LEGACY_AXIS_TAGS, VersionEdit};
+pub use file_meta::{FileMeta, PinnedFilter};
 
 /// Appends edits to one MANIFEST file, syncing each.
 ///

@@ -5,6 +5,7 @@
 
 pub mod block;
 pub mod bloom;
+pub mod cache;
 pub mod sst;
 
 pub use sst::{Table, TableBuilder, TableIter, TableProperties, TableSummary};

@@ -43,16 +43,7 @@ pub struct LogPosition {
     pub offset: u64,
 }
 
-/// What the MANIFEST says about the placement: the engine's log number and the placement's
-/// own durable state (folded from its axis records; see [`ValueStore::empty_state`]).
-#[derive(Clone, Debug)]
-pub struct PersistedState {
-    /// Durability-log files numbered below this are flushed (the WAL's number; the log
-    /// number of LevelDB's MANIFEST).
-    pub log_number: u64,
-    /// The placement's own state.
-    pub state: Box<dyn AxisState>,
-}
+pub use crate::manifest::PersistedState;
 
 impl std::fmt::Display for PlacementStats {
     /// Nothing for a placement without segments; else one line of totals and one per

@@ -5,7 +5,6 @@
 //! iterators hold an `Arc<Version>`, so the files they read cannot be deleted under them:
 //! [`set::VersionSet`] deletes a file only when no live version lists it.
 
-mod file_meta;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod text;
@@ -13,7 +12,7 @@ pub(crate) mod text;
 use std::any::Any;
 use std::sync::Arc;
 
-pub use file_meta::{FileMeta, PinnedFilter};
+pub use crate::manifest::{FileMeta, PinnedFilter};
 
 use crate::key::compare_internal;
 use crate::manifest::{Axis, AxisRecord, VersionEdit};

@@ -15,8 +15,7 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::manifest::{self, AxisStates, ManifestWriter, VersionEdit};
 
-/// A MANIFEST larger than this is rewritten as a snapshot into a new file.
-pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+pub use crate::options::MAX_MANIFEST_BYTES;
 
 /// See the module documentation.
 pub struct VersionSet {
@@ -277,8 +276,8 @@ impl VersionSet {
     }
 
     /// What the committed edits recorded for the value placement.
-    pub fn placement(&self) -> crate::values::PersistedState {
-        crate::values::PersistedState {
+    pub fn placement(&self) -> crate::manifest::PersistedState {
+        crate::manifest::PersistedState {
             log_number: self.log_number,
             state: self.axes.values.clone(),
         }

@@ -40,10 +40,13 @@ pub enum Step {
     Gc,
 }
 
+/// Options for a store on a given file system.
+pub type OptionsFn = Arc<dyn Fn(&Env) -> Options + Send + Sync>;
+
 /// A named, seeded list of steps and the options to run them with.
 pub struct Workload {
     pub name: String,
-    pub options: fn(&Env) -> Options,
+    pub options: OptionsFn,
     pub steps: Vec<Step>,
 }
 
@@ -218,10 +221,49 @@ fn generate(seed: u64, n: usize, mix: &Mix) -> Vec<Step> {
 }
 
 /// The workloads for one seed: every kind of write and of background work.
+/// The options of one combination of the axes, sized as the other crash workloads are:
+/// memtables of a few writes, levels of a few tables, FLSM guards from a few dozen keys,
+/// value-log segments of a few KiB (each setting inert where its axis is not chosen).
+pub fn opts_for(axes: shale::Axes, env: &Env) -> Options {
+    let mut o = opts_small(env).with_axes(axes);
+    o.flsm.top_level_bits = 3;
+    o.flsm.bit_decrement = 1;
+    o.flsm.max_sstables_per_guard = 2;
+    o.min_separated_value_size = 40;
+    o.vlog_segment_size = 4096;
+    o.max_manifest_bytes = 2000;
+    o
+}
+
+/// A workload for one combination of the axes: puts, deletes, batches, flushes,
+/// compactions, reopens and (where there is garbage to collect) collection.
+pub fn matrix_workload(axes: shale::Axes, seed: u64) -> Workload {
+    let options: OptionsFn = Arc::new(move |env: &Env| opts_for(axes, env));
+    Workload {
+        name: format!("matrix-{}/seed{seed}", axes.name()),
+        options,
+        steps: generate(
+            seed.wrapping_mul(131).wrapping_add(7),
+            60,
+            &Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 30,
+                batch_pct: 25,
+                sync_pct: 20,
+                flush_permille: 80,
+                compact_permille: 50,
+                reopen_permille: 30,
+                gc_permille: 40,
+            },
+        ),
+    }
+}
+
 pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
     let mk = |name: &str, options: fn(&Env) -> Options, n: usize, mix: Mix| Workload {
         name: format!("{name}/seed{seed}"),
-        options,
+        options: Arc::new(options),
         steps: generate(
             seed.wrapping_mul(31).wrapping_add(n as u64),
             n * scale,
@@ -578,7 +620,7 @@ pub struct CallError {
 /// Runs a workload's steps against a store, tracking what was acknowledged.
 pub struct Runner {
     pub env: Env,
-    pub options: fn(&Env) -> Options,
+    pub options: OptionsFn,
     pub db: Option<Db>,
     pub oracle: Oracle,
     pub progress: Arc<Progress>,
@@ -595,7 +637,7 @@ pub fn scan(db: &Db) -> Result<Model, String> {
 }
 
 impl Runner {
-    pub fn new(env: Env, options: fn(&Env) -> Options) -> Runner {
+    pub fn new(env: Env, options: OptionsFn) -> Runner {
         Runner {
             env,
             options,
@@ -696,7 +738,7 @@ impl Runner {
 /// `lo..=hi`, point reads agree with the scan, and the store takes a synced write that
 /// survives one more crash. Returns the prefix length.
 pub fn check_image(
-    options: fn(&Env) -> Options,
+    options: &OptionsFn,
     image: MemFs,
     oracle: &Oracle,
     lo: usize,

@@ -38,25 +38,13 @@ use super::InternalIterator;
 use super::db_iter::{DbIter, DbIterOptions};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
-use crate::values::ValueStore;
 
 /// What a scan needs of a value placement: turning a stored value into the user's. A
-/// placement is one through [`PlacementResolver`]; tests plug in an in-memory store.
+/// placement is one (`db/read.rs` wraps it); tests plug in an in-memory store.
 pub trait Resolve: Send + Sync {
     /// The user's value for the entry `key` whose tree entry holds `stored` of `kind`
     /// (never [`ValueKind::Value`]: inline values are not resolved).
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>>;
-}
-
-/// The store's value placement as a [`Resolve`].
-#[derive(Debug)]
-pub struct PlacementResolver(pub Arc<dyn ValueStore>);
-
-impl Resolve for PlacementResolver {
-    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
-        // The placement checks that the record it reads belongs to `key`.
-        Ok(self.0.resolve(key, kind, stored)?.into_owned())
-    }
 }
 
 /// Steps in one direction after a seek before a cursor looks ahead. Two, so a seek

@@ -569,11 +569,11 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
     use std::path::Path;
     use std::sync::Arc;
 
-    use crate::cache::table_cache::TableCache;
     use crate::env::{ReadCause, WriteCause};
     use crate::key::{MAX_SEQNO, ValueKind, make_internal_key, seek_key};
     use crate::layout::{Layout, ReadContext};
     use crate::options::TableOptions;
+    use crate::table::cache::TableCache;
     use crate::table::test_fs::TestFs;
     use crate::table::{TableBuilder, table_file_name};
 

@@ -473,7 +473,7 @@ fn shared_across_threads() {
     fn send_sync<T: Send + Sync>() {}
     fn send<T: Send>() {}
     send_sync::<Table>();
-    send_sync::<crate::cache::table_cache::TableCache>();
+    send_sync::<crate::table::cache::TableCache>();
     send::<TableIter>();
     send::<TableBuilder>();
 

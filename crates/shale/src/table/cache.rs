@@ -35,7 +35,7 @@ pub struct TableCache {
     capacity: usize,
     block_cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
-    tables: RwLock<HashMap<u64, Entry, super::IntHashBuilder>>,
+    tables: RwLock<HashMap<u64, Entry, crate::cache::IntHashBuilder>>,
     clock: AtomicU64,
 }
 

@@ -1,0 +1,88 @@
+//! `--layout`, `--values`, `--memory`, `--table`: each axis chosen on its own, over a
+//! preset (`--design`), for every command that opens a Shale store.
+
+use shale::{LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
+
+/// One flag per axis; each one given replaces the preset's choice on that axis.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct AxisFlags {
+    /// Layout: leveled or flsm (default: the design's).
+    #[arg(long)]
+    pub layout: Option<String>,
+    /// Value placement: inline or vlog (default: the design's).
+    #[arg(long)]
+    pub values: Option<String>,
+    /// Memory component: skiplist (default: the design's).
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Table format: sst (default: the layout's).
+    #[arg(long)]
+    pub table: Option<String>,
+}
+
+impl AxisFlags {
+    /// Whether any axis was chosen on the command line.
+    pub fn any(&self) -> bool {
+        self.layout.is_some()
+            || self.values.is_some()
+            || self.memory.is_some()
+            || self.table.is_some()
+    }
+
+    /// `o` with the chosen axes; the table format follows a chosen layout unless given.
+    ///
+    /// # Errors
+    /// An unknown name, or a table format the layout does not read.
+    pub fn apply(&self, o: &mut Options) -> shale::Result<()> {
+        if let Some(l) = &self.layout {
+            o.layout = LayoutKind::parse(l)?;
+            o.table_format = shale::Axes::table_for(o.layout);
+        }
+        if let Some(v) = &self.values {
+            o.values = ValuesKind::parse(v)?;
+        }
+        if let Some(m) = &self.memory {
+            o.memory = MemoryKind::parse(m)?;
+        }
+        if let Some(t) = &self.table {
+            o.table_format = TableKind::parse(t)?;
+        }
+        o.axes().check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_replace_the_presets_axes() {
+        let mut o = Options::preset("leveldb").unwrap();
+        let f = AxisFlags {
+            layout: Some("flsm".into()),
+            values: Some("vlog".into()),
+            ..AxisFlags::default()
+        };
+        f.apply(&mut o).unwrap();
+        assert_eq!(o.axes().name(), "flsm+vlog+skiplist+sst");
+        let bad = AxisFlags {
+            values: Some("blob".into()),
+            ..AxisFlags::default()
+        };
+        let e = bad.apply(&mut o).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown values \"blob\"") && e.contains("inline, vlog"),
+            "{e}"
+        );
+        let bad = AxisFlags {
+            table: Some("dtable".into()),
+            ..AxisFlags::default()
+        };
+        assert!(
+            bad.apply(&mut o)
+                .unwrap_err()
+                .to_string()
+                .contains("available: sst")
+        );
+    }
+}
