@@ -115,8 +115,17 @@ fn property(db: &Db, name: &str) -> Option<String> {
     }
 }
 
-/// An open store (plyvel's `DB`). All methods may be called from several threads; each
-/// call that reaches the store releases the GIL.
+/// An open store (plyvel's `DB`): `DB(name, *, create_if_missing=False, ...)`.
+///
+/// plyvel's options (`create_if_missing`, `error_if_exists`, `write_buffer_size`,
+/// `max_open_files`, `lru_cache_size`, `block_size`, `block_restart_interval`,
+/// `max_file_size`, `compression`, `bloom_filter_bits`) and Shale's: `design` (a name from
+/// `available_designs()`), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
+/// `memory` (`skiplist`), `min_separated_value_size`, `max_background_compactions`.
+/// Options not given come from the design (or, without one, `Options::default()`).
+///
+/// All methods may be called from several threads; each call that reaches the store
+/// releases the GIL.
 #[pyclass(frozen, module = "shale", name = "DB")]
 pub(crate) struct PyDb {
     store: Arc<Store>,
