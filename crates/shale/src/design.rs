@@ -18,7 +18,7 @@ use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
 use crate::memory::{MemTable, MemTableFactory, skiplist::SkipListMemTable};
-use crate::options::{LayoutKind, MemoryKind, Options, ValuesKind};
+use crate::options::{Axes, LayoutKind, MemoryKind, Options, ValuesKind};
 use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
 
 /// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
@@ -57,16 +57,40 @@ impl Db {
     }
 }
 
-/// Check every checksum of every file of the store at `path`: CURRENT, the live MANIFEST,
-/// every log and every table (each block, and key order); and the value placement's own
-/// files (for a value log, every live segment's header and records, and every value
-/// pointer of a live table: it must name a record in a live segment holding its key). Does
-/// not take the store's lock and writes nothing.
+/// Check every checksum of every file of the store at `path`: CURRENT, the live MANIFEST
+/// (every edit replayed as recovery would, each design's records by their owner), every
+/// log and every table (each block, and key order); and the value placement's own files
+/// (for a value log, every live segment's header and records, and every value pointer of a
+/// live table: it must name a record in a live segment holding its key). The store is
+/// checked as the design that wrote it (its MANIFEST's format tag), whatever design
+/// `options` name; their other settings (the file system) are used. Does not take the
+/// store's lock and writes nothing.
 ///
 /// # Errors
 /// The first problem found: [`crate::Error::Corruption`] naming the file and offset, or
-/// [`crate::Error::Io`]; [`crate::Error::InvalidArgument`] for a store of another design
-/// than `options` name.
+/// [`crate::Error::Io`]; [`crate::Error::InvalidArgument`] for a store written by a design
+/// this build does not have.
 pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
-    crate::db::verify_with(path.as_ref(), options, &parts)
+    let dir = path.as_ref();
+    let options = match crate::db::store_format_tag(dir, &options.env)? {
+        Some(tag) => options_for_tag(&tag, options)?,
+        None => options,
+    };
+    crate::db::verify_with(dir, options, &parts)
+}
+
+/// `options` with the axes of the design whose format tag is `tag`: the caller's own first
+/// (its tuning kept), else the first valid combination that writes that tag.
+fn options_for_tag(tag: &str, options: Options) -> Result<Options> {
+    let candidates = std::iter::once(options.axes()).chain(Axes::all());
+    for axes in candidates {
+        let o = options.clone().with_axes(axes);
+        let p = parts(&o, Path::new(""), Arc::new(AtomicU64::new(0)));
+        if crate::db::format_tag(p.layout.as_ref(), p.values.as_ref()) == tag {
+            return Ok(o);
+        }
+    }
+    Err(crate::Error::InvalidArgument(format!(
+        "the store was written by a design this build does not have (format tag {tag:?})"
+    )))
 }

@@ -30,6 +30,7 @@ pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport,
 pub use design::verify;
 pub use error::{Error, Result};
 pub use options::{
-    Axes, Compression, LayoutKind, MemoryKind, Options, TableKind, ValuesKind, WriteOptions,
+    Axes, Compression, LayoutKind, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, Options, TableKind,
+    ValuesKind, WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats};

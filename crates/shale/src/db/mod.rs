@@ -56,9 +56,10 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use api::{IterOptions, LevelStats, Snapshot, Stats};
+pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
-pub(crate) use verify::verify_with;
+pub(crate) use verify::{store_format_tag, verify_with};
 
 use crate::cache::block_cache::BlockCache;
 use crate::env::{Env, FileLock};

@@ -124,7 +124,7 @@ impl GcHost for Host<'_> {
         let version = match versions.log_and_apply(edit, inner.last_seq.load(Ordering::Acquire)) {
             Ok(v) => v,
             Err(e) => {
-                // The drop may or may not be in the MANIFEST: the zombie stays pinned.
+                // The edit may or may not be in the MANIFEST: the files stay pinned.
                 drop(versions);
                 inner.set_error(&e);
                 return Err(e);
@@ -316,7 +316,7 @@ fn newest_older(
         .and_then(|(ikey, value)| Some((parse_internal_key(&ikey).ok()?.kind, value))))
 }
 
-/// Delete the files of retired no reader can need any more.
+/// Offer for deletion the retired files no reader can need any more.
 pub(crate) fn reap(inner: &DbInner) {
     let oldest_snapshot = inner.snapshots.all().first().copied();
     let ready = {

@@ -15,6 +15,7 @@ use crate::manifest::AxisStates;
 use crate::options::Options;
 use crate::table::sst::Table;
 use crate::values::{PersistedState, PlacementChecked, VerifyContext};
+use crate::version::Version;
 use crate::wal::LogReader;
 use crate::wal::WriteBatch;
 
@@ -33,6 +34,20 @@ pub struct VerifyReport {
     /// What the value placement's own checks found (for a value log: its segments, their
     /// records and the pointers into them).
     pub placement: PlacementChecked,
+}
+
+/// The format tag the store in `dir` records (the design that wrote it), or `None` when
+/// there is no store (no CURRENT) or its MANIFEST holds none.
+///
+/// # Errors
+/// A damaged CURRENT or MANIFEST, or I/O.
+pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Option<String>> {
+    if !env.fs().exists(&dir.join(crate::filename::CURRENT_FILE))? {
+        return Ok(None);
+    }
+    let number = manifest::read_current(env, dir)?;
+    let edits = manifest::read_manifest(env, dir, number)?;
+    Ok(edits.into_iter().find_map(|e| e.format_tag))
 }
 
 /// `verify` with the parts `wiring` builds (the public [`crate::verify`] is in
@@ -57,26 +72,24 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         && *t != expected
     {
         return Err(Error::InvalidArgument(format!(
-            "the store in {} was created with the {t} layout, but the options ask for {expected}",
+            "the store in {} was created with the {t} design, but the options ask for {expected}",
             dir.display()
         )));
     }
+    // Replay as recovery does: every axis record to its owner (the layout's to the
+    // version), every file edit to the version.
     let mut states = AxisStates::with_values(axes.values.empty_state());
+    let mut version = Version::with_layout(options.num_levels, axes.layout.empty_state());
     let mut log_number = 0;
-    let mut live_tables = BTreeSet::new();
     for (i, e) in edits.iter().enumerate() {
-        states.absorb(&e.records).map_err(|d| {
+        let bad = |d: String| {
             Error::corruption(&manifest_path, 0, format!("edit {i} does not apply: {d}"))
-        })?;
+        };
+        states.absorb(&e.records).map_err(bad)?;
+        version = version.apply(e).map_err(bad)?;
         log_number = e.log_number.unwrap_or(log_number);
-        // Deletions first, as `Version::apply`: a move deletes a table and adds it again.
-        for (_, n) in &e.deleted_files {
-            live_tables.remove(n);
-        }
-        for (_, f) in &e.new_files {
-            live_tables.insert(f.number);
-        }
     }
+    let live_tables: BTreeSet<u64> = version.files().map(|(_, f)| f.number).collect();
     let mut tables = Vec::new();
     report.logs += 1;
     report.bytes += fs.file_size(&dir.join(manifest::manifest_file_name(manifest_number)))?;

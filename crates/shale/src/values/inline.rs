@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{Apply, LogPosition, PersistedState, RecoverContext, ValueStore};
+use super::{
+    Apply, LogPosition, PersistedState, PlacementChecked, RecoverContext, ValueStore, VerifyContext,
+};
 use crate::env::{Env, ReadCause, WriteCause};
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
@@ -184,6 +186,24 @@ impl ValueStore for InlinePlacement {
                 let _ = self.env.fs().remove_file(&self.dir.join(name));
             }
         }
+    }
+
+    /// A store that keeps values inline holds no pointer to a value elsewhere: a live table
+    /// that counts one is damaged (or written by another design).
+    fn verify(&self, ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
+        for t in ctx.tables {
+            let n = t.properties().num_value_pointers;
+            if n > 0 {
+                return Err(Error::corruption(
+                    t.path(),
+                    0,
+                    format!(
+                        "the table holds {n} value pointers, but this store keeps values inline"
+                    ),
+                ));
+            }
+        }
+        Ok(PlacementChecked::default())
     }
 
     fn resolve<'a>(&self, _key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {

@@ -94,7 +94,7 @@ impl VersionSet {
             && t != format_tag
         {
             return Err(Error::InvalidArgument(format!(
-                "the store in {} was created with the {t} layout, but the options ask for {format_tag}",
+                "the store in {} was created with the {t} design, but the options ask for {format_tag}",
                 dir.display()
             )));
         }
@@ -314,13 +314,6 @@ impl VersionSet {
                 format!("refusing to commit an edit that does not apply: {detail}"),
             )
         })?;
-        self.last_sequence = self.last_sequence.max(last_sequence);
-        edit.last_sequence = Some(self.last_sequence);
-        edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
-        if let Some(n) = edit.log_number {
-            debug_assert!(n >= self.log_number);
-        }
-        let next = Arc::new(next);
         let mut axes = self.axes.clone();
         axes.absorb(&edit.records).map_err(|detail| {
             Error::corruption(
@@ -329,6 +322,13 @@ impl VersionSet {
                 format!("refusing to commit an edit whose axis records do not fit: {detail}"),
             )
         })?;
+        self.last_sequence = self.last_sequence.max(last_sequence);
+        edit.last_sequence = Some(self.last_sequence);
+        edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
+        if let Some(n) = edit.log_number {
+            debug_assert!(n >= self.log_number);
+        }
+        let next = Arc::new(next);
         if self.manifest.len() >= self.max_manifest_bytes {
             let number = self.new_file_number();
             let log_number = edit.log_number.unwrap_or(self.log_number);

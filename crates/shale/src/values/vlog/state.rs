@@ -128,16 +128,6 @@ impl VlogRecord {
     }
 }
 
-/// The value-log records of `edit`, decoded (records of other axes are skipped; a bad one
-/// ends the list: the MANIFEST's replay has refused it already).
-pub fn records_of(edit: &VersionEdit) -> Vec<VlogRecord> {
-    edit.records
-        .iter()
-        .filter(|r| r.axis == Axis::Values)
-        .map_while(|r| VlogRecord::decode(r).ok())
-        .collect()
-}
-
 /// What the MANIFEST says about the value log, accumulated over every edit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VlogState {
@@ -168,7 +158,12 @@ impl VlogState {
             segment_ends: BTreeMap::new(),
             sealed: BTreeMap::new(),
         };
-        state.as_any().downcast_ref::<VlogState>().unwrap_or(&EMPTY)
+        let own = state.as_any().downcast_ref::<VlogState>();
+        debug_assert!(
+            own.is_some(),
+            "the value log was handed another axis's state"
+        );
+        own.unwrap_or(&EMPTY)
     }
 
     /// Fold in one edit's records. A head without a head sequence in the same edit (written
