@@ -206,6 +206,8 @@ fn header<'a>(
 /// separate, `"..."` understands `\n \r \t \b \a \\ \" \xHH`, `'...'` understands `\'`, and a
 /// closing quote must be followed by a space or the end. `None` for unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Args> {
+    // The C code reads a C string: a NUL byte ends the line.
+    let line = &line[..line.iter().position(|&c| c == 0).unwrap_or(line.len())];
     let at = |i: usize| line.get(i).copied().unwrap_or(0);
     let is_space = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
     let mut args = Vec::new();
