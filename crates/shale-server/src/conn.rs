@@ -8,6 +8,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::commands::{self, Ctx, Flow};
@@ -22,7 +23,8 @@ const READ_SIZE: usize = 16 << 10;
 const FLUSH_AT: usize = 64 << 10;
 
 /// Serve `stream` until the client leaves, errs, idles out, or the server stops.
-pub fn serve(shared: &Shared, mut stream: TcpStream, mut client: ClientState) {
+pub fn serve(shared: &Shared, stream: Arc<TcpStream>, mut client: ClientState) {
+    let mut stream: &TcpStream = &stream;
     let _ = stream.set_nodelay(true);
     if let Some(t) = shared.config.timeout {
         let _ = stream.set_read_timeout(Some(t));
@@ -67,9 +69,7 @@ pub fn serve(shared: &Shared, mut stream: TcpStream, mut client: ClientState) {
                     if close {
                         break;
                     }
-                    if out.buf.len() >= FLUSH_AT
-                        && !send(shared, &mut stream, &mut client, &mut out)
-                    {
+                    if out.buf.len() >= FLUSH_AT && !send(shared, stream, &mut client, &mut out) {
                         return;
                     }
                 }
@@ -85,7 +85,7 @@ pub fn serve(shared: &Shared, mut stream: TcpStream, mut client: ClientState) {
         if input.capacity() > 4 * READ_SIZE && input.len() < READ_SIZE && !parser.in_request() {
             input.shrink_to(READ_SIZE);
         }
-        if !send(shared, &mut stream, &mut client, &mut out) || close || shared.stopping() {
+        if !send(shared, stream, &mut client, &mut out) || close || shared.stopping() {
             return;
         }
     }
@@ -95,7 +95,7 @@ pub fn serve(shared: &Shared, mut stream: TcpStream, mut client: ClientState) {
 /// unusable.
 fn send(
     shared: &Shared,
-    stream: &mut TcpStream,
+    mut stream: &TcpStream,
     client: &mut ClientState,
     out: &mut ReplyWriter,
 ) -> bool {

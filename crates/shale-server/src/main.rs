@@ -86,6 +86,39 @@ fn config(a: Args) -> Result<Config, String> {
     })
 }
 
+/// Descriptors besides clients: the store's files, the listener, stdio.
+const RESERVED_FDS: u64 = 1024;
+
+/// Raise the soft open-file limit towards `maxclients` plus the store's files, as Redis
+/// does; say so when the hard limit is lower.
+#[cfg(target_os = "linux")]
+fn raise_fd_limit(maxclients: u64) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let want = maxclients + RESERVED_FDS;
+    let cur = getrlimit(Resource::Nofile);
+    let hard = cur.maximum.unwrap_or(u64::MAX);
+    let soft = cur.current.unwrap_or(u64::MAX);
+    let target = want.min(hard);
+    if soft < target {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(target),
+                maximum: cur.maximum,
+            },
+        );
+    }
+    if target < want {
+        eprintln!(
+            "shale-server: the open-file limit is {hard}: fewer than --maxclients {maxclients} \
+             clients may connect (raise it with ulimit -n)"
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raise_fd_limit(_maxclients: u64) {}
+
 fn main() -> ExitCode {
     let config = match config(Args::parse()) {
         Ok(c) => c,
@@ -95,6 +128,7 @@ fn main() -> ExitCode {
         }
     };
     let (dir, sync) = (config.dir.clone(), config.sync);
+    raise_fd_limit(config.maxclients as u64);
     let server = match Server::bind(config) {
         Ok(s) => s,
         Err(e) => {

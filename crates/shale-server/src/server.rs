@@ -52,7 +52,7 @@ pub struct Shared {
     /// When the server started.
     pub started: Instant,
     /// Open connections by client id: a handle on each socket, to close it at shutdown.
-    clients: Mutex<HashMap<u64, TcpStream>>,
+    clients: Mutex<HashMap<u64, Arc<TcpStream>>>,
     next_id: AtomicU64,
     stopping: AtomicBool,
 }
@@ -276,19 +276,19 @@ impl Server {
 /// Register and start a connection, or refuse it (maxclients).
 fn accept(shared: &Arc<Shared>, stream: TcpStream) -> Option<JoinHandle<()>> {
     let addr = stream.peer_addr().ok()?;
+    // Shared with the registry (not duplicated: one descriptor per client).
+    let stream = Arc::new(stream);
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     {
         let mut clients = shared.clients.lock();
         if clients.len() >= shared.config.maxclients {
             drop(clients);
             shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
-            let mut s = stream;
-            let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
-            let _ = s.write_all(b"-ERR max number of clients reached\r\n");
+            let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+            let _ = (&*stream).write_all(b"-ERR max number of clients reached\r\n");
             return None;
         }
-        let handle = stream.try_clone().ok()?;
-        clients.insert(id, handle);
+        clients.insert(id, Arc::clone(&stream));
     }
     shared.stats.connections.fetch_add(1, Ordering::Relaxed);
     let client = ClientState {
