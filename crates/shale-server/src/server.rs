@@ -58,6 +58,26 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The state of a server listening on `local_addr` (for another front end than
+    /// [`Server`], such as the event-loop variant measured in docs/benchmarks.md).
+    pub fn new(keyspace: Arc<Keyspace>, config: Config, local_addr: SocketAddr) -> Shared {
+        Shared {
+            keyspace,
+            config,
+            stats: Stats::default(),
+            local_addr,
+            started: Instant::now(),
+            clients: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// A new client id.
+    pub fn next_client_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Open connections.
     pub fn connected(&self) -> usize {
         self.clients.lock().len()
@@ -173,16 +193,7 @@ impl Server {
             .local_addr()
             .map_err(|e| ServerError(format!("listener address: {e}")))?;
         Ok(Server {
-            shared: Arc::new(Shared {
-                keyspace: Arc::new(keyspace),
-                config,
-                stats: Stats::default(),
-                local_addr,
-                started: Instant::now(),
-                clients: Mutex::new(HashMap::new()),
-                next_id: AtomicU64::new(1),
-                stopping: AtomicBool::new(false),
-            }),
+            shared: Arc::new(Shared::new(Arc::new(keyspace), config, local_addr)),
             listener,
         })
     }
@@ -278,7 +289,7 @@ fn accept(shared: &Arc<Shared>, stream: TcpStream) -> Option<JoinHandle<()>> {
     let addr = stream.peer_addr().ok()?;
     // Shared with the registry (not duplicated: one descriptor per client).
     let stream = Arc::new(stream);
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = shared.next_client_id();
     {
         let mut clients = shared.clients.lock();
         if clients.len() >= shared.config.maxclients {
