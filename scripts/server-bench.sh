@@ -43,7 +43,7 @@ launch() { # target: start it fresh on $port, set $pid
   rm -rf "$d" && mkdir -p "$d"
   local c=${cmd[$1]//\{port\}/$port}
   c=${c//\{dir\}/$d}
-  eval "$c" >"$d.log" 2>&1 &
+  eval "exec $c" >"$d.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return 0
@@ -51,7 +51,14 @@ launch() { # target: start it fresh on $port, set $pid
   done
   echo "server-bench: $1 did not start" >&2; cat "$d.log" >&2; exit 1
 }
-finish() { kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+finish() { # stop the target (SHUTDOWN works for both servers) and wait until the port is free
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true   # a front end without SHUTDOWN (the tokio experiment)
+  wait "$pid" 2>/dev/null || true
+  pid=""
+  for _ in $(seq 1 100); do redis-cli -p "$port" ping >/dev/null 2>&1 || return 0; sleep 0.1; done
+}
 bench() { # round target pipeline [port]
   redis-benchmark -p "${4:-$port}" -t set,get -n "$n" -r 1000000 -d 100 -c 50 -P "$3" --csv 2>/dev/null \
     | awk -F, -v r="$1" -v t="$2" -v p="$3" 'NR > 1 { gsub(/"/, ""); print r "," t "," p "," $1 "," $2 "," $5 "," $7 }' \

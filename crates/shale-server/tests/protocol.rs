@@ -291,3 +291,37 @@ fn requirepass_and_auth() {
         Val::err("ERR Protocol error: unauthenticated bulk length")
     );
 }
+
+#[test]
+fn a_client_that_sends_a_whole_pipeline_before_reading_is_served() {
+    // 3000 GETSETs of 4 KiB: 12 MB each way, more than the socket buffers hold, written
+    // in full before any reply is read (as redis-py's pipelines do).
+    let dir = TempDir::new("bigpipe");
+    let srv = TestServer::start(dir.path());
+    let mut c = srv.client();
+    let value = vec![b'v'; 4096];
+    assert_eq!(c.cmdb(&[b"SET", b"k", &value]), Val::ok());
+    let mut req = Vec::new();
+    for _ in 0..3000 {
+        req.extend(Client::encode(&[b"GETSET", b"k", &value]));
+    }
+    let mut writer = c.stream.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        use std::io::Write;
+        writer.write_all(&req).unwrap();
+    });
+    // Read only once everything is sent (or the server stopped reading).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !sender.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pipeline deadlocked"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sender.join().unwrap();
+    for _ in 0..3000 {
+        assert_eq!(c.read(), Val::Bulk(value.clone()));
+    }
+    assert_eq!(c.cmd(&["PING"]), Val::Simple("PONG".into()));
+}

@@ -14,11 +14,11 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let ks = &ctx.shared.keyspace;
     let guard = ks.lock_many(keys.iter().map(Vec::as_slice));
     let mut w = Writes::new();
-    let mut deleted: Vec<&[u8]> = Vec::new();
+    let mut deleted: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
     for k in keys {
-        if !deleted.contains(&k.as_slice()) && ks.get_locked(&guard, k)?.is_some() {
+        if !deleted.contains(k.as_slice()) && ks.get_locked(&guard, k)?.is_some() {
             w.delete(k);
-            deleted.push(k);
+            deleted.insert(k);
         }
     }
     ctx.commit(w)?;
