@@ -87,6 +87,16 @@ fn set_and_get_family() {
     assert_eq!(c.cmdb(&[b"GET", &bin]), Val::Bulk(bin.to_vec()));
     assert_eq!(c.cmd(&["SET", "", "empty"]), Val::ok());
     assert_eq!(c.cmd(&["GET", ""]), Val::bulk("empty"));
+    // A key over the engine's limit is refused with a message, and reads as absent.
+    let long = vec![b'k'; 70_000];
+    match c.cmdb(&[b"SET", &long, b"v"]) {
+        Val::Err(e) => assert!(
+            e.contains("longer than Shale's limit of 65535 bytes"),
+            "{e}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.cmdb(&[b"GET", &long]), Val::Null);
 }
 
 #[test]
