@@ -1,0 +1,330 @@
+//! The server: a listener, one thread per connection, and a clean shutdown.
+//!
+//! Thread per connection rather than an event loop: every engine call blocks (a read may
+//! go to disk, a synced write waits for fsync), and blocked threads are what lets the
+//! engine's group commit share one fsync among many clients. docs/server.md gives the
+//! measurements behind the choice.
+//!
+//! Shutdown (SIGTERM, SIGINT, SHUTDOWN, or [`ShutdownHandle::shutdown`]): stop accepting,
+//! close each connection's read side so that a command being run finishes and its reply is
+//! sent, wait for the connection threads, stop the expiry sweep, close the store (which
+//! syncs its log). Every acknowledged write is then on disk, whatever `--sync` was.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::conn;
+use crate::keyspace::{self, Keyspace};
+
+/// Server-wide counters for INFO.
+#[derive(Default)]
+pub struct Stats {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected: AtomicU64,
+    /// Commands run.
+    pub commands: AtomicU64,
+    /// Bytes read from clients.
+    pub net_in: AtomicU64,
+    /// Bytes written to clients.
+    pub net_out: AtomicU64,
+}
+
+/// What every connection shares. Thread-safe.
+pub struct Shared {
+    /// The data.
+    pub keyspace: Arc<Keyspace>,
+    /// The settings.
+    pub config: Config,
+    /// Counters.
+    pub stats: Stats,
+    /// The address the listener is bound to.
+    pub local_addr: SocketAddr,
+    /// When the server started.
+    pub started: Instant,
+    /// Open connections by client id: a handle on each socket, to close it at shutdown.
+    clients: Mutex<HashMap<u64, Arc<TcpStream>>>,
+    next_id: AtomicU64,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    /// The state of a server listening on `local_addr` (for another front end than
+    /// [`Server`], such as the event-loop variant measured in docs/benchmarks.md).
+    pub fn new(keyspace: Arc<Keyspace>, config: Config, local_addr: SocketAddr) -> Shared {
+        Shared {
+            keyspace,
+            config,
+            stats: Stats::default(),
+            local_addr,
+            started: Instant::now(),
+            clients: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// A new client id.
+    pub fn next_client_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Open connections.
+    pub fn connected(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// True once shutdown has begun.
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Begin shutdown: the accept loop wakes and stops.
+    pub fn request_shutdown(&self) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wake the blocking accept with a connection of our own.
+        let ip = match self.local_addr.ip() {
+            IpAddr::V4(a) if a.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(a) if a.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        let _ = TcpStream::connect_timeout(
+            &SocketAddr::new(ip, self.local_addr.port()),
+            Duration::from_secs(1),
+        );
+    }
+
+    pub(crate) fn deregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+}
+
+/// The state of one connection.
+#[derive(Debug)]
+pub struct ClientState {
+    /// CLIENT ID.
+    pub id: u64,
+    /// The peer.
+    pub addr: SocketAddr,
+    /// AUTH (or HELLO AUTH) succeeded, or no password is set.
+    pub authenticated: bool,
+    /// CLIENT SETNAME.
+    pub name: Option<Vec<u8>>,
+    /// CLIENT SETINFO LIB-NAME.
+    pub lib_name: Option<Vec<u8>>,
+    /// CLIENT SETINFO LIB-VER.
+    pub lib_ver: Option<Vec<u8>>,
+    /// A write was committed without a sync (mode `batch`): sync before replying.
+    pub unsynced: bool,
+}
+
+/// Stops a running server from another thread. It does not keep the server alive.
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    shared: Weak<Shared>,
+}
+
+impl ShutdownHandle {
+    /// Begin a clean shutdown; [`Server::run`] returns when it is done.
+    pub fn shutdown(&self) {
+        if let Some(s) = self.shared.upgrade() {
+            s.request_shutdown();
+        }
+    }
+}
+
+/// A bound server, not yet accepting.
+pub struct Server {
+    shared: Arc<Shared>,
+    listener: TcpListener,
+}
+
+/// A failure to start or to stop cleanly, for a person.
+#[derive(Debug)]
+pub struct ServerError(pub String);
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+impl From<keyspace::Error> for ServerError {
+    fn from(e: keyspace::Error) -> Self {
+        ServerError(e.to_string())
+    }
+}
+
+impl Server {
+    /// Open the store and bind the listener.
+    ///
+    /// # Errors
+    /// The store cannot be opened, or the address cannot be bound.
+    pub fn bind(config: Config) -> Result<Server, ServerError> {
+        if config.max_bulk_len > keyspace::MAX_USER_VALUE {
+            return Err(ServerError(format!(
+                "--max-bulk-len {} is above the largest value Shale stores ({} bytes)",
+                config.max_bulk_len,
+                keyspace::MAX_USER_VALUE
+            )));
+        }
+        let keyspace = Keyspace::open(&config.dir, config.design.as_deref(), config.sync)?;
+        let addr = format!("{}:{}", config.bind, config.port);
+        let listener = TcpListener::bind(&addr)
+            .or_else(|_| {
+                // An IPv6 literal needs brackets.
+                TcpListener::bind(format!("[{}]:{}", config.bind, config.port))
+            })
+            .map_err(|e| ServerError(format!("cannot listen on {addr}: {e}")))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| ServerError(format!("listener address: {e}")))?;
+        Ok(Server {
+            shared: Arc::new(Shared::new(Arc::new(keyspace), config, local_addr)),
+            listener,
+        })
+    }
+
+    /// The bound address (with the port chosen when the config said 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local_addr
+    }
+
+    /// A handle that stops the server.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// Accept and serve connections until shutdown, then close the store.
+    ///
+    /// # Errors
+    /// The store failed to close (its final log sync).
+    pub fn run(self) -> Result<(), ServerError> {
+        let shared = self.shared;
+        let stop_sweep = Arc::new(AtomicBool::new(false));
+        let sweep = {
+            let ks = Arc::clone(&shared.keyspace);
+            let rate = shared.config.expire_scan_rate;
+            let stop = Arc::clone(&stop_sweep);
+            std::thread::Builder::new()
+                .name("expire-sweep".into())
+                .spawn(move || keyspace::sweep::run(ks, rate, stop))
+                .map_err(|e| ServerError(format!("cannot start the expiry sweep: {e}")))?
+        };
+        let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        for stream in self.listener.incoming() {
+            if shared.stopping() {
+                break;
+            }
+            threads.retain(|t| !t.is_finished());
+            match stream {
+                Ok(s) => {
+                    if let Some(t) = accept(&shared, s) {
+                        threads.push(t);
+                    }
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    eprintln!("shale-server: accept: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        drop(self.listener);
+        // Close the read side: idle connections see end of input, busy ones finish their
+        // command and send its reply.
+        for s in shared.clients.lock().values() {
+            let _ = s.shutdown(Shutdown::Read);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // A client that does not read its replies keeps its thread in a write: cut it.
+        for s in shared.clients.lock().values() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        stop_sweep.store(true, Ordering::Relaxed);
+        let _ = sweep.join();
+        // A shutdown handle may hold the state for the instant of its call.
+        let mut shared = shared;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let shared = loop {
+            match Arc::try_unwrap(shared) {
+                Ok(s) => break s,
+                Err(s) if Instant::now() < deadline => {
+                    shared = s;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return Err(ServerError("a connection outlived shutdown".into())),
+            }
+        };
+        let keyspace = Arc::try_unwrap(shared.keyspace)
+            .map_err(|_| ServerError("the keyspace outlived shutdown".into()))?;
+        keyspace.close()?;
+        Ok(())
+    }
+}
+
+/// Register and start a connection, or refuse it (maxclients).
+fn accept(shared: &Arc<Shared>, stream: TcpStream) -> Option<JoinHandle<()>> {
+    let addr = stream.peer_addr().ok()?;
+    // Shared with the registry (not duplicated: one descriptor per client).
+    let stream = Arc::new(stream);
+    let id = shared.next_client_id();
+    {
+        let mut clients = shared.clients.lock();
+        if clients.len() >= shared.config.maxclients {
+            drop(clients);
+            shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+            let _ = (&*stream).write_all(b"-ERR max number of clients reached\r\n");
+            return None;
+        }
+        clients.insert(id, Arc::clone(&stream));
+    }
+    shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+    let client = ClientState {
+        id,
+        addr,
+        authenticated: shared.config.requirepass.is_none(),
+        name: None,
+        lib_name: None,
+        lib_ver: None,
+        unsynced: false,
+    };
+    let sh = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name(format!("client-{id}"))
+        .stack_size(512 << 10)
+        .spawn(move || {
+            conn::serve(&sh, stream, client);
+            sh.deregister(id);
+        });
+    match spawned {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("shale-server: cannot start a thread for client {id}: {e}");
+            shared.deregister(id);
+            None
+        }
+    }
+}
