@@ -145,7 +145,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         let mut flushed = VersionEdit::default();
         // The memtables written out, oldest first, kept to count what they supersede once
         // `recover` returns (it holds the placement's segment map, which counting takes).
-        let counts = values.counts_superseded();
+        let counts = values.gc().is_some();
         let mut written: Vec<Arc<dyn MemTable>> = Vec::new();
         let replayed = values.recover(
             &ctx,

@@ -191,7 +191,10 @@ fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool>
 pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
     let _one = inner.value_job_lock.lock();
     let host = Host { inner };
-    let r = inner.values.collect_garbage(&host, force);
+    let r = match inner.values.gc() {
+        Some(gc) => gc.collect_garbage(&host, force),
+        None => Ok(0),
+    };
     reap(inner);
     r
 }
@@ -240,9 +243,9 @@ pub(crate) fn count_superseded_over(
     older: &[Arc<dyn MemTable>],
     edit: &mut VersionEdit,
 ) {
-    if !tree.values.counts_superseded() {
+    let Some(gc) = tree.values.gc() else {
         return;
-    }
+    };
     let ctx = ReadContext {
         tables: tree.tables,
         cause: ReadCause::Gc,
@@ -261,11 +264,11 @@ pub(crate) fn count_superseded_over(
             return;
         };
         if current.as_deref() == Some(parsed.user_key) {
-            tree.values.superseded(parsed.kind, it.value(), edit);
+            gc.superseded(parsed.kind, it.value(), edit);
         } else {
             if look_up {
                 match newest_older(tree, &ctx, older, parsed.user_key) {
-                    Ok(Some((kind, value))) => tree.values.superseded(kind, &value, edit),
+                    Ok(Some((kind, value))) => gc.superseded(kind, &value, edit),
                     Ok(None) => {}
                     Err(_) => return,
                 }
@@ -279,7 +282,7 @@ pub(crate) fn count_superseded_over(
 }
 
 /// Whether some table of `tree.version` may hold values the placement counts (asked by its
-/// properties, [`ValueStore::may_count_in`]); true when a table cannot be opened, so counting falls back to looking. A version with
+/// properties, [`crate::values::ValueGc::may_count_in`]); true when a table cannot be opened, so counting falls back to looking. A version with
 /// more tables than the table cache holds is assumed to (nothing is opened): asking every
 /// table at each flush would push out of the cache the tables reads are using, and reopen
 /// each one flush after flush.
@@ -288,9 +291,11 @@ fn tree_may_count(tree: &Tree<'_>) -> bool {
         return true;
     }
     tree.version.files().any(|(_, f)| {
-        tree.tables
-            .table(f.number)
-            .map_or(true, |t| tree.values.may_count_in(t.properties()))
+        tree.tables.table(f.number).map_or(true, |t| {
+            tree.values
+                .gc()
+                .is_none_or(|gc| gc.may_count_in(t.properties()))
+        })
     })
 }
 
@@ -346,7 +351,7 @@ pub(crate) fn unpin(inner: &DbInner, names: &mut Vec<String>) {
 
 /// The thread of the placement's background job (only for a placement that wants one).
 pub(crate) fn value_job_thread(inner: Arc<DbInner>) {
-    if !inner.values.wants_gc() {
+    if !inner.values.gc().is_some_and(|gc| gc.wants_gc()) {
         return;
     }
     loop {

@@ -66,7 +66,9 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         return Ok(());
     }
     inner.check_writable()?;
-    inner.values.before_write(batch.approximate_size());
+    if let Some(gc) = inner.values.gc() {
+        gc.before_write(batch.approximate_size());
+    }
     let mut q = inner.queue.lock();
     let ticket = q.next_ticket;
     q.next_ticket += 1;

@@ -232,41 +232,43 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// value log's garbage counts found since the last edit).
     fn note_edit(&self, _edit: &mut VersionEdit) {}
 
-    /// Whether a flush should report, through [`ValueStore::superseded`], every stored value
-    /// its entries supersede (the engine then looks up in the tree each key a flush writes).
-    fn counts_superseded(&self) -> bool {
-        false
+    /// The placement's garbage-collection part, if it has one (the value log). The engine
+    /// counts what each flush supersedes, paces writes and runs collection only through it.
+    fn gc(&self) -> Option<&dyn ValueGc> {
+        None
     }
+}
 
+/// The optional part of a placement whose log holds garbage to collect (the value log).
+///
+/// # Contract
+/// `superseded` is called by flushes (one at a time), `before_write` by user writers outside
+/// every lock, `collect_garbage` by one collection at a time (background or manual); they may
+/// run concurrently with each other and with the core's calls.
+pub trait ValueGc: Send + Sync {
     /// A flush about to commit `edit` writes a newer entry for the key of `stored` (a value
     /// of `kind` as this placement stored it): no new reader will see `stored` again. Called
     /// once per superseded entry, before `edit` commits; what is counted goes into `edit`.
-    fn superseded(&self, _kind: ValueKind, _stored: &[u8], _edit: &mut VersionEdit) {}
-
-    /// A user write of `bytes` is about to be sequenced (called outside every lock): the
-    /// placement may slow it (the value log does while its garbage collection is behind).
-    /// Default: nothing.
-    fn before_write(&self, _bytes: usize) {}
+    /// (The engine looks up in the tree each key a flush writes to find them.)
+    fn superseded(&self, kind: ValueKind, stored: &[u8], edit: &mut VersionEdit);
 
     /// Whether a table with these properties may hold stored values that
-    /// [`ValueStore::superseded`] counts: when no table of the tree may, a flush skips the
-    /// tree lookup per flushed key that counting costs. Default: true.
-    fn may_count_in(&self, _table: &crate::table::TableProperties) -> bool {
-        true
-    }
+    /// [`ValueGc::superseded`] counts: when no table of the tree may, a flush skips the
+    /// tree lookup per flushed key that counting costs.
+    fn may_count_in(&self, table: &crate::table::TableProperties) -> bool;
 
-    /// Whether this placement has garbage to collect (the engine then runs a thread that
-    /// calls [`ValueStore::collect_garbage`]).
-    fn wants_gc(&self) -> bool {
-        false
-    }
+    /// A user write of `bytes` is about to be sequenced (called outside every lock): the
+    /// placement may slow it (the value log does while its collection is behind).
+    fn before_write(&self, _bytes: usize) {}
+
+    /// Whether collection should run on its own (the engine then runs a thread that calls
+    /// [`ValueGc::collect_garbage`]); manual collection works either way.
+    fn wants_gc(&self) -> bool;
 
     /// Collect garbage through `host`: pick a segment worth collecting (when `force`, any
-    /// sealed segment with some garbage), relocate its live values, drop it. Returns the number of
-    /// segments dropped.
-    fn collect_garbage(&self, _host: &dyn GcHost, _force: bool) -> Result<u64> {
-        Ok(0)
-    }
+    /// sealed segment with some garbage), relocate its live values, drop it. Returns the
+    /// number of segments dropped.
+    fn collect_garbage(&self, host: &dyn GcHost, force: bool) -> Result<u64>;
 }
 
 /// A value that garbage collection found in the log and keeps only if the tree still points

@@ -440,18 +440,6 @@ impl ValueStore for VlogPlacement {
     // pointer (`superseded`), and every pointer a merge drops was superseded by a flush
     // before, so counting merge discards too would count it twice.
 
-    fn counts_superseded(&self) -> bool {
-        true
-    }
-
-    fn superseded(&self, kind: ValueKind, stored: &[u8], edit: &mut VersionEdit) {
-        if kind == ValueKind::ValuePointer
-            && let Ok(p) = Pointer::decode(stored)
-        {
-            gc::count_superseded(self, p, edit);
-        }
-    }
-
     fn note_edit(&self, edit: &mut VersionEdit) {
         let pending = std::mem::take(&mut *self.pending_garbage.lock());
         for (segment, bytes) in pending {
@@ -462,20 +450,8 @@ impl ValueStore for VlogPlacement {
         }
     }
 
-    fn wants_gc(&self) -> bool {
-        self.gc_enabled
-    }
-
-    fn before_write(&self, bytes: usize) {
-        self.pace.pay(bytes);
-    }
-
-    fn may_count_in(&self, table: &crate::table::TableProperties) -> bool {
-        table.num_value_pointers > 0
-    }
-
-    fn collect_garbage(&self, host: &dyn super::GcHost, force: bool) -> Result<u64> {
-        gc::collect(self, host, force)
+    fn gc(&self) -> Option<&dyn super::ValueGc> {
+        Some(self)
     }
 
     fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
@@ -516,6 +492,32 @@ impl ValueStore for VlogPlacement {
 impl Drop for VlogPlacement {
     fn drop(&mut self) {
         self.sealer.stop();
+    }
+}
+
+impl super::ValueGc for VlogPlacement {
+    fn superseded(&self, kind: ValueKind, stored: &[u8], edit: &mut VersionEdit) {
+        if kind == ValueKind::ValuePointer
+            && let Ok(p) = Pointer::decode(stored)
+        {
+            gc::count_superseded(self, p, edit);
+        }
+    }
+
+    fn may_count_in(&self, table: &crate::table::TableProperties) -> bool {
+        table.num_value_pointers > 0
+    }
+
+    fn before_write(&self, bytes: usize) {
+        self.pace.pay(bytes);
+    }
+
+    fn wants_gc(&self) -> bool {
+        self.gc_enabled
+    }
+
+    fn collect_garbage(&self, host: &dyn super::GcHost, force: bool) -> Result<u64> {
+        gc::collect(self, host, force)
     }
 }
 

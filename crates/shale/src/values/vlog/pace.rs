@@ -4,7 +4,7 @@
 //! the debt past a millisecond sleeps that millisecond (short sleeps are not precise enough
 //! to spread). The collector sets the rate from its backlog at every choice of a segment
 //! ([`Pace::set_backlog`]); the engine's write path pays through
-//! [`crate::values::ValueStore::before_write`], outside every lock.
+//! [`crate::values::ValueGc::before_write`], outside every lock.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
