@@ -87,6 +87,8 @@ pub enum OpKind {
     SyncDir,
     /// [`FileSystem::lock`].
     Lock,
+    /// [`FileSystem::reopen`].
+    Reopen,
 }
 
 impl OpKind {
@@ -102,6 +104,7 @@ impl OpKind {
             OpKind::CreateDirAll => "create directory",
             OpKind::SyncDir => "sync directory",
             OpKind::Lock => "lock",
+            OpKind::Reopen => "reopen",
         }
     }
 }
@@ -643,6 +646,18 @@ impl FileSystem for FaultFs {
 
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create_file(path, true)
+    }
+
+    fn reopen(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let inner = self.shared.mutate(OpKind::Reopen, path, |c| {
+            c.last_appends.remove(path);
+            self.shared.mem.reopen(path, at)
+        })?;
+        Ok(Box::new(FaultWritable {
+            inner: Some(inner),
+            path: path.to_path_buf(),
+            shared: Arc::clone(&self.shared),
+        }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

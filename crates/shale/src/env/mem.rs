@@ -416,6 +416,40 @@ impl FileSystem for MemFs {
         Ok(Box::new(self.create_file(path, false)?))
     }
 
+    /// The inode stays the same one (a reopen is not a new file). Cutting bytes past `at`
+    /// lowers the synced length, as a log's cut does: the cut is durable with the next sync,
+    /// and until then a crash may leave zeros up to the size of the last sync.
+    fn reopen(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let state = self.shared.state.lock();
+        let inode = Arc::clone(state.live_file("reopen", path)?);
+        {
+            let mut ino = inode.lock();
+            let end = ino.written_len();
+            let at_len = usize::try_from(at).unwrap_or(usize::MAX);
+            if end < at_len {
+                return Err(io_error(
+                    "reopen",
+                    path,
+                    io::ErrorKind::UnexpectedEof,
+                    &format!("the file holds {end} bytes, fewer than the {at} to append after"),
+                ));
+            }
+            ino.data.truncate(at_len);
+            ino.reserved = 0;
+            ino.synced_len = ino.synced_len.min(at_len);
+        }
+        Ok(Box::new(MemWritableFile {
+            shared: Arc::clone(&self.shared),
+            epoch: self.crashes(),
+            inode,
+            path: path.to_path_buf(),
+            pending: Vec::new(),
+            len: at,
+            log: false,
+            finished: false,
+        }))
+    }
+
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         Ok(Box::new(self.create_file(path, true)?))
     }

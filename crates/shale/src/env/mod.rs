@@ -38,6 +38,23 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create(path)
     }
+    /// Reopen the existing file `path` to append after its first `at` bytes: a file that
+    /// grows by committed generations (an appendable table) continues at the end of the
+    /// last committed one. Bytes past `at` (an append that was never committed) are cut
+    /// off first. The handle's `len` starts at `at`; appended bytes are durable after
+    /// [`WritableFile::sync`], as in a created file, and so is the cut. Nothing about the
+    /// directory changes, so no directory sync is needed.
+    ///
+    /// Fails if the file does not exist or is shorter than `at` (then a committed
+    /// generation is missing: the caller reports corruption). The default refuses: a
+    /// backend must opt in.
+    fn reopen(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        let _ = at;
+        Err(crate::Error::Unsupported(format!(
+            "reopening {} for append: this file system cannot append to an existing file",
+            path.display()
+        )))
+    }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Atomically rename `from` to `to`, replacing `to` if it exists.
@@ -269,6 +286,11 @@ impl Env {
     /// `cause`.
     pub fn create_log(&self, path: &Path, cause: WriteCause) -> Result<WriteFile> {
         Ok(self.counted(self.fs.create_log(path)?, path, cause))
+    }
+    /// Reopen `path` to append after its first `at` bytes (see [`FileSystem::reopen`]),
+    /// with writes counted under `cause`.
+    pub fn reopen(&self, path: &Path, at: u64, cause: WriteCause) -> Result<WriteFile> {
+        Ok(self.counted(self.fs.reopen(path, at)?, path, cause))
     }
     fn counted(&self, inner: Box<dyn WritableFile>, path: &Path, cause: WriteCause) -> WriteFile {
         WriteFile {

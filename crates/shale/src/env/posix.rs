@@ -17,7 +17,7 @@
 //! has one owner.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,6 +61,10 @@ impl FileSystem for PosixFs {
         // Without the thread (none could be started) the log is a plain file.
         f.reserver = Reserver::start(&f.file, path);
         Ok(Box::new(f))
+    }
+
+    fn reopen(&self, path: &Path, at: u64) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(PosixWritableFile::reopen(path, at)?))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -182,6 +186,43 @@ impl PosixWritableFile {
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
             written: 0,
+            finished: false,
+            #[cfg(target_os = "linux")]
+            reserver: None,
+        })
+    }
+
+    fn reopen(path: &Path, at: u64) -> Result<PosixWritableFile> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("reopen", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("reopen", path, e))?
+            .len();
+        if size < at {
+            return Err(Error::io(
+                "reopen",
+                path,
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the file holds {size} bytes, fewer than the {at} to append after"),
+                ),
+            ));
+        }
+        if size > at {
+            file.set_len(at)
+                .map_err(|e| Error::io("truncate", path, e))?;
+        }
+        file.seek(io::SeekFrom::Start(at))
+            .map_err(|e| Error::io("reopen", path, e))?;
+        Ok(PosixWritableFile {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: at,
+            written: at,
             finished: false,
             #[cfg(target_os = "linux")]
             reserver: None,
@@ -520,6 +561,29 @@ mod tests {
         let mut buf = vec![0u8; f.len() as usize];
         f.read_exact_at(&mut buf, 0).unwrap();
         buf
+    }
+
+    #[test]
+    fn reopen_appends_after_a_prefix_and_cuts_the_rest() {
+        let dir = TempDir::new("reopen");
+        let fs = PosixFs::new();
+        let p = dir.path("t.sst");
+        let mut w = fs.create(&p).unwrap();
+        w.append(b"gen1+uncommitted").unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mut w = fs.reopen(&p, 4).unwrap();
+        assert_eq!(w.len(), 4);
+        assert_eq!(fs.file_size(&p).unwrap(), 4);
+        w.append(b"+gen2").unwrap();
+        w.sync().unwrap();
+        assert_eq!(w.len(), 9);
+        drop(w);
+        assert_eq!(read_all(&fs, &p), b"gen1+gen2");
+        let err = fs.reopen(&p, 10).err().unwrap();
+        assert!(err.to_string().contains("fewer than the 10"), "{err}");
+        assert!(fs.reopen(&dir.path("none"), 0).is_err());
+        assert_eq!(read_all(&fs, &p), b"gen1+gen2");
     }
 
     #[test]

@@ -568,3 +568,41 @@ fn a_dropped_log_handle_gives_its_reservation_back() {
     w.flush().unwrap();
     assert_eq!(fs.file_size(&p("/db/t")).unwrap(), 3);
 }
+
+#[test]
+fn reopen_appends_after_a_committed_prefix_and_cuts_the_rest() {
+    let fs = fs_with_db();
+    write(&fs, "/db/t", b"gen1+uncommitted", true);
+    fs.sync_dir(&p("/db")).unwrap();
+    // A reopen at the end of generation 1 drops the uncommitted bytes and appends.
+    let mut w = fs.reopen(&p("/db/t"), 4).unwrap();
+    assert_eq!(w.len(), 4);
+    w.append(b"+gen2").unwrap();
+    assert_eq!(w.len(), 9);
+    w.flush().unwrap();
+    assert_eq!(read(&fs, "/db/t"), b"gen1+gen2");
+    // Unsynced: a crash keeps the synced prefix up to the cut, and at least the size of the
+    // last sync (zeros where nothing survived).
+    fs.crash();
+    let after = read(&fs, "/db/t");
+    assert_eq!(&after[..4], b"gen1");
+    assert!(after[4..].iter().all(|&b| b == 0), "{after:?}");
+    // Synced: the new generation survives a crash.
+    let mut w = fs.reopen(&p("/db/t"), 4).unwrap();
+    w.append(b"+gen2").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    fs.crash();
+    assert_eq!(read(&fs, "/db/t"), b"gen1+gen2");
+}
+
+#[test]
+fn reopen_refuses_missing_or_short_files() {
+    let fs = fs_with_db();
+    let err = fs.reopen(&p("/db/none"), 0).err().unwrap();
+    assert_eq!(kind(&err), Some(io::ErrorKind::NotFound));
+    write(&fs, "/db/t", b"abc", true);
+    let err = fs.reopen(&p("/db/t"), 4).err().unwrap();
+    assert_eq!(kind(&err), Some(io::ErrorKind::UnexpectedEof), "{err}");
+    assert_eq!(read(&fs, "/db/t"), b"abc");
+}
