@@ -8,7 +8,7 @@
 //! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]) |
 //! | value placement | [`Options::values`] | `inline` ([`crate::values::inline`]), `vlog` ([`crate::values::vlog`]) |
 //! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]) |
-//! | table format | (follows the layout) | `sst` ([`crate::table::sst`]) |
+//! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]) |
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +18,8 @@ use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
 use crate::memory::{MemTable, MemTableFactory, skiplist::SkipListMemTable};
-use crate::options::{Axes, LayoutKind, MemoryKind, Options, ValuesKind};
+use crate::options::{Axes, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
+use crate::table::{SstFormat, TableFormat};
 use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
 
 /// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
@@ -37,10 +38,14 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     let memtables: MemTableFactory = match options.memory {
         MemoryKind::SkipList => Arc::new(|| Arc::new(SkipListMemTable::new()) as Arc<dyn MemTable>),
     };
+    let table: Arc<dyn TableFormat> = match options.table_format {
+        TableKind::Sst => Arc::new(SstFormat),
+    };
     Parts {
         layout,
         values,
         memtables,
+        table,
     }
 }
 

@@ -24,7 +24,7 @@ use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::options::TableOptions;
 use crate::table::cache::TableCache;
-use crate::table::sst::TableBuilder;
+use crate::table::TableWriter;
 use crate::table::table_file_name;
 use crate::version::FileMeta;
 
@@ -36,7 +36,8 @@ pub struct CompactionContext<'a> {
     pub dir: &'a Path,
     /// Table format options.
     pub table_options: &'a TableOptions,
-    /// Open tables (inputs are read through it).
+    /// Open tables (inputs are read through it); outputs are written in its format
+    /// ([`TableCache::format`]).
     pub tables: &'a std::sync::Arc<TableCache>,
     /// The version the plan was made from.
     pub version: &'a crate::version::Version,
@@ -86,7 +87,7 @@ pub fn merge_into_tables(
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut stats = MergeStats::default();
-    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
     let result = (|| -> Result<()> {
         let mut current_key: Vec<u8> = Vec::new();
         let mut has_current = false;
@@ -135,7 +136,7 @@ pub fn merge_into_tables(
                     let number = (ctx.new_file_number)();
                     let path = ctx.dir.join(table_file_name(number));
                     let file = ctx.env.create(&path, ctx.cause)?;
-                    builder = Some((number, TableBuilder::new(file, ctx.table_options)));
+                    builder = Some((number, ctx.tables.format().builder(file, ctx.table_options)));
                 }
                 if let Some((_, b)) = builder.as_mut() {
                     b.add(input.key(), input.value())?;
@@ -180,7 +181,7 @@ pub fn merge_into_tables(
     Ok((outputs, stats))
 }
 
-fn finish(number: u64, builder: TableBuilder) -> Result<FileMeta> {
+fn finish(number: u64, builder: Box<dyn TableWriter>) -> Result<FileMeta> {
     let s = builder.finish()?;
     Ok(FileMeta {
         number,

@@ -8,32 +8,25 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{DbInner, SuperVersion};
-use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
 use crate::layout::{PickContext, Plan, PlanKind};
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
-use crate::version::FileMeta;
 
-/// Write a memtable to a new table file, synced (a memtable is bounded in size, so one file
-/// holds it). Returns nothing for an empty memtable.
-pub(crate) fn write_memtable(
+/// Hand a frozen memtable to the layout's flush (nothing for an empty one): the edit adding
+/// the files it wrote, synced.
+pub(crate) fn flush_memtable(
+    layout: &dyn crate::layout::Layout,
     mem: &Arc<dyn MemTable>,
     ctx: &CompactionContext<'_>,
-) -> Result<Option<FileMeta>> {
+) -> Result<VersionEdit> {
     if mem.is_empty() {
-        return Ok(None);
+        return Ok(VersionEdit::default());
     }
-    // Tombstones are kept: older versions of their keys may sit in the tables below.
-    let spec = MergeSpec {
-        target_file_size: u64::MAX,
-        is_base_for_key: &|_| false,
-    };
-    let mut it = Arc::clone(mem).iter();
-    let (mut files, _) = merge_into_tables(&mut it, &spec, ctx)?;
-    Ok(files.pop())
+    layout.flush(&mut *Arc::clone(mem).iter(), ctx)
 }
 
 /// Run `f` with a compaction context over the store's current state.
@@ -106,15 +99,19 @@ fn commit(
 /// Flush the oldest frozen memtable. Requires that no other flush runs (the flush thread,
 /// or `flush_and_wait` through it).
 fn flush_one(inner: &DbInner) -> Result<bool> {
-    let (mem, log_end) = {
+    let (mem, log_end, last_seq) = {
         let bg = inner.bg.lock();
         match bg.imms.front() {
-            Some(imm) => (Arc::clone(&imm.mem), imm.log_end),
+            Some(imm) => (Arc::clone(&imm.mem), imm.log_end, imm.last_seq),
             None => return Ok(false),
         }
     };
-    let file = match with_context(inner, WriteCause::Flush, |ctx| write_memtable(&mem, ctx)) {
-        Ok(f) => f,
+    // Writes logged for the memtable before it froze may still be inserting.
+    inner.wait_published(last_seq);
+    let mut edit = match with_context(inner, WriteCause::Flush, |ctx| {
+        flush_memtable(inner.layout.as_ref(), &mem, ctx)
+    }) {
+        Ok(e) => e,
         Err(e) => {
             if !matches!(e, Error::Closed) {
                 inner.set_error(&e);
@@ -122,24 +119,28 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
             return Err(e);
         }
     };
+    // Bytes written per level (a flush that wrote nothing counts at level 0).
+    let mut written = std::collections::BTreeMap::<usize, u64>::new();
+    for (l, f) in &edit.new_files {
+        *written.entry(*l as usize).or_default() += f.size;
+    }
+    if written.is_empty() {
+        written.insert(0, 0);
+    }
     // Every write before `log_end` is now in a table.
-    let mut edit = VersionEdit::default();
     if let Err(e) = inner.values.flushed(log_end, &mut edit) {
         inner.set_error(&e);
         return Err(e);
     }
-    let size = file.as_ref().map_or(0, |f| f.size);
     super::value_jobs::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
-    if let Some(f) = file {
-        let level = inner.layout.flush_level(&inner.super_version().version, &f);
-        edit.new_files.push((level as u32, f));
-    }
     commit(inner, edit, |bg, imms| {
         bg.imms.pop_front();
         imms.retain(|m| !Arc::ptr_eq(m, &mem));
     })?;
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
-    record_level(inner, 0, 0, 0, size);
+    for (level, size) in written {
+        record_level(inner, level, 0, 0, size);
+    }
     delete_obsolete_files(inner);
     Ok(true)
 }
@@ -213,9 +214,13 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
 /// with the installation of the version it made, so a picker never sees the plan gone
 /// without its result.
 fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
-    let edit = match with_context(inner, WriteCause::Compaction, |ctx| {
-        inner.layout.compact(plan, ctx)
-    }) {
+    let executed = match plan.kind {
+        PlanKind::Move => Ok(plan.move_edit()),
+        PlanKind::Merge => with_context(inner, WriteCause::Compaction, |ctx| {
+            inner.layout.compact(plan, ctx)
+        }),
+    };
+    let edit = match executed {
         Ok(e) => e,
         Err(e) => {
             if !matches!(e, Error::Closed) {

@@ -5,11 +5,16 @@
 //! One `Db` owns one *flush* thread, which turns frozen memtables into level-0 tables, and
 //! `max_background_compactions` *compaction workers*, which run the layout's plans side by
 //! side. Writers form a queue; the writer at its head (the leader) writes the whole group to
-//! the log and the memtable.
+//! the log, then every writer of the group inserts its own batch into the memtable, without
+//! a lock and concurrently, and publishes its sequence numbers in order (`db/write.rs`; the
+//! only wait between writers outside the locks, `publish_lock`, is for an earlier write to
+//! become visible, and no lock is held while waiting there).
 //!
 //! Locks, always taken in this order (a thread holding one may take only later ones):
-//! 1. `wal`: held by the write leader (the mutable memtable; the placement's durability log
-//!    is only appended to under it), and by `flush()`.
+//! 1. `wal`: held by the write leader while it logs a group (the mutable memtable and the
+//!    sequence numbers handed out; the placement's durability log is only appended to under
+//!    it), and by `flush()`. Value-log relocation holds it and waits for the logged writes
+//!    to become visible; those writers need no lock to finish, so the wait ends.
 //! 2. `versions`: the MANIFEST; held while an edit is committed and its version installed.
 //!    It serializes commits: flushes and compactions commit one at a time, each edit applied
 //!    to the newest version.
@@ -50,7 +55,7 @@ mod write;
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -65,6 +70,7 @@ use crate::cache::block_cache::BlockCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
+use crate::key::SeqNo;
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemTableFactory};
 use crate::options::{Options, WriteOptions};
@@ -112,14 +118,24 @@ pub(crate) struct SuperVersion {
 }
 
 /// The write leader's state (the durability log itself belongs to the value placement).
+/// Spins of [`DbInner::wait_published`] before it sleeps: about a microsecond, the time of a
+/// few memtable inserts.
+const PUBLISH_SPINS: usize = 200;
+
 pub(crate) struct WalState {
     pub(crate) mem: Arc<dyn MemTable>,
+    /// The newest sequence number given to a logged write. Writes up to it may still be
+    /// inserting into their memtable; `DbInner::last_seq` follows once they are visible.
+    pub(crate) last_assigned: SeqNo,
 }
 
 /// A frozen memtable and where its writes end in the durability log.
 pub(crate) struct Imm {
     pub(crate) mem: Arc<dyn MemTable>,
     pub(crate) log_end: crate::values::LogPosition,
+    /// The newest sequence number a write into it was given: once it is published, every
+    /// insert into the memtable has finished.
+    pub(crate) last_seq: SeqNo,
 }
 
 /// State shared with the background threads.
@@ -176,6 +192,7 @@ pub(crate) struct Parts {
     pub(crate) layout: Arc<dyn Layout>,
     pub(crate) values: Arc<dyn ValueStore>,
     pub(crate) memtables: MemTableFactory,
+    pub(crate) table: Arc<dyn crate::table::TableFormat>,
 }
 
 /// Builds a store's parts from its options, its directory and its file-number counter (the
@@ -194,8 +211,14 @@ pub(crate) struct DbInner {
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     pub(crate) snapshots: Arc<SnapshotList>,
-    /// The newest sequence number whose write is visible to readers.
+    /// The newest sequence number whose write is visible to readers. Published in order
+    /// ([`DbInner::publish`]): every write up to it is in its memtable.
     pub(crate) last_seq: AtomicU64,
+    /// Writers waiting in [`DbInner::publish`] or [`DbInner::wait_published`] for an earlier
+    /// write to become visible, and the lock and condition they sleep on.
+    pub(crate) publish_waiters: AtomicUsize,
+    pub(crate) publish_lock: Mutex<()>,
+    pub(crate) publish_cv: Condvar,
     pub(crate) file_numbers: Arc<AtomicU64>,
     pub(crate) wal: Mutex<WalState>,
     pub(crate) queue: Mutex<write::WriteQueue>,
@@ -219,6 +242,38 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// Wait until every write up to `seq` is visible (`last_seq >= seq`). Spins briefly (the
+    /// write being waited for is usually a few inserts away from done), then sleeps.
+    pub(crate) fn wait_published(&self, seq: SeqNo) {
+        for _ in 0..PUBLISH_SPINS {
+            if self.last_seq.load(Ordering::Acquire) >= seq {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        self.publish_waiters.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.publish_lock.lock();
+        while self.last_seq.load(Ordering::SeqCst) < seq {
+            self.publish_cv.wait(&mut g);
+        }
+        drop(g);
+        self.publish_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Make the writes `first..=last` visible, after every earlier write: waits until
+    /// `last_seq` is `first - 1`, then raises it to `last`. Every writer calls this once for
+    /// its own range after inserting it, so sequence numbers become visible in order.
+    pub(crate) fn publish(&self, first: SeqNo, last: SeqNo) {
+        self.wait_published(first.saturating_sub(1));
+        self.last_seq.store(last, Ordering::SeqCst);
+        // SeqCst with the waiters' increment: either a waiter's check sees the new value, or
+        // this load sees the waiter and wakes it under the lock it sleeps on.
+        if self.publish_waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.publish_lock.lock();
+            self.publish_cv.notify_all();
+        }
+    }
+
     /// The current super version.
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
         Arc::clone(&self.super_version.read())

@@ -8,11 +8,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::background::write_memtable;
+use super::background::flush_memtable;
 use super::value_jobs::{Tree, count_superseded_over};
 use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
 use crate::cache::block_cache::BlockCache;
@@ -55,6 +55,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         layout,
         values,
         memtables,
+        table,
     } = wiring(&options, dir, Arc::clone(&file_numbers));
     let has_current = fs.exists(&dir.join(CURRENT_FILE))?;
     let format_tag = format_tag(layout.as_ref(), values.as_ref());
@@ -119,6 +120,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         env.clone(),
         dir.to_path_buf(),
         options.max_open_files,
+        Arc::clone(&table),
         block_cache.clone(),
         options.verify_checksums,
     ));
@@ -129,8 +131,10 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         let replay = Replay {
             options: &options,
             dir,
+            layout: layout.as_ref(),
             tables: &tables,
             versions: &versions,
+            version: std::cell::RefCell::new(versions.current()),
         };
         let names = fs.list_dir(dir)?;
         let ctx = RecoverContext {
@@ -171,7 +175,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         }
         replay.flush(&mem, &mut flushed)?;
         written.push(mem);
-        edit.new_files.append(&mut flushed.new_files);
+        edit.extend(flushed);
         // Count in the edit that adds the tables, as a flush does: a crash before it commits
         // replays and counts again, once. Each memtable supersedes the ones replayed before
         // it, then the tree the MANIFEST holds.
@@ -201,9 +205,13 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         block_cache,
         snapshots: Arc::default(),
         last_seq: AtomicU64::new(last_seq),
+        publish_waiters: AtomicUsize::new(0),
+        publish_lock: Mutex::new(()),
+        publish_cv: Condvar::new(),
         file_numbers: versions.file_numbers(),
         wal: Mutex::new(WalState {
             mem: Arc::clone(&mem),
+            last_assigned: last_seq,
         }),
         queue: Mutex::default(),
         queue_cv: Condvar::new(),
@@ -244,13 +252,18 @@ pub(crate) fn format_tag(layout: &dyn Layout, values: &dyn ValueStore) -> String
 struct Replay<'a> {
     options: &'a Options,
     dir: &'a Path,
+    layout: &'a dyn Layout,
     tables: &'a Arc<TableCache>,
     versions: &'a VersionSet,
+    /// The MANIFEST's version with the replay's flushes so far applied (not committed:
+    /// recovery commits them in one edit), so each flush sees the files of the ones before.
+    version: std::cell::RefCell<Arc<crate::version::Version>>,
 }
 
 impl Replay<'_> {
+    /// Flush `mem` through the layout, adding what it wrote to `edit`.
     fn flush(&self, mem: &Arc<dyn MemTable>, edit: &mut VersionEdit) -> Result<()> {
-        let version = self.versions.current();
+        let version = Arc::clone(&self.version.borrow());
         let new_file = || self.versions.new_file_number();
         let stop = AtomicBool::new(false);
         let ctx = CompactionContext {
@@ -265,9 +278,12 @@ impl Replay<'_> {
             cause: WriteCause::Flush,
             on_discard: &|_, _| {},
         };
-        if let Some(f) = write_memtable(mem, &ctx)? {
-            edit.new_files.push((0, f));
-        }
+        let flushed = flush_memtable(self.layout, mem, &ctx)?;
+        let next = version
+            .apply(&flushed)
+            .map_err(|d| Error::corruption(self.dir, 0, format!("a recovery flush: {d}")))?;
+        *self.version.borrow_mut() = Arc::new(next);
+        edit.extend(flushed);
         Ok(())
     }
 }

@@ -76,6 +76,9 @@ impl GcHost for Host<'_> {
         let mut wal = inner.wal.lock();
         inner.check_writable()?;
         write::make_room(inner, &mut wal, false)?;
+        // Every logged write must be visible before deciding what is still live: a newer
+        // write of a key may be inserting right now.
+        inner.wait_published(wal.last_assigned);
         // Under the lock, the super version's mutable memtable is `wal.mem`.
         let sv = inner.super_version();
         let mut batch = WriteBatch::new();
@@ -88,7 +91,7 @@ impl GcHost for Host<'_> {
             return Ok(0);
         }
         let n = batch.len() as u64;
-        write::log_and_apply(inner, &wal, &mut batch, true, false)?;
+        write::log_and_apply(inner, &mut wal, &mut batch, true, false)?;
         Ok(n)
     }
 
@@ -291,7 +294,7 @@ fn tree_may_count(tree: &Tree<'_>) -> bool {
         return true;
     }
     tree.version.files().any(|(_, f)| {
-        tree.tables.table(f.number).map_or(true, |t| {
+        tree.tables.table(f.table_id()).map_or(true, |t| {
             tree.values
                 .gc()
                 .is_none_or(|gc| gc.may_count_in(t.properties()))

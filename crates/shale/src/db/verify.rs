@@ -13,7 +13,7 @@ use crate::filename::{FileKind, parse_file_name};
 use crate::manifest;
 use crate::manifest::AxisStates;
 use crate::options::Options;
-use crate::table::sst::Table;
+use crate::table::{TableId, TableReadOptions};
 use crate::values::{PersistedState, PlacementChecked, VerifyContext};
 use crate::version::Version;
 use crate::wal::LogReader;
@@ -117,12 +117,20 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
             Some(FileKind::Table(n)) => {
                 let file = env.open(&p)?;
                 report.bytes += file.len();
-                let table = Table::open(file, n, None, true)?;
+                let id = TableId {
+                    number: n,
+                    size: file.len(),
+                };
+                let read = TableReadOptions {
+                    block_cache: None,
+                    verify_checksums: true,
+                };
+                let table = axes.table.open(file, id, &read)?;
                 table.verify()?;
                 report.entries += table.properties().num_entries;
                 report.tables += 1;
                 if live_tables.contains(&n) {
-                    tables.push(Arc::new(table));
+                    tables.push(table);
                 }
             }
             _ => {}

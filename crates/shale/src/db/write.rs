@@ -1,10 +1,20 @@
 //! The write path: group commit, the log, the memtable, and making room.
 //!
 //! Writers enqueue their batch. A writer that finds no leader active becomes the leader: it
-//! takes a group of queued batches (its own included, unless an earlier leader took it),
-//! writes them as one log record, syncs if any of them asked to, inserts them into the
-//! memtable, publishes the new last sequence number, and hands each writer its result.
-//! Followers sleep on a condition variable until their result arrives.
+//! takes a group of queued batches (its own included, unless an earlier leader took it) and,
+//! under the `wal` lock, makes room, gives the group its sequence numbers and writes it as
+//! one log record (synced if any writer asked). Then, without the lock, every writer of the
+//! group inserts its own batch into the memtable the group was logged for, concurrently
+//! (the next group may be logging meanwhile), and publishes its sequence numbers in order
+//! ([`DbInner::publish`]): a reader's snapshot never shows a write whose predecessors are
+//! still being inserted. A value placement that changes entries on the way to the memtable
+//! (the value log stores pointers) has the leader insert them under the lock instead
+//! ([`crate::values::ValueStore::stores_entries_as_written`]). Followers sleep on a
+//! condition variable until the group is logged.
+//!
+//! A memtable frozen while writes into it are still inserting is flushed only once they are
+//! visible (`Imm::last_seq`); work that must see every logged write (value-log
+//! relocation) waits for them the same way.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, Imm, SuperVersion, WalState};
 use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memory::MemTable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::wal::WriteBatch;
 
@@ -26,11 +38,23 @@ struct Pending {
     sync: bool,
 }
 
+/// What a writer does once its group is logged: insert its entries (when the group's
+/// writers insert their own) and publish its sequence numbers.
+struct Logged {
+    /// The memtable to insert into; `None` when the leader already inserted the entries.
+    mem: Option<Arc<dyn MemTable>>,
+    /// The writer's batch, sequenced from `first` (for the leader, its entries are the
+    /// first `count` of the group's batch).
+    batch: WriteBatch,
+    count: u64,
+    first: SeqNo,
+}
+
 /// Writers waiting to be written, and results waiting to be collected.
 #[derive(Default)]
 pub(crate) struct WriteQueue {
     waiting: VecDeque<Pending>,
-    done: HashMap<u64, Result<()>>,
+    done: HashMap<u64, Result<Option<Logged>>>,
     leader_active: bool,
     next_ticket: u64,
 }
@@ -79,7 +103,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     });
     loop {
         if let Some(r) = q.done.remove(&ticket) {
-            return r;
+            drop(q);
+            return r.map(|l| finish(inner, l));
         }
         if q.leader_active {
             inner.queue_cv.wait(&mut q);
@@ -100,6 +125,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             }
         }
         drop(q);
+        let counts: Vec<u64> = group.iter().map(|p| p.batch.len() as u64).collect();
         // A panic here is a bug; it must not leave `leader_active` set, which would stop
         // every later writer for good. The store turns read-only instead.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -116,24 +142,70 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         });
         q = inner.queue.lock();
         q.leader_active = false;
-        let mut mine = false;
-        for p in &group {
+        let mut mine = None;
+        let mut first = result.as_ref().map_or(0, |(f, _)| *f);
+        for (p, count) in group.into_iter().zip(counts) {
+            let r = match &result {
+                Ok((_, mem)) => Ok(Some(Logged {
+                    mem: mem.clone(),
+                    batch: p.batch,
+                    count,
+                    first,
+                })),
+                Err(e) => Err(Error::duplicate(e)),
+            };
+            first += count;
             if p.ticket == ticket {
-                mine = true;
+                mine = Some(r);
             } else {
-                let r = result.as_ref().map(|_| ()).map_err(Error::duplicate);
                 q.done.insert(p.ticket, r);
             }
         }
         inner.queue_cv.notify_all();
-        if mine {
-            return result;
+        if let Some(r) = mine {
+            drop(q);
+            return match (r, result) {
+                // Our own error, not a copy of it.
+                (Err(_), Err(e)) => Err(e),
+                (r, _) => r.map(|l| finish(inner, l)),
+            };
         }
     }
 }
 
-/// Write a group as one log record and apply it to the memtable.
-fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
+/// A writer's part after its group is logged: insert its batch (unless the leader did) and
+/// publish it.
+fn finish(inner: &DbInner, logged: Option<Logged>) {
+    let Some(l) = logged else { return };
+    if l.count == 0 {
+        return;
+    }
+    if let Some(mem) = &l.mem {
+        // A panic in an insert is a bug; the sequence numbers are published anyway, or every
+        // later writer would wait for them forever, and the store turns read-only.
+        let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for (i, e) in l.batch.iter().take(l.count as usize).enumerate() {
+                mem.insert(e.key, l.first + i as u64, e.kind, e.value);
+            }
+        }));
+        if inserted.is_err() {
+            inner.set_error(&Error::Io {
+                op: "write",
+                path: None,
+                source: std::io::Error::other("a memtable insert panicked"),
+            });
+        }
+        inner.publish(l.first, l.first + l.count - 1);
+    }
+}
+
+/// Write a group as one log record. Returns the group's first sequence number and, when its
+/// writers insert their own entries, the memtable to insert into (otherwise the entries are
+/// in the memtable and visible already).
+fn write_group(
+    inner: &Arc<DbInner>,
+    group: &mut [Pending],
+) -> Result<(SeqNo, Option<Arc<dyn MemTable>>)> {
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
     make_room(inner, &mut wal, false)?;
@@ -141,31 +213,36 @@ fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<()> {
     // One batch goes out as is; several are concatenated into the first.
     let (head, rest) = match group.split_first_mut() {
         Some(x) => x,
-        None => return Ok(()),
+        None => return Ok((0, None)),
     };
     for p in rest.iter() {
         head.batch.append(&p.batch);
     }
-    log_and_apply(inner, &wal, &mut head.batch, sync, true)
+    log_and_apply(inner, &mut wal, &mut head.batch, sync, true)
 }
 
-/// Give `batch` the next sequence numbers, make it durable through the value placement,
-/// insert it into the memtable and publish it. Requires the `wal` lock (passed in) and a
-/// memtable with room. `user` counts it as user data; otherwise it is a garbage-collection
-/// rewrite (always synced).
+/// Give `batch` the next sequence numbers and make it durable through the value placement.
+/// Requires the `wal` lock (passed in) and a memtable with room. Returns the first sequence
+/// number and, for user writes to a placement that stores entries as written, the memtable
+/// the writers insert into themselves before publishing (see the module docs); otherwise the
+/// entries are inserted and published here. `user` counts it as user data; otherwise it is
+/// a garbage-collection rewrite (always synced).
 pub(crate) fn log_and_apply(
     inner: &DbInner,
-    wal: &WalState,
+    wal: &mut WalState,
     batch: &mut WriteBatch,
     sync: bool,
     user: bool,
-) -> Result<()> {
-    let first_seq = inner.last_seq.load(Ordering::Acquire) + 1;
+) -> Result<(SeqNo, Option<Arc<dyn MemTable>>)> {
+    let first_seq = wal.last_assigned + 1;
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
+    let concurrent = user && inner.values.stores_entries_as_written();
     let mem = &wal.mem;
     let mut insert = |key: &[u8], seq, kind, value: &[u8]| mem.insert(key, seq, kind, value);
-    let logged = if user {
+    let logged = if concurrent {
+        inner.values.append(batch, sync, &mut |_, _, _, _| {})
+    } else if user {
         inner.values.append(batch, sync, &mut insert)
     } else {
         inner.values.append_relocation(batch, &mut insert)
@@ -178,9 +255,8 @@ pub(crate) fn log_and_apply(
         }
         return Err(e);
     }
-    inner
-        .last_seq
-        .store(first_seq + count - 1, Ordering::Release);
+    let last = first_seq + count - 1;
+    wal.last_assigned = last;
     if user {
         let user_bytes: u64 = batch
             .iter()
@@ -192,7 +268,11 @@ pub(crate) fn log_and_apply(
             .fetch_add(user_bytes, Ordering::Relaxed);
         inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
     }
-    Ok(())
+    if concurrent {
+        return Ok((first_seq, Some(Arc::clone(&wal.mem))));
+    }
+    inner.publish(first_seq, last);
+    Ok((first_seq, None))
 }
 
 /// Make sure the mutable memtable has room, switching to a new one when it is full (or when
@@ -263,6 +343,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
     bg.imms.push_back(Imm {
         mem: Arc::clone(&old_mem),
         log_end,
+        last_seq: wal.last_assigned,
     });
     {
         let mut sv = inner.super_version.write();

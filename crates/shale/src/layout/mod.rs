@@ -1,9 +1,11 @@
 //! The layout axis: how tables are arranged on disk, found by reads, and compacted.
 //!
-//! A layout answers four questions about a [`Version`]: where does a flushed memtable go,
-//! where can a key be (`get`), which iterators cover a scan, and what should be compacted
-//! next (`pick`, a pure function returning a [`Plan`]). Executing a plan (`compact`) turns it
-//! into a [`VersionEdit`] that the engine commits. Implementations: [`leveled`], [`flsm`].
+//! A layout answers four questions about a [`Version`]: how is a frozen memory component
+//! written out (`flush`: which files, where), where can a key be (`get`), which iterators
+//! cover a scan, and what should be compacted next (`pick`, a pure function returning a
+//! [`Plan`]). Flushing and executing a plan (`compact`) each produce a [`VersionEdit`] that
+//! the engine commits; recovery flushes replayed writes through the same `flush`.
+//! Implementations: [`leveled`], [`flsm`].
 //!
 //! # Concurrent compactions
 //!
@@ -15,8 +17,9 @@
 //! A layout's picker must therefore never return a plan that reads a busy file, nor one that
 //! writes into a key range that a running plan writes at the same level (two outputs could
 //! then overlap, or newer data could land below older data). Flushes are not in the
-//! context: `flush_level` must name a level whose files may overlap (level 0), since a flush
-//! commits beside running plans.
+//! context: `flush` must write only where no plan writes or reads (both layouts here add
+//! new files to level 0, whose files may overlap), since a flush commits beside running
+//! plans.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use crate::compaction::CompactionContext;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
-use crate::table::Table;
+use crate::table::TableReader;
 use crate::table::cache::{TableCache, TableSlot};
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
@@ -46,16 +49,37 @@ pub struct Plan {
     pub reason: String,
 }
 
-/// How a plan is carried out.
+/// How a plan is carried out. The engine executes metadata-only kinds itself, the same way
+/// for every layout ([`Plan::move_edit`]); kinds that write data go to [`Layout::compact`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlanKind {
-    /// Move one file to the output level by editing metadata only (no overlap below).
+    /// Move the input files to the output level by editing metadata only (no overlap
+    /// below). Executed by the engine.
     Move,
-    /// Merge the inputs and write new files.
+    /// Merge the inputs and write new files. Executed by the layout.
     Merge,
 }
 
 impl Plan {
+    /// An edit removing every input file from its level (what a merge starts from).
+    pub fn delete_inputs(&self) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        for (level, f) in self.input_files() {
+            edit.deleted_files.push((level as u32, f.number));
+        }
+        edit
+    }
+
+    /// The edit of a [`PlanKind::Move`]: every input leaves its level and joins the output
+    /// level unchanged.
+    pub fn move_edit(&self) -> VersionEdit {
+        let mut edit = self.delete_inputs();
+        for (_, f) in self.input_files() {
+            edit.new_files.push((self.output_level as u32, (**f).clone()));
+        }
+        edit
+    }
+
     /// Every input file, with its level.
     pub fn input_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
         self.inputs
@@ -209,7 +233,7 @@ impl Probed {
     /// # Errors
     /// The error opening the table: reported only to a read that gets this far, so a
     /// damaged table behind the answer does not fail the read.
-    pub fn slot(&mut self, i: usize) -> Result<Option<(Arc<Table>, bool)>> {
+    pub fn slot(&mut self, i: usize) -> Result<Option<(Arc<dyn TableReader>, bool)>> {
         match self.tables.get_mut(i).and_then(Option::take) {
             None => Ok(None),
             Some(Err(e)) => Err(*e),
@@ -268,7 +292,7 @@ impl ReadContext<'_> {
         }
         // Which tables to open: those whose filter is not known yet (`fresh`), and those a
         // known filter lets through (or that have none).
-        let mut numbers = [None; PROBE_BATCH];
+        let mut ids = [None; PROBE_BATCH];
         let mut fresh = [false; PROBE_BATCH];
         for (i, m) in metas.iter().enumerate() {
             let Some(f) = m else { continue };
@@ -281,11 +305,11 @@ impl ReadContext<'_> {
                 Some(Some(filter)) => filter.may_contain_hash(hash),
             };
             if open {
-                numbers[i] = Some(f.number);
+                ids[i] = Some(f.table_id());
                 p.pass[i] = true;
             }
         }
-        self.tables.tables(&numbers, &mut p.tables);
+        self.tables.tables(&ids, &mut p.tables);
         for (i, m) in metas.iter().enumerate() {
             if let (true, Some(f), Some(Some(Ok(t)))) = (fresh[i], m, p.tables.get(i)) {
                 f.filter.pin(t.filter().cloned());
@@ -314,7 +338,7 @@ impl ReadContext<'_> {
             let mut p = self.probe(files.iter().map(|f| &**f), user_key, hash);
             for i in 0..files.len() {
                 if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.get_unfiltered(user_key, seek_key, self.cause)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, self.cause)?
                 {
                     return Ok(Some(hit));
                 }
@@ -322,6 +346,27 @@ impl ReadContext<'_> {
         }
         Ok(None)
     }
+}
+
+/// The flush of a layout whose level 0 holds overlapping tables: `input` becomes one new
+/// table in level 0 (a memory component is bounded in size, so one file holds it); nothing
+/// is written for an empty input.
+///
+/// # Errors
+/// As [`Layout::flush`].
+pub fn flush_to_level0(
+    input: &mut dyn InternalIterator,
+    ctx: &CompactionContext<'_>,
+) -> Result<VersionEdit> {
+    let spec = crate::compaction::MergeSpec {
+        target_file_size: u64::MAX,
+        // Tombstones stay: older versions of their keys may sit in the tables below.
+        is_base_for_key: &|_| false,
+    };
+    let (files, _) = crate::compaction::merge_into_tables(input, &spec, ctx)?;
+    let mut edit = VersionEdit::default();
+    edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+    Ok(edit)
 }
 
 /// A table layout. Implementations must be pure in `pick`: no I/O, no clock, no randomness,
@@ -342,8 +387,19 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         None
     }
 
-    /// The level a freshly flushed table goes to.
-    fn flush_level(&self, version: &Version, file: &FileMeta) -> usize;
+    /// Write out a frozen memory component: `input` yields its entries in internal-key
+    /// order, tombstones included (older versions of their keys may be on disk).
+    /// `ctx.version` is the tree the files join. Returns the edit that adds what was
+    /// written (not committed; the engine adds its own records and commits it). Flushes
+    /// commit beside running compactions: see the module docs for where a flush may write.
+    ///
+    /// # Errors
+    /// I/O errors; [`crate::Error::Closed`] when the store closes meanwhile.
+    fn flush(
+        &self,
+        input: &mut dyn InternalIterator,
+        ctx: &CompactionContext<'_>,
+    ) -> Result<VersionEdit>;
 
     /// The newest entry for `user_key` at or below the snapshot encoded in `seek_key`
     /// (see [`crate::key::seek_key`]): its encoded internal key and stored value.
@@ -378,7 +434,8 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         end: Option<&[u8]>,
     ) -> Option<Plan>;
 
-    /// Carry out a plan: write new files and describe the change as an edit (not committed).
+    /// Carry out a plan that writes data ([`PlanKind::Merge`]; the engine executes moves
+    /// itself): write new files and describe the change as an edit (not committed).
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit>;
 
     /// A user iterator sought `user_key` in `version`. Layouts that compact by read patterns
@@ -410,10 +467,10 @@ mod tests {
     /// Table `number` holding `k{number}-0000` .. `k{number}-0099`, and metadata whose
     /// range covers every key of the test.
     fn table(env: &Env, number: u64) -> FileMeta {
-        crate::table::cache::tests::write_table(env, number);
+        let id = crate::table::cache::tests::write_table(env, number);
         FileMeta {
             number,
-            size: 1,
+            size: id.size,
             smallest: make_internal_key(b"a", 1, ValueKind::Value),
             largest: make_internal_key(b"z", 1, ValueKind::Value),
             smallest_seq: 1,
@@ -428,7 +485,14 @@ mod tests {
     fn a_probe_keeps_filters_and_then_opens_only_the_tables_they_let_through() {
         let (_fs, env) = TestFs::env();
         let files: Vec<FileMeta> = (1..=3).map(|n| table(&env, n)).collect();
-        let tables = Arc::new(TableCache::new(env, "/db".into(), 10, None, true));
+        let tables = Arc::new(TableCache::new(
+            env,
+            "/db".into(),
+            10,
+            Arc::new(crate::table::SstFormat),
+            None,
+            true,
+        ));
         let ctx = ReadContext {
             tables: &tables,
             cause: crate::env::ReadCause::Get,
@@ -478,7 +542,14 @@ mod tests {
         let (_fs, env) = TestFs::env();
         let mut missing = table(&env, 1);
         missing.number = 9;
-        let tables = Arc::new(TableCache::new(env, "/db".into(), 10, None, true));
+        let tables = Arc::new(TableCache::new(
+            env,
+            "/db".into(),
+            10,
+            Arc::new(crate::table::SstFormat),
+            None,
+            true,
+        ));
         let ctx = ReadContext {
             tables: &tables,
             cause: crate::env::ReadCause::Get,

@@ -79,6 +79,32 @@ pub struct VersionEdit {
 }
 
 impl VersionEdit {
+    /// Add `later`'s file changes, compaction pointers and axis records after this edit's
+    /// own, so that applying the result equals applying this edit and then `later` when
+    /// `later` deletes nothing this edit adds (recovery gathers several flushes into the
+    /// one edit it commits). Scalars and the
+    /// format tag are taken from `later` where it sets them.
+    pub fn extend(&mut self, later: VersionEdit) {
+        let VersionEdit {
+            log_number,
+            next_file_number,
+            last_sequence,
+            new_files,
+            deleted_files,
+            compact_pointers,
+            format_tag,
+            records,
+        } = later;
+        self.log_number = log_number.or(self.log_number);
+        self.next_file_number = next_file_number.or(self.next_file_number);
+        self.last_sequence = last_sequence.or(self.last_sequence);
+        self.new_files.extend(new_files);
+        self.deleted_files.extend(deleted_files);
+        self.compact_pointers.extend(compact_pointers);
+        self.format_tag = format_tag.or(self.format_tag.take());
+        self.records.extend(records);
+    }
+
     /// Append the encoding of this edit to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
         let scalars = [self.log_number, self.next_file_number, self.last_sequence];

@@ -75,6 +75,14 @@ impl std::fmt::Debug for PinnedFilter {
 }
 
 impl FileMeta {
+    /// The generation of the table file this entry names (its number and committed size),
+    /// what the table cache opens.
+    pub fn table_id(&self) -> crate::table::TableId {
+        crate::table::TableId {
+            number: self.number,
+            size: self.size,
+        }
+    }
     /// The smallest user key in the file.
     pub fn smallest_user_key(&self) -> &[u8] {
         crate::key::user_key(&self.smallest)

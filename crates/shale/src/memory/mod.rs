@@ -1,9 +1,10 @@
 //! The memory-component axis: where fresh writes live before they are flushed.
 //!
 //! A memtable holds internal entries (user key, seqno, kind, value) in internal-key order.
-//! Writes to one memtable are applied by one writer at a time (the engine's write leader);
-//! reads and iterators run concurrently with that writer and see each entry either whole or
-//! not at all. When a memtable is full, the engine freezes it (no more inserts), flushes it
+//! Writers insert concurrently (each writer of a logged group inserts its own batch, see
+//! `db/write.rs`); reads and iterators run concurrently with them and see each entry either
+//! whole or not at all. Which entries a reader may use is decided by sequence numbers, which
+//! the engine publishes in order once the inserts below them finished. When a memtable is full, the engine freezes it (no more inserts), flushes it
 //! to a table in the background and drops it once the flush has committed.
 
 use std::sync::Arc;
@@ -24,8 +25,8 @@ pub enum MemLookup {
 
 /// A memory component. Implementations: [`skiplist::SkipListMemTable`].
 pub trait MemTable: Send + Sync {
-    /// Add an entry. `seq` must be unique in this memtable. Callers serialize inserts (one
-    /// writer at a time); readers may run concurrently.
+    /// Add an entry. `seq` must be unique in this memtable. Called from several threads at
+    /// once, and concurrently with readers.
     fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]);
     /// The newest entry for `user_key` with a sequence number `<= snapshot`, if any.
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup>;

@@ -1,10 +1,15 @@
 //! The table cache: open tables, bounded by a file-count budget, least recently used first
 //! out.
 //!
+//! Tables are opened through the store's [`TableFormat`] and held as trait objects. An entry
+//! is one generation of a file ([`TableId`]: number and committed size): asking for another
+//! size of the same number is a miss that opens the file again and replaces the entry, so a
+//! table that grew is re-read while readers of the old generation keep theirs.
+//!
 //! A hit takes a shared lock and bumps an atomic use stamp, so concurrent readers do not
 //! serialize on it. A miss opens the table without holding the lock (the open reads the
-//! footer, index, filter and properties) and then inserts it; two threads missing on the
-//! same file at once may both open it, and the second insert keeps the first table.
+//! format's metadata) and then inserts it; two threads missing on the same file at once may
+//! both open it, and the second insert keeps the first table.
 //!
 //! Thread-safety: `TableCache` is `Send + Sync`; share it by reference or `Arc`.
 
@@ -18,23 +23,26 @@ use parking_lot::RwLock;
 use crate::cache::block_cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
-use crate::table::{Table, table_file_name};
+use crate::table::format::{TableFormat, TableId, TableReadOptions, TableReader};
+use crate::table::table_file_name;
 
 struct Entry {
-    table: Arc<Table>,
+    size: u64,
+    table: Arc<dyn TableReader>,
     last_use: AtomicU64,
 }
 
 /// A table of a batch lookup ([`TableCache::tables`]), or the error opening it.
-pub type TableSlot = std::result::Result<Arc<Table>, Box<crate::Error>>;
+pub type TableSlot = std::result::Result<Arc<dyn TableReader>, Box<crate::Error>>;
 
-/// Open tables of one store, keyed by file number. See the module docs.
+/// Open tables of one store, keyed by file number (one generation each). See the module
+/// docs.
 pub struct TableCache {
     env: Env,
     dir: PathBuf,
     capacity: usize,
-    block_cache: Option<Arc<BlockCache>>,
-    verify_checksums: bool,
+    format: Arc<dyn TableFormat>,
+    read: TableReadOptions,
     tables: RwLock<HashMap<u64, Entry, crate::cache::IntHashBuilder>>,
     clock: AtomicU64,
 }
@@ -43,6 +51,7 @@ impl std::fmt::Debug for TableCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableCache")
             .field("dir", &self.dir)
+            .field("format", &self.format.name())
             .field("capacity", &self.capacity)
             .field("open", &self.len())
             .finish()
@@ -50,12 +59,14 @@ impl std::fmt::Debug for TableCache {
 }
 
 impl TableCache {
-    /// A cache of at most `max_open_files` tables (at least 1) from `dir`. Tables read data
-    /// blocks through `block_cache` and check block checksums if `verify_checksums`.
+    /// A cache of at most `max_open_files` tables (at least 1) of `format` from `dir`.
+    /// Tables read data blocks through `block_cache` and check block checksums if
+    /// `verify_checksums`.
     pub fn new(
         env: Env,
         dir: PathBuf,
         max_open_files: usize,
+        format: Arc<dyn TableFormat>,
         block_cache: Option<Arc<BlockCache>>,
         verify_checksums: bool,
     ) -> TableCache {
@@ -63,36 +74,46 @@ impl TableCache {
             env,
             dir,
             capacity: max_open_files.max(1),
-            block_cache,
-            verify_checksums,
+            format,
+            read: TableReadOptions {
+                block_cache,
+                verify_checksums,
+            },
             tables: RwLock::new(HashMap::default()),
             clock: AtomicU64::new(0),
         }
     }
 
-    /// The open table `file_number`, opening `{dir}/{file_number:06}.sst` on a miss.
+    /// The store's table format: flush and compaction write through it.
+    pub fn format(&self) -> &Arc<dyn TableFormat> {
+        &self.format
+    }
+
+    /// The open table `id`, opening generation `id.size` of `{dir}/{id.number:06}.sst` on
+    /// a miss.
     ///
     /// # Errors
-    /// I/O errors opening the file; [`crate::Error::Corruption`] from the table's checks.
+    /// I/O errors opening the file; [`crate::Error::Corruption`] from the format's checks.
     /// Failures are not cached: the next call tries again.
-    pub fn table(&self, file_number: u64) -> Result<Arc<Table>> {
+    pub fn table(&self, id: TableId) -> Result<Arc<dyn TableReader>> {
         let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
-        if let Some(e) = self.tables.read().get(&file_number) {
+        if let Some(e) = self.tables.read().get(&id.number)
+            && e.size == id.size
+        {
             e.last_use.store(stamp, Ordering::Relaxed);
             return Ok(Arc::clone(&e.table));
         }
-        let path = self.dir.join(table_file_name(file_number));
+        let path = self.dir.join(table_file_name(id.number));
         let file = self.env.open(&path)?;
-        let table = Arc::new(Table::open(
-            file,
-            file_number,
-            self.block_cache.clone(),
-            self.verify_checksums,
-        )?);
+        let table = self.format.open(file, id, &self.read)?;
         let mut tables = self.tables.write();
-        if let Some(e) = tables.get(&file_number) {
+        if let Some(e) = tables.get(&id.number)
+            && e.size == id.size
+        {
             return Ok(Arc::clone(&e.table));
         }
+        // Another generation of the same file gives way without counting as an eviction.
+        tables.remove(&id.number);
         while tables.len() >= self.capacity {
             // A scan is fine here: misses already pay for several reads of the file.
             let Some(victim) = tables
@@ -105,8 +126,9 @@ impl TableCache {
             tables.remove(&victim);
         }
         tables.insert(
-            file_number,
+            id.number,
             Entry {
+                size: id.size,
                 table: Arc::clone(&table),
                 last_use: AtomicU64::new(stamp),
             },
@@ -115,37 +137,37 @@ impl TableCache {
     }
 
     /// [`TableCache::table`] for several files at once: slot `i` of `out` receives the table
-    /// of `numbers[i]` (or the error opening it) where that is `Some`, and `None` elsewhere
+    /// of `ids[i]` (or the error opening it) where that is `Some`, and `None` elsewhere
     /// (every slot of `out` is written). Hits take the lock once for the batch. Errors stay
     /// in their slots, so a reader that never reaches a damaged table does not fail on it.
     ///
     /// Errors are boxed so a slot stays two words: readers keep a batch of slots per probe.
-    pub fn tables(&self, numbers: &[Option<u64>], out: &mut [Option<TableSlot>]) {
+    pub fn tables(&self, ids: &[Option<TableId>], out: &mut [Option<TableSlot>]) {
         for slot in out.iter_mut() {
             *slot = None;
         }
-        if numbers.iter().all(Option::is_none) {
+        if ids.iter().all(Option::is_none) {
             return;
         }
         let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut missed = false;
         {
             let tables = self.tables.read();
-            for (slot, n) in out.iter_mut().zip(numbers) {
-                let Some(n) = n else { continue };
-                match tables.get(n) {
-                    Some(e) => {
+            for (slot, id) in out.iter_mut().zip(ids) {
+                let Some(id) = id else { continue };
+                match tables.get(&id.number) {
+                    Some(e) if e.size == id.size => {
                         e.last_use.store(stamp, Ordering::Relaxed);
                         *slot = Some(Ok(Arc::clone(&e.table)));
                     }
-                    None => missed = true,
+                    _ => missed = true,
                 }
             }
         }
         if missed {
-            for (slot, n) in out.iter_mut().zip(numbers) {
-                if let (None, Some(n)) = (&slot, n) {
-                    *slot = Some(self.table(*n).map_err(Box::new));
+            for (slot, id) in out.iter_mut().zip(ids) {
+                if let (None, Some(id)) = (&slot, id) {
+                    *slot = Some(self.table(*id).map_err(Box::new));
                 }
             }
         }
@@ -155,7 +177,7 @@ impl TableCache {
     /// file is deleted). Readers holding the table keep it until they drop it.
     pub fn evict(&self, file_number: u64) {
         self.tables.write().remove(&file_number);
-        if let Some(c) = &self.block_cache {
+        if let Some(c) = &self.read.block_cache {
             c.erase_file(file_number);
         }
     }
@@ -177,7 +199,7 @@ impl TableCache {
 
     /// The block cache tables read through, if any.
     pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
-        self.block_cache.as_ref()
+        self.read.block_cache.as_ref()
     }
 }
 
@@ -187,19 +209,18 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::env::{ReadCause, WriteCause};
-    use crate::iter::InternalIterator;
     use crate::key::{ValueKind, make_internal_key, seek_key};
     use crate::options::TableOptions;
-    use crate::table::TableBuilder;
+    use crate::table::{SstFormat, TableBuilder};
     use crate::table::test_fs::TestFs;
 
-    /// Write table `number` holding `k{number}-0000` .. `k{number}-0099` (sequence numbers
-    /// 1..=100, values `v`) under `/db`.
-    pub(crate) fn write_table(env: &Env, number: u64) {
+    /// Write table `number` holding `k{number}-0000` .. `k{number}-{n-1:04}` (sequence
+    /// numbers 1..=n, values `v`) under `/db`; returns its id.
+    pub(crate) fn write_table_of(env: &Env, number: u64, n: u64) -> TableId {
         let path = Path::new("/db").join(table_file_name(number));
         let f = env.create(&path, WriteCause::Flush).unwrap();
         let mut b = TableBuilder::new(f, &TableOptions::default());
-        for i in 0..100u64 {
+        for i in 0..n {
             let k = make_internal_key(
                 format!("k{number}-{i:04}").as_bytes(),
                 i + 1,
@@ -207,62 +228,69 @@ pub(crate) mod tests {
             );
             b.add(&k, b"v").unwrap();
         }
-        b.finish().unwrap();
+        let size = b.finish().unwrap().size;
+        TableId { number, size }
+    }
+
+    /// [`write_table_of`] with 100 entries.
+    pub(crate) fn write_table(env: &Env, number: u64) -> TableId {
+        write_table_of(env, number, 100)
+    }
+
+    fn cache(env: Env, capacity: usize, bc: Option<Arc<BlockCache>>) -> TableCache {
+        TableCache::new(env, "/db".into(), capacity, Arc::new(SstFormat), bc, true)
     }
 
     #[test]
     fn lru_bounded_and_evict_clears_blocks() {
         let (_fs, env) = TestFs::env();
-        for n in 1..=3 {
-            write_table(&env, n);
-        }
+        let ids: Vec<TableId> = (1..=3).map(|n| write_table(&env, n)).collect();
         let bc = Arc::new(BlockCache::new(1 << 20));
-        let tc = TableCache::new(env, "/db".into(), 2, Some(Arc::clone(&bc)), true);
-        let t1 = tc.table(1).unwrap();
+        let tc = cache(env, 2, Some(Arc::clone(&bc)));
+        let t1 = tc.table(ids[0]).unwrap();
         assert_eq!(t1.path(), Path::new("/db/000001.sst"));
-        let t2 = tc.table(2).unwrap();
-        assert!(Arc::ptr_eq(&t1, &tc.table(1).unwrap()));
+        let t2 = tc.table(ids[1]).unwrap();
+        assert!(Arc::ptr_eq(&t1, &tc.table(ids[0]).unwrap()));
         // 2 is now the least recently used
-        tc.table(3).unwrap();
+        tc.table(ids[2]).unwrap();
         assert_eq!(tc.len(), 2);
-        assert!(Arc::ptr_eq(&t1, &tc.table(1).unwrap()));
-        assert!(!Arc::ptr_eq(&t2, &tc.table(2).unwrap()));
+        assert!(Arc::ptr_eq(&t1, &tc.table(ids[0]).unwrap()));
+        assert!(!Arc::ptr_eq(&t2, &tc.table(ids[1]).unwrap()));
         assert_eq!(tc.len(), 2);
 
         let got = t1
-            .get(b"k1-0005", &seek_key(b"k1-0005", 100), ReadCause::Get)
+            .lookup(b"k1-0005", &seek_key(b"k1-0005", 100), ReadCause::Get)
             .unwrap();
         assert_eq!(got.unwrap().1, b"v");
-        let mut it = t1.iter(ReadCause::Scan);
+        let mut it = Arc::clone(&t1).iter(ReadCause::Scan);
         it.seek_to_first().unwrap();
         assert!(bc.usage() > 0);
         tc.evict(1);
         assert_eq!(bc.usage(), 0);
         // the evicted table still works for its holder, and reopens on demand
         assert!(it.valid());
-        assert!(!Arc::ptr_eq(&t1, &tc.table(1).unwrap()));
+        assert!(!Arc::ptr_eq(&t1, &tc.table(ids[0]).unwrap()));
     }
 
     #[test]
     fn batch_lookup_fills_asked_slots_and_opens_misses() {
         let (_fs, env) = TestFs::env();
-        for n in 1..=3 {
-            write_table(&env, n);
-        }
-        let tc = TableCache::new(env, "/db".into(), 10, None, true);
-        let t2 = tc.table(2).unwrap();
+        let ids: Vec<TableId> = (1..=3).map(|n| write_table(&env, n)).collect();
+        let tc = cache(env, 10, None);
+        let t2 = tc.table(ids[1]).unwrap();
         let mut out: [Option<TableSlot>; 5] = Default::default();
         out[1] = Some(Ok(Arc::clone(&t2)));
         out[4] = Some(Ok(Arc::clone(&t2)));
         // A hit (2), a miss that opens (3), a missing file (9) failing in its own slot, and
-        // every other slot cleared, even past the numbers given.
-        tc.tables(&[Some(2), None, Some(3), Some(9)], &mut out);
+        // every other slot cleared, even past the ids given.
+        let missing = TableId { number: 9, size: 100 };
+        tc.tables(&[Some(ids[1]), None, Some(ids[2]), Some(missing)], &mut out);
         assert!(matches!(&out[0], Some(Ok(t)) if Arc::ptr_eq(t, &t2)));
         assert!(out[1].is_none() && out[4].is_none());
         assert!(matches!(&out[2], Some(Ok(t)) if t.path() == Path::new("/db/000003.sst")));
         assert!(matches!(&out[3], Some(Err(_))));
         assert_eq!(tc.len(), 2);
-        tc.tables(&[Some(1)], &mut out);
+        tc.tables(&[Some(ids[0])], &mut out);
         assert!(matches!(&out[0], Some(Ok(_))));
         assert_eq!(tc.len(), 3);
     }
@@ -270,12 +298,41 @@ pub(crate) mod tests {
     #[test]
     fn failures_are_not_cached() {
         let (fs, env) = TestFs::env();
-        let tc = TableCache::new(env.clone(), "/db".into(), 10, None, true);
-        assert!(tc.table(9).is_err());
+        let tc = cache(env.clone(), 10, None);
+        let id = TableId { number: 9, size: 11 };
+        assert!(tc.table(id).is_err());
         fs.set(Path::new("/db/000009.sst"), b"not a table".to_vec());
-        assert!(tc.table(9).unwrap_err().is_corruption());
-        write_table(&env, 9);
-        assert_eq!(tc.table(9).unwrap().properties().num_entries, 100);
+        assert!(tc.table(id).unwrap_err().is_corruption());
+        let id = write_table(&env, 9);
+        assert_eq!(tc.table(id).unwrap().properties().num_entries, 100);
         assert_eq!(tc.len(), 1);
+    }
+
+    /// A new generation of a file (another committed size) is a miss that replaces the
+    /// cached one; a holder of the old generation keeps reading it; a generation longer
+    /// than the file is corruption naming the file.
+    #[test]
+    fn another_generation_of_a_file_is_a_miss() {
+        let (_fs, env) = TestFs::env();
+        let small = write_table_of(&env, 4, 10);
+        let tc = cache(env.clone(), 10, None);
+        let old = tc.table(small).unwrap();
+        assert_eq!(old.file_size(), small.size);
+        // The same number, rewritten larger: the cache must not answer with the old table.
+        let big = write_table_of(&env, 4, 50);
+        assert_ne!(big.size, small.size);
+        let new = tc.table(big).unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert_eq!(new.properties().num_entries, 50);
+        assert_eq!(tc.len(), 1);
+        assert!(Arc::ptr_eq(&new, &tc.table(big).unwrap()));
+        assert_eq!(old.properties().num_entries, 10);
+        let beyond = TableId {
+            number: 4,
+            size: big.size + 1,
+        };
+        let err = tc.table(beyond).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(err.to_string().contains("000004.sst"), "{err}");
     }
 }

@@ -1,14 +1,24 @@
-//! The table-format axis: the bytes of one immutable table file.
+//! The table-format axis: the bytes of one table file.
 //!
-//! [`sst`] is the sorted-block format of LevelDB lineage (leveled and FLSM layouts). Blocks
-//! ([`block`]) and the bloom filter ([`bloom`]) are building blocks other formats may share.
+//! [`format`] holds the traits every format implements (a writer, a reader of one committed
+//! generation, and the format that makes both); the engine, the layouts and the table
+//! cache ([`cache`]) use tables only through them. [`sst`] is the sorted-block format of
+//! LevelDB lineage (leveled and FLSM layouts). Blocks ([`block`]), the bloom filter
+//! ([`bloom`]) and the properties block ([`properties`]) are building blocks other formats
+//! may share.
 
 pub mod block;
 pub mod bloom;
 pub mod cache;
+pub mod format;
+pub mod properties;
 pub mod sst;
 
-pub use sst::{Table, TableBuilder, TableIter, TableProperties, TableSummary};
+pub use format::{
+    TableFormat, TableId, TableReadOptions, TableReader, TableSummary, TableWriter,
+};
+pub use properties::TableProperties;
+pub use sst::{SstFormat, Table, TableBuilder, TableIter};
 
 #[cfg(test)]
 pub(crate) mod test_fs;

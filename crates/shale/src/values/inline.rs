@@ -131,6 +131,10 @@ impl ValueStore for InlinePlacement {
         Ok(last)
     }
 
+    fn stores_entries_as_written(&self) -> bool {
+        true
+    }
+
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
         {
             let mut guard = self.log.lock();

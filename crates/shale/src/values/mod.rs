@@ -178,6 +178,15 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// to `apply` as the memory component must store it.
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()>;
 
+    /// True when `append` passes `apply` exactly the batch's entries, in order, with the
+    /// batch's sequence numbers (the memory component stores values as written). The engine
+    /// then lets each writer of a group insert its own batch, concurrently, after the group
+    /// is logged, and `apply` is not called. Default: false (the write leader inserts every
+    /// entry `append` hands it, one at a time).
+    fn stores_entries_as_written(&self) -> bool {
+        false
+    }
+
     /// As [`ValueStore::append`], for a batch that garbage collection rewrites (its bytes are
     /// counted under [`crate::env::WriteCause::Gc`] where the log can tell). It need not be
     /// synced: [`GcHost::retire`] syncs the log before the drop that depends on it.
@@ -316,7 +325,7 @@ pub struct VerifyContext<'a> {
     /// What the MANIFEST records.
     pub state: &'a PersistedState,
     /// The live tables, opened.
-    pub tables: &'a [Arc<crate::table::sst::Table>],
+    pub tables: &'a [Arc<dyn crate::table::TableReader>],
 }
 
 /// What a placement's checks found, for [`crate::VerifyReport`].

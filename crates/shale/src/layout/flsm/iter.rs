@@ -66,8 +66,7 @@ impl GuardLevelIterator {
         let files = self.version.unit_files(self.level, unit);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(files.len());
         for f in files {
-            let t = self.tables.table(f.number)?;
-            children.push(Box::new(t.iter(self.cause)));
+            children.push(self.tables.table(f.table_id())?.iter(self.cause));
         }
         self.cur = match children.len() {
             0 => None,

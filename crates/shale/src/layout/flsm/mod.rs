@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use parking_lot::Mutex;
 
 use super::PickContext;
-use super::{Layout, PROBE_BATCH, Plan, PlanKind, ReadContext};
+use super::{Layout, PROBE_BATCH, Plan, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -214,8 +214,12 @@ impl Layout for Flsm {
         (l < version.num_levels()).then(|| version.guards(l).len().to_string())
     }
 
-    fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
-        0
+    fn flush(
+        &self,
+        input: &mut dyn InternalIterator,
+        ctx: &CompactionContext<'_>,
+    ) -> Result<VersionEdit> {
+        crate::layout::flush_to_level0(input, ctx)
     }
 
     fn get(
@@ -263,7 +267,7 @@ impl Layout for Flsm {
                     if !pass {
                         continue;
                     }
-                    if let Some(hit) = t.get_unfiltered(user_key, seek_key, ctx.cause)? {
+                    if let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)? {
                         // Tables of one guard may overlap: the newest entry (smallest
                         // internal key for one user key) wins.
                         if best
@@ -296,8 +300,7 @@ impl Layout for Flsm {
     ) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in version.level(0) {
-            let t = ctx.tables.table(f.number)?;
-            out.push(Box::new(t.iter(ctx.cause)));
+            out.push(ctx.tables.table(f.table_id())?.iter(ctx.cause));
         }
         // Parallel seeks only at the last level holding data: the one that does not fit in
         // memory first, so the one whose seeks read the device.
@@ -357,22 +360,12 @@ impl Layout for Flsm {
     }
 
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
-        let mut edit = VersionEdit::default();
-        for (level, f) in plan.input_files() {
-            edit.deleted_files.push((level as u32, f.number));
-        }
-        if plan.kind == PlanKind::Move {
-            for (_, f) in plan.input_files() {
-                edit.new_files
-                    .push((plan.output_level as u32, (**f).clone()));
-            }
-            return Ok(edit);
-        }
+        // Files leave their levels here; what replaces them is written below.
+        let mut edit = plan.delete_inputs();
         let out_level = plan.output_level;
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for (_, f) in plan.input_files() {
-            let t = ctx.tables.table(f.number)?;
-            children.push(Box::new(t.iter(ReadCause::Compaction)));
+            children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
         }
         let merged = MergingIterator::new(children);
         let inputs: HashSet<u64> = plan.input_files().map(|(_, f)| f.number).collect();

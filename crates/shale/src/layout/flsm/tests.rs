@@ -589,16 +589,19 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
             )
             .unwrap();
         }
-        b.finish().unwrap();
+        b.finish().unwrap().size
     };
     // Table 5 (sequences 200-300) holds k@250; table 6 (sequences 5-260) holds k@260, the
     // newer version, and is listed after 5 in the guard.
-    write(
+    let s5 = write(
         5,
         &[("a", 300, "a300"), ("k", 250, "old"), ("z", 200, "z200")],
     );
-    write(6, &[("a", 5, "a5"), ("k", 260, "new"), ("z", 6, "z6")]);
-    let v = parse("G1: m\nG2: m\nL2: 5:a-z@200-300 6:a-z@5-260").unwrap();
+    let s6 = write(6, &[("a", 5, "a5"), ("k", 260, "new"), ("z", 6, "z6")]);
+    let v = parse(&format!(
+        "G1: m\nG2: m\nL2: 5:a-z/{s5}@200-300 6:a-z/{s6}@5-260"
+    ))
+    .unwrap();
     assert_eq!(
         v.unit_files(2, 0)
             .iter()
@@ -607,7 +610,14 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
         [5, 6],
         "newest largest sequence first"
     );
-    let tables = Arc::new(TableCache::new(env.clone(), "/db".into(), 10, None, true));
+    let tables = Arc::new(TableCache::new(
+        env.clone(),
+        "/db".into(),
+        10,
+        Arc::new(crate::table::SstFormat),
+        None,
+        true,
+    ));
     let ctx = ReadContext {
         tables: &tables,
         cause: ReadCause::Get,

@@ -9,7 +9,7 @@ pub mod picker;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
+use super::{Layout, PROBE_BATCH, PickContext, Plan, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -55,8 +55,7 @@ fn opener(ctx: &ReadContext<'_>) -> FileOpener {
     let tables = Arc::clone(ctx.tables);
     let cause = ctx.cause;
     Arc::new(move |f: &FileMeta| {
-        let t = tables.table(f.number)?;
-        Ok(Box::new(t.iter(cause)) as Box<dyn InternalIterator>)
+        Ok(tables.table(f.table_id())?.iter(cause))
     })
 }
 
@@ -65,8 +64,12 @@ impl Layout for Leveled {
         "leveled"
     }
 
-    fn flush_level(&self, _version: &Version, _file: &FileMeta) -> usize {
-        0
+    fn flush(
+        &self,
+        input: &mut dyn InternalIterator,
+        ctx: &CompactionContext<'_>,
+    ) -> Result<VersionEdit> {
+        crate::layout::flush_to_level0(input, ctx)
     }
 
     fn get(
@@ -92,7 +95,7 @@ impl Layout for Leveled {
             let mut p = ctx.probe(files, user_key, hash);
             for i in 0..PROBE_BATCH {
                 if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.get_unfiltered(user_key, seek_key, ctx.cause)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
                 {
                     return Ok(Some(hit));
                 }
@@ -109,8 +112,7 @@ impl Layout for Leveled {
     ) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in version.level(0) {
-            let t = ctx.tables.table(f.number)?;
-            out.push(Box::new(t.iter(ctx.cause)));
+            out.push(ctx.tables.table(f.table_id())?.iter(ctx.cause));
         }
         for level in 1..version.num_levels() {
             let files = version.level(level);
@@ -136,17 +138,8 @@ impl Layout for Leveled {
     }
 
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
-        let mut edit = VersionEdit::default();
-        for (level, f) in plan.input_files() {
-            edit.deleted_files.push((level as u32, f.number));
-        }
-        if plan.kind == PlanKind::Move {
-            for (_, f) in plan.input_files() {
-                edit.new_files
-                    .push((plan.output_level as u32, (**f).clone()));
-            }
-            return Ok(edit);
-        }
+        // Files leave their levels here; what replaces them is written below.
+        let mut edit = plan.delete_inputs();
         let read_ctx = ReadContext {
             tables: ctx.tables,
             cause: ReadCause::Compaction,
@@ -158,8 +151,7 @@ impl Layout for Leveled {
             }
             if *level == 0 {
                 for f in files {
-                    let t = ctx.tables.table(f.number)?;
-                    children.push(Box::new(t.iter(ReadCause::Compaction)));
+                    children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
                 }
             } else {
                 children.push(Box::new(ConcatIterator::new(

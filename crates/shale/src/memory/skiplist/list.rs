@@ -1,48 +1,48 @@
-//! The raw skiplist: one writer at a time, any number of lock-free readers, safe Rust.
+//! The raw skiplist: any number of concurrent writers and lock-free readers, safe Rust.
 //!
 //! Nodes are runs of `AtomicU64` words in an append-only [`Arena`] (layout and the link
 //! hints that let most comparisons skip the successor: `node.rs`). Each entry's bytes,
 //! `internal key | value`, are one allocation in an entry arena slot, for `key()`/`value()`
 //! and for comparing keys longer than the inline words.
 //!
-//! # Why readers never see a half-built node (proof sketch)
+//! # Inserting concurrently
 //!
-//! Inserts are serialized by `writer` (a mutex), so there is one writer at a time; the
-//! argument is LevelDB's.
+//! A writer reserves its entry slot and node words with atomic counters (`fetch_add`; a
+//! `compare_exchange` loop for node words, which must not straddle chunks), draws its tower
+//! height from an atomic counter, raises `max_height` with `fetch_max`, and links its node
+//! level by level, bottom-up: at each level it re-reads the predecessor's link, walks
+//! right while the successor precedes the new key (another writer may have linked nodes
+//! there since the search), sets its own link towards the successor, and swaps the
+//! predecessor's link from the successor to itself with a `compare_exchange`. A failed
+//! exchange means another writer changed that link: read again and retry from there
+//! (RocksDB's `InlineSkipList::InsertConcurrently` does the same).
 //!
-//! 1. The writer fills every word of a new node `n` (header, trailer, key, all links) and
-//!    sets its entry slot and any new chunk *before* the first store that makes `n`
-//!    reachable: the `Release` store of link 0 of `n`'s predecessor. Links on higher levels
-//!    are published the same way, bottom-up.
-//! 2. A reader learns a node index only from an `Acquire` load of a link (the head's words
+//! # Why readers and writers never see a half-built node (proof sketch)
+//!
+//! 1. The writer fills every word of a new node `n` (header, trailer, key) and sets its
+//!    entry slot and any new chunk *before* the first store that makes `n` reachable: the
+//!    `Release` exchange of link 0 of `n`'s predecessor. Its link `i` is written before the
+//!    exchange that links `n` on level `i`, and never again after it.
+//! 2. Anyone learns a node index only from an `Acquire` load of a link (the head's words
 //!    exist from construction). If it reads `n`, that load synchronizes with the `Release`
-//!    store that wrote `n`, so everything the writer did before that store (1.) happens-
-//!    before the reader's loads of `n`'s words and entry: it sees them whole.
-//! 3. After publication, the only words of `n` that ever change are its links, and link `i`
+//!    exchange that wrote `n`, so everything the writer did before it (1.) happens-before
+//!    the loads of `n`'s words and entry: they are seen whole.
+//! 3. After publication, the only words of `n` that change are its links, and link `i`
 //!    only from successor `s` to a new node `m` with `n < m < s` whose own link `i` is
-//!    already `s`. So each level is a sorted list at every instant, and a reader following
-//!    link `i` sees either `n -> s` or `n -> m -> s`, both sorted. A link word carries its
-//!    hint, so a reader never pairs a successor with another node's hint.
-//! 4. Bottom-up linking means a node reachable on level `i` is linked on every level below.
-//!    `max_height` is `Relaxed`: a reader that sees a raised height before the head's new
-//!    link reads null on that level and descends.
+//!    already `s`: the exchange succeeds only if the link still names `s`, and the writer
+//!    checked `n < m < s` against that very value. So each level is a sorted list at every
+//!    instant, and a reader following link `i` sees either `n -> s` or `n -> m -> s`. A
+//!    link word carries its hint, so nobody pairs a successor with another node's hint.
+//! 4. Bottom-up linking means a node reachable on level `i` is linked on every level below,
+//!    so a search descending from a node finds it on the level below. `max_height` is
+//!    `Relaxed`: a search that sees a raised height before the head's new link reads null
+//!    on that level and descends.
 //! 5. Nothing is freed or moved before the list is dropped (arena chunks are append-only),
-//!    and readers borrow the list, so every index a reader holds stays valid.
-//!
-//! # Concurrent writers
-//!
-//! The mutex makes racing inserts correct but serial. FloDB's drain threads, to insert in
-//! parallel, would need: allocation of words and entry slots by `fetch_add` (chunks are
-//! already `get_or_init`), a `compare_exchange` of each predecessor's link from the old
-//! successor to the new node that, on failure, re-searches that level from the predecessor
-//! (recomputing `d` and the hints) and retries, a CAS-max on `max_height`, and atomic
-//! counters (RocksDB's `InlineSkipList::InsertConcurrently`).
+//!    and readers borrow the list, so every index held stays valid.
 
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
-
-use parking_lot::Mutex;
 
 use super::arena::Arena;
 use super::node::{
@@ -61,29 +61,17 @@ type Entries = Arena<OnceLock<Box<[u8]>>, 10>;
 /// A search's path: at each level, the last node before the target and `d(node, target)`.
 type Splice = [(u32, u8); MAX_HEIGHT];
 
-/// State only the writer touches; behind the mutex that serializes inserts.
-struct Writer {
-    /// First free word.
-    next_word: u64,
-    /// First free entry slot.
-    next_entry: u64,
-    /// xorshift64 state for tower heights.
-    rng: u64,
-}
-
-impl Writer {
-    fn random_height(&mut self) -> usize {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        // p = 1/2: one trailing zero bit per extra level, P(height > h) = 2^-h. With the
-        // link hints a search reads a node only when it steps onto it, and descending is
-        // free (the tower is in the node), so the steps to the right are the cost; 1/2
-        // takes ~30% fewer of them than LevelDB's 1/4 (17 vs 25 at 1M entries).
-        1 + (x.trailing_zeros() as usize).min(MAX_HEIGHT - 1)
-    }
+/// A tower height from the `n`-th draw: splitmix64 of `n`, one trailing zero bit per extra
+/// level. p = 1/2: P(height > h) = 2^-h. With the link hints a search reads a node only when
+/// it steps onto it, and descending is free (the tower is in the node), so the steps to the
+/// right are the cost; 1/2 takes ~30% fewer of them than LevelDB's 1/4 (17 vs 25 at 1M
+/// entries).
+fn height_of_draw(n: u64) -> usize {
+    let mut z = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    1 + (z.trailing_zeros() as usize).min(MAX_HEIGHT - 1)
 }
 
 /// The skiplist; see the module docs.
@@ -94,7 +82,12 @@ pub(crate) struct SkipList {
     max_height: AtomicUsize,
     len: AtomicUsize,
     bytes: AtomicUsize,
-    writer: Mutex<Writer>,
+    /// First free node word.
+    next_word: AtomicU64,
+    /// First free entry slot.
+    next_entry: AtomicU64,
+    /// Tower heights drawn so far.
+    draws: AtomicU64,
 }
 
 impl SkipList {
@@ -110,12 +103,10 @@ impl SkipList {
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(bytes),
-            writer: Mutex::new(Writer {
-                // The head: tower, header, trailer, one key word.
-                next_word: u64::from(HEAD) + 3,
-                next_entry: 0,
-                rng: 0x9e37_79b9_7f4a_7c15,
-            }),
+            // The head: tower, header, trailer, one key word.
+            next_word: AtomicU64::new(u64::from(HEAD) + 3),
+            next_entry: AtomicU64::new(0),
+            draws: AtomicU64::new(1),
         }
     }
 
@@ -298,7 +289,60 @@ impl SkipList {
         }
     }
 
-    /// Add an entry. Serialized against other inserts; concurrent with readers.
+    /// Walk level `level` right from `(x, dx)` (a node before `t` and `d(x, t)`) to the last
+    /// node before `t`: returns it, its `d` and its link on that level, whose successor is
+    /// NIL or after `t`.
+    fn last_before(&self, t: &Target<'_>, level: usize, mut x: u32, mut dx: u8) -> (u32, u8, Link) {
+        loop {
+            let link = self.node(x).link(level);
+            let s = link.next;
+            if s == NIL {
+                return (x, dx, link);
+            }
+            let step = match t.step(link, dx) {
+                Step::Unknown => match self.cmp_node(self.node(s), t) {
+                    (Ordering::Less, pos) => Step::Right(pos),
+                    _ => Step::Down,
+                },
+                step => step,
+            };
+            match step {
+                Step::Right(d) => {
+                    x = s;
+                    dx = d;
+                }
+                _ => return (x, dx, link),
+            }
+        }
+    }
+
+    /// Reserve `need` consecutive node words inside one chunk; returns the first.
+    fn reserve_words(&self, need: u64) -> u64 {
+        let mut cur = self.next_word.load(Relaxed);
+        loop {
+            let mut start = cur;
+            let (mut chunk, _) = Words::locate(index_u32(start));
+            // Nodes never straddle chunks: skip to the first chunk start where this one fits.
+            while start + need > Words::chunk_start(chunk) + Words::chunk_len(chunk) {
+                chunk += 1;
+                start = Words::chunk_start(chunk);
+            }
+            index_u32(start + need - 1);
+            match self
+                .next_word
+                .compare_exchange_weak(cur, start + need, Relaxed, Relaxed)
+            {
+                Ok(_) => {
+                    self.words.ensure_chunk(chunk, || AtomicU64::new(0));
+                    return start;
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Add an entry. Safe to call from several threads at once, and concurrent with readers
+    /// (see the module docs). `(user_key, seq)` must not be in the list already.
     ///
     /// # Panics
     ///
@@ -306,7 +350,6 @@ impl SkipList {
     /// far beyond any configured write buffer.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
-        // Build the entry before taking the lock, so the lock covers only the link.
         let total = user_key.len() + TRAILER_LEN + value.len();
         let mut buf = Vec::with_capacity(total);
         buf.extend_from_slice(user_key);
@@ -316,40 +359,23 @@ impl SkipList {
         let t = Target::new(user_key, trailer);
         let kwords = inline_words(user_key.len());
 
-        let mut w = self.writer.lock();
-        let mut splice = [(HEAD, 0); MAX_HEIGHT];
-        self.find_ge(&t, &mut splice);
-        let height = w.random_height();
-        if height > self.max_height.load(Relaxed) {
-            // splice[max..height] is (HEAD, 0): the head precedes everything on unused levels.
-            self.max_height.store(height, Relaxed);
-        }
+        let height = height_of_draw(self.draws.fetch_add(1, Relaxed));
         let mut charged = total + ALLOC_OVERHEAD;
 
-        let entry_no = index_u32(w.next_entry);
+        let entry_no = index_u32(self.next_entry.fetch_add(1, Relaxed));
         let (echunk, _) = Entries::locate(entry_no);
         self.entries.ensure_chunk(echunk, OnceLock::new);
         charged += std::mem::size_of::<OnceLock<Box<[u8]>>>();
-        w.next_entry += 1;
         if let Some(slot) = self.entries.slot(entry_no) {
-            // A fresh slot: set cannot fail; if it somehow did, the entry would read empty.
+            // A slot of our own: set cannot fail; if it somehow did, the entry would read
+            // empty.
             let _ = slot.set(entry);
         }
 
         let need = (height + 2 + kwords) as u64;
-        let mut start = w.next_word;
-        let (mut chunk, _) = Words::locate(index_u32(start));
-        // Nodes never straddle chunks: skip to the first chunk start where this one fits.
-        while start + need > Words::chunk_start(chunk) + Words::chunk_len(chunk) {
-            chunk += 1;
-            start = Words::chunk_start(chunk);
-        }
-        self.words.ensure_chunk(chunk, || AtomicU64::new(0));
+        let start = self.reserve_words(need);
         charged += need as usize * 8;
-        index_u32(start + need - 1);
-        w.next_word = start + need;
         let id = index_u32(start + height as u64);
-
         let node = self.node(id);
         let header = ((user_key.len() as u64) << 32) | u64::from(entry_no);
         let words = [header, trailer]
@@ -358,28 +384,48 @@ impl SkipList {
         for (slot, v) in node.chunk.iter().skip(node.at).zip(words) {
             slot.store(v, Relaxed);
         }
-        for (i, &(p, dx)) in splice.iter().enumerate().take(height) {
-            let link = self.successor_link(self.node(p).link(i), dx, &t);
-            if let Some(slot) = node.link_slot(i) {
-                slot.store(link.pack(), Relaxed);
+
+        // The search fills the splice up to the height it saw; above it, the head precedes
+        // everything (and a level another writer raised meanwhile is walked from the head).
+        let mut splice = [(HEAD, 0); MAX_HEIGHT];
+        self.find_ge(&t, &mut splice);
+        self.max_height.fetch_max(height, Relaxed);
+        for (level, &(p, dp)) in splice.iter().enumerate().take(height) {
+            let (mut x, mut dx) = (p, dp);
+            loop {
+                let (pred, dpred, old) = self.last_before(&t, level, x, dx);
+                let mine = self.successor_link(old, dpred, &t);
+                if let Some(slot) = node.link_slot(level) {
+                    slot.store(mine.pack(), Relaxed);
+                }
+                let hint = if dpred == NO_POS { 0 } else { t.window(dpred) };
+                let link = Link {
+                    next: id,
+                    pos: dpred,
+                    hint,
+                };
+                let Some(slot) = self.node(pred).link_slot(level) else {
+                    break;
+                };
+                // Release: publishes the node's words (and link `level`) to whoever reads
+                // this link. Acquire on failure: the new successor is then read whole.
+                match slot.compare_exchange(
+                    old.pack(),
+                    link.pack(),
+                    Release,
+                    std::sync::atomic::Ordering::Acquire,
+                ) {
+                    Ok(_) => break,
+                    Err(_) => {
+                        // Another writer linked a node after `pred`: go on from `pred`.
+                        x = pred;
+                        dx = dpred;
+                    }
+                }
             }
         }
-        // Publish bottom-up; each Release store pairs with readers' Acquire loads of links.
-        for (i, &(p, dx)) in splice.iter().enumerate().take(height) {
-            let hint = if dx == NO_POS { 0 } else { t.window(dx) };
-            let link = Link {
-                next: id,
-                pos: dx,
-                hint,
-            };
-            if let Some(slot) = self.node(p).link_slot(i) {
-                slot.store(link.pack(), Release);
-            }
-        }
-        self.len.store(self.len.load(Relaxed) + 1, Relaxed);
-        self.bytes
-            .store(self.bytes.load(Relaxed) + charged, Relaxed);
-        drop(w);
+        self.len.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(charged, Relaxed);
     }
 
     /// The newest entry for `user_key` with a sequence number `<= snapshot`: its kind and

@@ -8,9 +8,9 @@
 //! `internal key | value`, are one allocation, which `key()` and `value()` borrow.
 //! `list.rs` argues why lock-free readers never see a half-built node.
 //!
-//! Thread-safety: inserts are serialized (the trait's contract; an internal mutex also makes
-//! racing inserts safe, just serial); `get` and iterators run concurrently with an insert and
-//! see each entry whole or not at all. Entries are never removed: the memtable is dropped as
+//! Thread-safety: inserts run concurrently with each other (atomic reservations and a
+//! compare-and-swap per linked level, `list.rs`), and `get` and iterators run concurrently
+//! with them and see each entry whole or not at all. Entries are never removed: the memtable is dropped as
 //! a whole once flushed, and an iterator keeps it alive.
 //!
 //! Cost (1M random 16-byte keys, 100-byte values): a search steps onto ~17 nodes, each

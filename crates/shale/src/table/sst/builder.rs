@@ -10,33 +10,15 @@ use std::cmp::Ordering;
 
 use crate::env::WriteFile;
 use crate::error::{Error, Result};
-use crate::key::{self, MAX_SEQNO, SeqNo, ValueKind};
+use crate::key::{self, MAX_SEQNO, ValueKind};
 use crate::options::{Compression, TableOptions};
 use crate::table::block::BlockBuilder;
 use crate::table::bloom::BloomBuilder;
+use crate::table::format::TableSummary;
 
 use super::block_codec::{MAX_UNCOMPRESSED_BLOCK, encode_block, trailer};
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, Footer};
-use super::properties::TableProperties;
-
-/// What a finished table holds: the facts the MANIFEST records about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TableSummary {
-    /// File size in bytes.
-    pub size: u64,
-    /// Smallest internal key (empty when the table has no entries).
-    pub smallest: Vec<u8>,
-    /// Largest internal key (empty when the table has no entries).
-    pub largest: Vec<u8>,
-    /// Smallest sequence number of any entry.
-    pub smallest_seq: SeqNo,
-    /// Largest sequence number of any entry.
-    pub largest_seq: SeqNo,
-    /// Entries (puts, pointers and tombstones).
-    pub entries: u64,
-    /// Tombstones among the entries.
-    pub tombstones: u64,
-}
+use crate::table::properties::TableProperties;
 
 /// Builds a table file. See the module docs.
 #[derive(Debug)]

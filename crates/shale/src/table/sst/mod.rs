@@ -13,15 +13,17 @@
 mod block_codec;
 mod builder;
 mod footer;
+mod format;
 mod index;
 mod iter;
-mod properties;
 mod reader;
 
-pub use builder::{TableBuilder, TableSummary};
+pub use builder::TableBuilder;
+pub use format::SstFormat;
+pub use crate::table::format::TableSummary;
 pub use footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
 pub use iter::TableIter;
-pub use properties::TableProperties;
+pub use crate::table::properties::TableProperties;
 pub use reader::Table;
 
 #[cfg(test)]

@@ -23,11 +23,13 @@ use super::block_codec::decode_block;
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
 use super::index::IndexSearch;
 use super::iter::TableIter;
-use super::properties::TableProperties;
+use crate::table::properties::TableProperties;
 
 /// An open table file.
 pub struct Table {
     file: ReadFile,
+    /// The generation's size: where the footer ends (the file may be longer).
+    size: u64,
     path: Arc<Path>,
     file_number: u64,
     cache: Option<Arc<BlockCache>>,
@@ -64,8 +66,34 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         verify_checksums: bool,
     ) -> Result<Table> {
-        let path: Arc<Path> = Arc::from(file.path());
         let len = file.len();
+        Table::open_at(file, file_number, len, cache, verify_checksums)
+    }
+
+    /// [`Table::open`] for the table that ends at byte `len` of `file` (the size the
+    /// MANIFEST records): the footer is read there, and nothing past it. A file shorter
+    /// than `len` is corruption (bytes of a committed table are missing).
+    ///
+    /// # Errors
+    /// As [`Table::open`].
+    pub fn open_at(
+        file: ReadFile,
+        file_number: u64,
+        len: u64,
+        cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Result<Table> {
+        let path: Arc<Path> = Arc::from(file.path());
+        if file.len() < len {
+            return Err(Error::corruption(
+                path.to_path_buf(),
+                file.len(),
+                format!(
+                    "the table file holds {} bytes, but {len} were committed",
+                    file.len()
+                ),
+            ));
+        }
         if len < FOOTER_LEN as u64 {
             return Err(Error::corruption(
                 path.to_path_buf(),
@@ -95,6 +123,7 @@ impl Table {
         };
         Ok(Table {
             file,
+            size: len,
             path,
             file_number,
             cache,
@@ -124,7 +153,7 @@ impl Table {
 
     /// The file size in bytes.
     pub fn file_size(&self) -> u64 {
-        self.file.len()
+        self.size
     }
 
     /// False only if the table certainly holds no entry for `user_key` (bloom filter). True
@@ -338,7 +367,7 @@ impl Table {
     #[inline]
     pub(super) fn decode_handle(&self, index_value: &[u8]) -> Result<BlockHandle> {
         let h = BlockHandle::decode_varint(index_value).at(&self.path, self.footer.index.offset)?;
-        h.check_within(self.file.len().saturating_sub(FOOTER_LEN as u64), "data")
+        h.check_within(self.size.saturating_sub(FOOTER_LEN as u64), "data")
             .at(&self.path, self.footer.index.offset)?;
         Ok(h)
     }

@@ -13,7 +13,7 @@ use crate::env::{Env, ReadCause};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, parse_internal_key};
-use crate::table::sst::Table;
+use crate::table::TableReader;
 use crate::values::{PlacementChecked as VlogChecked, VerifyContext};
 
 /// Check every segment in `names` that the MANIFEST (`state`) has not dropped: its header,
@@ -136,14 +136,14 @@ fn check_segments(
 fn check_pointers(
     env: &Env,
     dir: &Path,
-    tables: &[Arc<Table>],
+    tables: &[Arc<dyn TableReader>],
     ends: &BTreeMap<u64, u64>,
     dropped: &BTreeSet<u64>,
     checked: &mut VlogChecked,
 ) -> Result<()> {
     let mut files = BTreeMap::new();
     for table in tables {
-        let mut it = table.iter(ReadCause::Other);
+        let mut it = Arc::clone(table).iter(ReadCause::Other);
         it.seek_to_first()?;
         while it.valid() {
             let ikey = parse_internal_key(it.key()).map_err(|d| {

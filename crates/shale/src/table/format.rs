@@ -1,0 +1,172 @@
+//! The table-format trait: how a table file is written ([`TableWriter`]) and read
+//! ([`TableReader`]), chosen once per store ([`TableFormat`], from
+//! [`crate::options::TableKind`]).
+//!
+//! The engine and the layouts see tables only through these traits: flush and compaction
+//! write through [`TableFormat::builder`], the table cache opens through
+//! [`TableFormat::open`] and holds `Arc<dyn TableReader>`, and reads probe a table's filter,
+//! look a key up and iterate it without knowing its bytes (RocksDB's `TableFactory` /
+//! `TableBuilder` / `TableReader` split). Implementations: [`super::sst::SstFormat`].
+//!
+//! # Generations
+//!
+//! A table file may grow after it was first committed (an appendable table adds segments at
+//! its end and commits each with a new footer): every committed state of the file is a
+//! *generation*, named by the file's size at its commit, which the MANIFEST records as the
+//! file's size. A reader is opened for one generation ([`TableFormat::open`] gets the size)
+//! and reads nothing past it, so a reader of an older generation stays valid while the file
+//! grows, and the table cache keys open tables by number *and* size.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cache::block_cache::BlockCache;
+use crate::env::{ReadCause, ReadFile, WriteFile};
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::SeqNo;
+use crate::options::TableOptions;
+use crate::table::bloom::BloomFilter;
+use crate::table::properties::TableProperties;
+
+/// What a finished table holds: the facts the MANIFEST records about it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableSummary {
+    /// File size in bytes (the generation a reader opens, see the module docs).
+    pub size: u64,
+    /// Smallest internal key (empty when the table has no entries).
+    pub smallest: Vec<u8>,
+    /// Largest internal key (empty when the table has no entries).
+    pub largest: Vec<u8>,
+    /// Smallest sequence number of any entry.
+    pub smallest_seq: SeqNo,
+    /// Largest sequence number of any entry.
+    pub largest_seq: SeqNo,
+    /// Entries (puts, pointers and tombstones).
+    pub entries: u64,
+    /// Tombstones among the entries.
+    pub tombstones: u64,
+}
+
+/// One generation of one table file: what the table cache keys open tables by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableId {
+    /// The file number.
+    pub number: u64,
+    /// The file's size at the committed generation (the MANIFEST's size for the file).
+    pub size: u64,
+}
+
+/// How tables read their blocks (the same for every table of a store).
+#[derive(Clone, Debug, Default)]
+pub struct TableReadOptions {
+    /// The shared block cache, if any (keyed by file number and block offset; blocks of a
+    /// growing file never change, so one cache serves every generation).
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Whether data-block reads check their checksums (metadata reads always do).
+    pub verify_checksums: bool,
+}
+
+/// A table format: makes writers and opens readers. One per store, shared.
+pub trait TableFormat: Send + Sync + fmt::Debug {
+    /// The format's name (`sst`), as [`crate::options::TableKind::name`] gives it.
+    fn name(&self) -> &'static str;
+
+    /// A writer of a new table into `file` (created, empty).
+    fn builder(&self, file: WriteFile, options: &TableOptions) -> Box<dyn TableWriter>;
+
+    /// Open generation `size` of table `number` from `file` (see the module docs): read and
+    /// check what the reader keeps in memory.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming the file and offset for a file shorter than
+    /// `size` or damaged metadata; I/O errors.
+    fn open(
+        &self,
+        file: ReadFile,
+        id: TableId,
+        options: &TableReadOptions,
+    ) -> Result<Arc<dyn TableReader>>;
+}
+
+/// Writes one table from entries in internal-key order. Driven by one job.
+pub trait TableWriter: Send + fmt::Debug {
+    /// Add an entry; keys must arrive in strictly increasing internal-key order.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a key out of order; I/O errors.
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+
+    /// The size the file would have if finished now (approximately).
+    fn estimated_size(&self) -> u64;
+
+    /// Entries added so far.
+    fn num_entries(&self) -> u64;
+
+    /// Write the table's metadata, sync the file and describe it. The directory entry is
+    /// the caller's to sync.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn finish(self: Box<Self>) -> Result<TableSummary>;
+
+    /// Give up: the caller removes the file.
+    fn abandon(self: Box<Self>);
+}
+
+/// One open generation of a table file. Immutable and shared by readers.
+pub trait TableReader: Send + Sync + fmt::Debug {
+    /// The file number it was opened under.
+    fn file_number(&self) -> u64;
+
+    /// The table file's path.
+    fn path(&self) -> &Path;
+
+    /// The generation's size in bytes.
+    fn file_size(&self) -> u64;
+
+    /// What the table holds (entries, tombstones, pointers, sizes).
+    fn properties(&self) -> &TableProperties;
+
+    /// A filter over the table's user keys that a layout may keep with the file's metadata
+    /// (so later reads ask it without opening the table), if the format has one.
+    fn filter(&self) -> Option<&Arc<BloomFilter>> {
+        None
+    }
+
+    /// Start loading the cache line of the filter that answers `hash` (a hint).
+    fn touch_filter(&self, hash: u64) {
+        if let Some(f) = self.filter() {
+            f.touch(hash);
+        }
+    }
+
+    /// False only if the table certainly holds no entry for the user key whose
+    /// [`crate::table::bloom::hash64`] is `hash`.
+    fn may_contain_hash(&self, hash: u64) -> bool {
+        self.filter().is_none_or(|f| f.may_contain_hash(hash))
+    }
+
+    /// The first entry whose internal key is `>= seek_key`, if its user key is `user_key`
+    /// (the newest version visible at the snapshot `seek_key` encodes), as (internal key,
+    /// stored value). The caller has asked the filter already.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming file and offset; I/O errors.
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        cause: ReadCause,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+
+    /// An iterator over every entry in internal-key order, its reads counted under `cause`.
+    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator>;
+
+    /// Read every byte and check every checksum and invariant the format has.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming file and offset.
+    fn verify(&self) -> Result<()>;
+}

@@ -1,0 +1,116 @@
+//! The `sst` format behind the table-format traits ([`crate::table::format`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::env::{ReadCause, ReadFile, WriteFile};
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::options::TableOptions;
+use crate::table::bloom::BloomFilter;
+use crate::table::format::{
+    TableFormat, TableId, TableReadOptions, TableReader, TableSummary, TableWriter,
+};
+use crate::table::properties::TableProperties;
+
+use super::{Table, TableBuilder};
+
+/// The sorted-block table of LevelDB lineage (see [`super`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SstFormat;
+
+impl TableFormat for SstFormat {
+    fn name(&self) -> &'static str {
+        "sst"
+    }
+
+    fn builder(&self, file: WriteFile, options: &TableOptions) -> Box<dyn TableWriter> {
+        Box::new(TableBuilder::new(file, options))
+    }
+
+    fn open(
+        &self,
+        file: ReadFile,
+        id: TableId,
+        options: &TableReadOptions,
+    ) -> Result<Arc<dyn TableReader>> {
+        Ok(Arc::new(Table::open_at(
+            file,
+            id.number,
+            id.size,
+            options.block_cache.clone(),
+            options.verify_checksums,
+        )?))
+    }
+}
+
+impl TableWriter for TableBuilder {
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        TableBuilder::add(self, ikey, value)
+    }
+
+    fn estimated_size(&self) -> u64 {
+        TableBuilder::estimated_size(self)
+    }
+
+    fn num_entries(&self) -> u64 {
+        TableBuilder::num_entries(self)
+    }
+
+    fn finish(self: Box<Self>) -> Result<TableSummary> {
+        TableBuilder::finish(*self)
+    }
+
+    fn abandon(self: Box<Self>) {
+        TableBuilder::abandon(*self);
+    }
+}
+
+impl TableReader for Table {
+    fn file_number(&self) -> u64 {
+        Table::file_number(self)
+    }
+
+    fn path(&self) -> &Path {
+        Table::path(self)
+    }
+
+    fn file_size(&self) -> u64 {
+        Table::file_size(self)
+    }
+
+    fn properties(&self) -> &TableProperties {
+        Table::properties(self)
+    }
+
+    fn filter(&self) -> Option<&Arc<BloomFilter>> {
+        Table::filter(self)
+    }
+
+    #[inline]
+    fn touch_filter(&self, hash: u64) {
+        Table::touch_filter(self, hash);
+    }
+
+    #[inline]
+    fn may_contain_hash(&self, hash: u64) -> bool {
+        Table::may_contain_hash(self, hash)
+    }
+
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        cause: ReadCause,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.get_unfiltered(user_key, seek_key, cause)
+    }
+
+    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator> {
+        Box::new(Table::iter(&self, cause))
+    }
+
+    fn verify(&self) -> Result<()> {
+        Table::verify(self)
+    }
+}
