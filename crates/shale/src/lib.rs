@@ -1,32 +1,41 @@
 //! Shale: an embedded, persistent, ordered key-value store built as a log-structured
 //! merge tree whose parts are swappable research designs.
 //!
-//! The engine is organised along four axes (see `ARCHITECTURE.md` in the repository):
-//! the memory component ([`memory`]), value placement ([`values`]), the layout of tables
-//! on disk ([`layout`]) and the table format ([`table`]). A preset names a combination.
+//! The engine is organised along four axes (see `docs/architecture.md` in the repository):
+//! the memory component, value placement, the layout of tables on disk and the table
+//! format, chosen by [`Options`] ([`Axes`]; a preset names a combination). The store is
+//! [`Db`]; [`verify`] checks one without opening it; [`env`] is the file-system interface
+//! (a store can run on [`env::mem::MemFs`], an in-memory file system with a crash model).
 
-pub mod cache;
-pub mod compaction;
-pub mod db;
+/// Declares internal modules: `pub` but hidden from the docs with the `internals` feature
+/// (for the fuzz crate, the integration tests and benchmarks, which test parts directly),
+/// crate-private otherwise. What a user of the store needs is re-exported below, or lives in
+/// the public modules [`env`], [`error`] and [`options`].
+macro_rules! internal {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+
+internal!(
+    cache, compaction, db, filename, format, iter, key, layout, manifest, memory, table, values,
+    version, wal,
+);
 mod design;
 pub mod env;
 pub mod error;
-pub mod filename;
-pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod iter;
-pub mod key;
-pub mod layout;
-pub mod manifest;
-pub mod memory;
 pub mod options;
-pub mod table;
-pub mod values;
-pub mod version;
-pub mod wal;
 
-pub use db::{Cursor, Db, DbIterator, IterOptions, Snapshot, Stats, VerifyReport, WriteBatch};
+pub use db::{
+    Cursor, Db, DbIterator, IterOptions, LevelStats, Snapshot, Stats, VerifyReport, WriteBatch,
+};
 pub use design::verify;
 pub use error::{Error, Result};
 pub use options::{
