@@ -222,7 +222,6 @@ pub(crate) struct DbInner {
     pub(crate) file_numbers: Arc<AtomicU64>,
     pub(crate) wal: Mutex<WalState>,
     pub(crate) queue: Mutex<write::WriteQueue>,
-    pub(crate) queue_cv: Condvar,
     pub(crate) versions: Mutex<VersionSet>,
     pub(crate) bg: Mutex<BgState>,
     pub(crate) bg_cv: Condvar,

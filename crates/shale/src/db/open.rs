@@ -214,7 +214,6 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             last_assigned: last_seq,
         }),
         queue: Mutex::default(),
-        queue_cv: Condvar::new(),
         super_version: RwLock::new(Arc::new(SuperVersion {
             mem,
             imms: Vec::new(),
