@@ -450,7 +450,7 @@ fn run_all(
         }
         out.flush()?;
         if let Some(j) = json.as_mut() {
-            writeln!(j, "{}", result.json(&setting))?;
+            writeln!(j, "{}", result.json(&setting)?)?;
             j.flush()?;
         }
         if live_known && let Some(problem) = tally.wrong_answer(name) {
@@ -536,8 +536,8 @@ mod tests {
 mod engine_tests {
     use super::*;
     use crate::engine::mem::MemEngine;
-    use crate::json::parse::{Value, parse};
     use clap::Parser;
+    use serde_json::{Value, json};
     use std::sync::{Arc, Mutex};
 
     #[derive(Parser)]
@@ -576,7 +576,10 @@ mod engine_tests {
         let dir = std::env::temp_dir().join("shale-cli-no-such-dir");
         let code = run_all(&a, &names, 3000, &dir, e, &mut json).unwrap();
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-        let lines = text.lines().map(|l| parse(l).unwrap()).collect();
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         (code, lines)
     }
 
@@ -590,11 +593,11 @@ mod engine_tests {
         assert_eq!(code, ExitCode::SUCCESS);
         let names: Vec<&Value> = lines.iter().filter_map(|l| l.get("benchmark")).collect();
         assert_eq!(names.len(), 8, "stats writes no JSON line");
-        assert_eq!(lines[0].get("ops"), Some(&Value::Num(3000.0)));
+        assert_eq!(lines[0].get("ops"), Some(&json!(3000)));
         assert_eq!(lines[0].get("found"), Some(&Value::Null));
-        assert_eq!(lines[1].get("found"), Some(&Value::Num(3000.0)));
-        assert_eq!(lines[0].get("space_amp"), Some(&Value::Num(0.0)));
-        assert!(matches!(lines[0].get("engine_write_amp"), Some(Value::Num(w)) if *w == 1.0));
+        assert_eq!(lines[1].get("found"), Some(&json!(3000)));
+        assert_eq!(lines[0].get("space_amp"), Some(&json!(0.0)));
+        assert_eq!(lines[0].get("engine_write_amp"), Some(&json!(1.0)));
     }
 
     #[test]

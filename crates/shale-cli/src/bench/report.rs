@@ -2,9 +2,10 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::bench::histogram::Histogram;
 use crate::engine::Counters;
-use crate::json::JsonObject;
 
 /// Storage I/O of this process from `/proc/self/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -211,63 +212,135 @@ impl BenchResult {
     }
 
     /// One JSON object (one line) with the result and its setting.
-    pub fn json(&self, setting: &JsonSetting<'_>) -> String {
-        self.json_object(setting).finish()
+    pub fn json(&self, setting: &JsonSetting<'_>) -> Result<String, crate::CliError> {
+        crate::json::to_line(&self.to_json(setting))
     }
 
-    /// The JSON object of [`BenchResult::json`], open for more fields.
-    pub fn json_object(&self, setting: &JsonSetting<'_>) -> JsonObject {
+    /// The JSON line's fields (see docs/benchmarks.md, "JSON output fields").
+    pub fn to_json(&self, setting: &JsonSetting<'_>) -> BenchJson {
         let us = |ns: f64| ns / 1000.0;
-        let mut o = JsonObject::new();
-        o.str("benchmark", &self.name)
-            .str("engine", setting.engine)
-            .str("design", setting.design)
-            .u64("num", setting.num)
-            .u64("threads", setting.threads)
-            .opt_u64("key_size", setting.key_size)
-            .u64("value_size", setting.value_size)
-            .u64("write_buffer_size", setting.write_buffer_size)
-            .u64("ops", self.ops)
-            .f64("seconds", self.seconds)
-            .f64("ops_per_sec", self.ops_per_sec())
-            .f64("micros_per_op", self.micros_per_op())
-            .f64("mb_per_sec", self.mb_per_sec())
-            .u64("user_bytes_written", self.user_bytes_written)
-            .opt_u64("device_bytes_written", self.io.map(|i| i.write_bytes))
-            .opt_u64(
-                "device_bytes_cancelled",
-                self.io.map(|i| i.cancelled_write_bytes),
-            )
-            .opt_u64("device_bytes_read", self.io.map(|i| i.read_bytes))
-            .opt_f64("write_amp", self.write_amp())
-            .opt_f64("read_bytes_per_op", self.read_bytes_per_op())
-            .u64("db_size_bytes", self.db_size)
-            .u64("live_keys", self.live_keys)
-            .opt_f64("space_amp", self.space_amp())
-            .opt_u64("found", self.found.map(|f| f.0))
-            .opt_u64("lookups", self.found.map(|f| f.1));
         let has = self.hist.count() > 0;
         let p = |q: f64| has.then(|| us(self.hist.percentile(q)));
-        o.opt_f64("p50_us", p(50.0))
-            .opt_f64("p75_us", p(75.0))
-            .opt_f64("p99_us", p(99.0))
-            .opt_f64("p999_us", p(99.9))
-            .opt_f64("max_us", has.then(|| us(self.hist.max() as f64)));
-        if let Some(c) = &self.engine {
-            let mut w = JsonObject::new();
-            for (name, n) in &c.written {
-                w.u64(name, *n);
-            }
-            let mut r = JsonObject::new();
-            for (name, n) in &c.read {
-                r.u64(name, *n);
-            }
-            o.obj("engine_bytes_written", w)
-                .obj("engine_bytes_read", r)
-                .opt_f64("engine_write_amp", self.engine_write_amp());
+        let names = |v: &[(&'static str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|&(n, b)| (n.to_string(), b)).collect()
+        };
+        BenchJson {
+            benchmark: self.name.clone(),
+            engine: setting.engine.to_string(),
+            design: setting.design.to_string(),
+            num: setting.num,
+            threads: setting.threads,
+            key_size: setting.key_size,
+            value_size: setting.value_size,
+            write_buffer_size: setting.write_buffer_size,
+            ops: self.ops,
+            seconds: self.seconds,
+            ops_per_sec: self.ops_per_sec(),
+            micros_per_op: self.micros_per_op(),
+            mb_per_sec: self.mb_per_sec(),
+            user_bytes_written: self.user_bytes_written,
+            device_bytes_written: self.io.map(|i| i.write_bytes),
+            device_bytes_cancelled: self.io.map(|i| i.cancelled_write_bytes),
+            device_bytes_read: self.io.map(|i| i.read_bytes),
+            write_amp: self.write_amp(),
+            read_bytes_per_op: self.read_bytes_per_op(),
+            db_size_bytes: self.db_size,
+            live_keys: self.live_keys,
+            space_amp: self.space_amp(),
+            found: self.found.map(|f| f.0),
+            lookups: self.found.map(|f| f.1),
+            p50_us: p(50.0),
+            p75_us: p(75.0),
+            p99_us: p(99.0),
+            p999_us: p(99.9),
+            max_us: has.then(|| us(self.hist.max() as f64)),
+            engine_counters: self.engine.as_ref().map(|c| EngineJson {
+                engine_bytes_written: names(&c.written),
+                engine_bytes_read: names(&c.read),
+                engine_write_amp: self.engine_write_amp(),
+            }),
         }
-        o
     }
+}
+
+/// One line of `--json` output: a benchmark's result and its setting. Field names are
+/// stable; docs/benchmarks.md ("JSON output fields") says what each means.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchJson {
+    /// Benchmark name (`ycsb-<workload>-<phase>` for YCSB).
+    pub benchmark: String,
+    /// Engine name.
+    pub engine: String,
+    /// Design preset (with axis overrides).
+    pub design: String,
+    /// `--num` (YCSB: records).
+    pub num: u64,
+    /// Worker threads.
+    pub threads: u64,
+    /// Key bytes (`null` when keys vary, as in YCSB).
+    pub key_size: Option<u64>,
+    /// Value bytes.
+    pub value_size: u64,
+    /// Memtable bytes the engine ran with.
+    pub write_buffer_size: u64,
+    /// Operations done.
+    pub ops: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Operations per wall-clock second.
+    pub ops_per_sec: f64,
+    /// Microseconds per operation per thread.
+    pub micros_per_op: f64,
+    /// MiB of keys and values moved per second.
+    pub mb_per_sec: f64,
+    /// Key and value bytes written by the benchmark.
+    pub user_bytes_written: u64,
+    /// Device bytes written (`/proc/self/io`).
+    pub device_bytes_written: Option<u64>,
+    /// Device bytes written then dropped before reaching storage.
+    pub device_bytes_cancelled: Option<u64>,
+    /// Device bytes read.
+    pub device_bytes_read: Option<u64>,
+    /// Device bytes written per user byte written.
+    pub write_amp: Option<f64>,
+    /// Device bytes read per operation.
+    pub read_bytes_per_op: Option<f64>,
+    /// Bytes of the store's files afterwards.
+    pub db_size_bytes: u64,
+    /// Live keys afterwards.
+    pub live_keys: u64,
+    /// Store bytes per live key and value byte.
+    pub space_amp: Option<f64>,
+    /// Reads that found their key.
+    pub found: Option<u64>,
+    /// Reads done.
+    pub lookups: Option<u64>,
+    /// Latency percentiles and maximum, in microseconds.
+    pub p50_us: Option<f64>,
+    /// 75th percentile.
+    pub p75_us: Option<f64>,
+    /// 99th percentile.
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile.
+    pub p999_us: Option<f64>,
+    /// Slowest operation.
+    pub max_us: Option<f64>,
+    /// The engine's own counters, when it keeps them (absent otherwise).
+    #[serde(flatten)]
+    pub engine_counters: Option<EngineJson>,
+}
+
+/// The engine's per-cause counters of one benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineJson {
+    /// Bytes written to storage, by cause.
+    #[serde(with = "crate::json::ordered_map")]
+    pub engine_bytes_written: Vec<(String, u64)>,
+    /// Bytes read from storage, by cause.
+    #[serde(with = "crate::json::ordered_map")]
+    pub engine_bytes_read: Vec<(String, u64)>,
+    /// The engine's bytes written per user byte written.
+    pub engine_write_amp: Option<f64>,
 }
 
 /// The settings that go into every JSON line.
@@ -297,7 +370,11 @@ pub fn mb(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::parse::{Value, parse};
+    use serde_json::{Value, json};
+
+    fn parse(text: &str) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(text)
+    }
 
     fn sample() -> BenchResult {
         let mut hist = Histogram::new();
@@ -382,7 +459,7 @@ mod tests {
             value_size: 100,
             write_buffer_size: 4 << 20,
         };
-        let text = r.json(&s);
+        let text = r.json(&s).unwrap();
         assert_eq!(text.matches('{').count(), text.matches('}').count());
         let v = parse(&text).unwrap();
         for k in [
@@ -410,23 +487,35 @@ mod tests {
         ] {
             assert!(v.get(k).is_some(), "missing {k} in {text}");
         }
-        assert_eq!(v.get("benchmark"), Some(&Value::Str("readrandom".into())));
-        assert_eq!(v.get("found"), Some(&Value::Num(2e6)));
+        assert_eq!(v.get("benchmark"), Some(&json!("readrandom")));
+        assert_eq!(v.get("found"), Some(&json!(2_000_000)));
         assert_eq!(v.get("write_amp"), Some(&Value::Null));
-        match v.get("p50_us") {
-            Some(Value::Num(p)) => assert!((49.0..=52.0).contains(p), "{p}"),
+        match v.get("p50_us").and_then(Value::as_f64) {
+            Some(p) => assert!((49.0..=52.0).contains(&p), "{p}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(
             v.get("engine_bytes_read").and_then(|r| r.get("get")),
-            Some(&Value::Num(8192.0))
+            Some(&json!(8192))
         );
+        // Read back, the line is the same result.
+        let back: BenchJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r.to_json(&s));
         let mut w = r.clone();
         w.found = None;
         w.hist = Histogram::new();
-        let v = parse(&w.json(&s)).unwrap();
+        w.engine = None;
+        let text = w.json(&s).unwrap();
+        let v = parse(&text).unwrap();
         assert_eq!(v.get("found"), Some(&Value::Null));
         assert_eq!(v.get("p99_us"), Some(&Value::Null));
+        assert_eq!(
+            v.get("engine_write_amp"),
+            None,
+            "no engine counters: no engine fields"
+        );
+        let back: BenchJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.engine_counters, None);
     }
 
     #[test]
