@@ -13,6 +13,7 @@ mod escape;
 mod json;
 #[cfg(feature = "peers")]
 mod peers;
+mod progress;
 mod stress;
 mod ycsb;
 

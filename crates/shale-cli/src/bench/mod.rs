@@ -10,7 +10,7 @@ pub mod keys;
 pub mod report;
 pub mod workloads;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -171,28 +171,70 @@ pub fn wipe_store_dir(dir: &Path) -> CliResult<()> {
         .map_err(|e| CliError::msg(format!("cannot remove {}: {e}", dir.display())))
 }
 
-/// Run `f` while a line on stderr shows `counter` and its rate, when stderr is a terminal.
-pub fn with_progress<T>(name: &str, counter: &AtomicU64, f: impl FnOnce() -> T) -> T {
-    if !std::io::stderr().is_terminal() {
-        return f();
-    }
+/// Operations done at moments of a run: `(seconds since the start, operations so far)`,
+/// taken once a second and at the end, so a chart shows throughput over time and a stall
+/// shows as a flat stretch.
+pub type Timeline = Vec<(f64, u64)>;
+
+/// Run `f` while a sampler reads `counter` once a second into a [`Timeline`] and, when
+/// stderr is a terminal, shows it on a progress bar of `total` operations (a spinner when
+/// unknown).
+pub fn with_progress<T>(
+    name: &str,
+    total: Option<u64>,
+    counter: &AtomicU64,
+    f: impl FnOnce() -> T,
+) -> (T, Timeline) {
+    let bar = crate::progress::bar(name, total);
+    // Redraw the bar a few times a second; without a bar, wake only to sample.
+    let redraw = if bar.is_hidden() {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_millis(200)
+    };
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let began = Instant::now();
     std::thread::scope(|s| {
-        s.spawn(move || {
-            let began = Instant::now();
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                stopped.recv_timeout(Duration::from_millis(200))
-            {
+        let sampler = s.spawn(move || {
+            let mut timeline = Timeline::new();
+            let mut next_sample = Duration::from_secs(1);
+            loop {
+                let now = began.elapsed();
+                let wait = next_sample.saturating_sub(now).min(redraw);
+                match stopped.recv_timeout(wait) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
                 let done = counter.load(Ordering::Relaxed);
-                let rate = done as f64 / began.elapsed().as_secs_f64().max(1e-9);
-                eprint!("\r{name}: {done} ops, {rate:.0} ops/s   ");
+                bar.set_position(done);
+                let now = began.elapsed();
+                if now >= next_sample {
+                    timeline.push((now.as_secs_f64(), done));
+                    next_sample += Duration::from_secs(1);
+                }
             }
-            eprint!("\r{}\r", " ".repeat(name.len() + 48));
+            bar.finish_and_clear();
+            timeline
         });
         let r = f();
         let _ = stop.send(());
-        r
+        let mut timeline = sampler.join().unwrap_or_default();
+        timeline.push((
+            began.elapsed().as_secs_f64(),
+            counter.load(Ordering::Relaxed),
+        ));
+        (r, timeline)
     })
+}
+
+/// Operations a benchmark is expected to do, for the progress bar (`None`: unknown).
+fn expected_ops(name: &str, num: u64, reads: u64, writes: u64) -> Option<u64> {
+    match name {
+        "fillseq" | "fillrandom" => Some(num),
+        "overwrite" => Some(writes),
+        "readrandom" | "readmissing" | "seekrandom" => Some(reads),
+        _ => None,
+    }
 }
 
 fn settings_block(
@@ -395,7 +437,8 @@ fn run_all(
         let io_before = read_proc_io();
         let counters_before = eng.counters();
         let began = Instant::now();
-        let tally = with_progress(name, &progress, || -> CliResult<Tally> {
+        let total = expected_ops(name, a.num, reads, w.writes);
+        let (tally, timeline) = with_progress(name, total, &progress, || -> CliResult<Tally> {
             if name == "compact" || name == "flush" {
                 let t0 = Instant::now();
                 if name == "compact" {
@@ -409,11 +452,13 @@ fn run_all(
                     ..Default::default()
                 };
                 t.hist.add(t0.elapsed().as_nanos() as u64);
+                progress.store(1, Ordering::Relaxed);
                 Ok(t)
             } else {
                 workloads::run(name, &shared, &w, &values)
             }
-        })?;
+        });
+        let tally = tally?;
         let seconds = began.elapsed().as_secs_f64();
         eng.sync_to_os()?;
         let io = match (io_before, read_proc_io()) {
@@ -439,6 +484,7 @@ fn run_all(
             live_bytes: live_keys * (a.key_size + a.value_size) as u64,
             live_keys,
             engine: engine_diff,
+            timeline,
         };
         writeln!(out, "{}", result.line())?;
         if a.histogram {

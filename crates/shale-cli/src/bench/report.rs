@@ -98,6 +98,8 @@ pub struct BenchResult {
     pub live_keys: u64,
     /// The engine's own counters during the benchmark.
     pub engine: Option<Counters>,
+    /// Operations done over time (see [`crate::bench::Timeline`]).
+    pub timeline: Vec<(f64, u64)>,
 }
 
 impl BenchResult {
@@ -259,6 +261,7 @@ impl BenchResult {
                 engine_bytes_read: names(&c.read),
                 engine_write_amp: self.engine_write_amp(),
             }),
+            timeline: self.timeline.clone(),
         }
     }
 }
@@ -328,6 +331,9 @@ pub struct BenchJson {
     /// The engine's own counters, when it keeps them (absent otherwise).
     #[serde(flatten)]
     pub engine_counters: Option<EngineJson>,
+    /// `[seconds since the start, operations done]` once a second and at the end.
+    #[serde(default)]
+    pub timeline: Vec<(f64, u64)>,
 }
 
 /// The engine's per-cause counters of one benchmark.
@@ -402,6 +408,7 @@ mod tests {
                 written: vec![("wal", 0)],
                 read: vec![("get", 8192)],
             }),
+            timeline: vec![(1.0, 1_000_000), (2.0, 1_500_000), (4.69, 2_000_000)],
         }
     }
 
@@ -516,6 +523,11 @@ mod tests {
         );
         let back: BenchJson = serde_json::from_str(&text).unwrap();
         assert_eq!(back.engine_counters, None);
+        assert_eq!(back.timeline.len(), 3);
+        assert_eq!(
+            v.get("timeline").and_then(|t| t.get(2)),
+            Some(&json!([4.69, 2_000_000]))
+        );
     }
 
     #[test]

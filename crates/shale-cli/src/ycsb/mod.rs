@@ -426,13 +426,19 @@ fn run_phases(
         let counters_before = ctx.engine.counters();
         let began = Instant::now();
         let label = format!("ycsb {workload} {phase}");
-        let m = with_progress(&label, ctx.progress, || {
+        let total = if phase == "load" {
+            a.records
+        } else {
+            a.operations
+        };
+        let (m, timeline) = with_progress(&label, Some(total), ctx.progress, || {
             if phase == "load" {
                 load(ctx)
             } else {
                 transactions(ctx)
             }
-        })?;
+        });
+        let m = m?;
         let seconds = began.elapsed().as_secs_f64();
         ctx.engine.sync_to_os()?;
         let io = match (io_before, read_proc_io()) {
@@ -471,6 +477,7 @@ fn run_phases(
             live_bytes,
             live_keys,
             engine: engine_diff,
+            timeline,
         };
         write!(out, "{}", summary(&m, ops, seconds))?;
         writeln!(out, "{}", result.amplification_line())?;
