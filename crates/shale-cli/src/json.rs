@@ -1,8 +1,8 @@
 //! JSON lines of benchmark results, written with serde_json.
 //!
-//! The result structs (`bench::report::BenchJson`, the YCSB line) derive `Serialize` and
-//! `Deserialize`; this module holds what they share: writing one object per line, and
-//! name-to-count maps that keep their order when written. serde is the de-facto standard
+//! [`BenchJson`] is one benchmark's line (the YCSB line adds its fields around it); it
+//! derives `Serialize` for `--json` and `Deserialize` for `shale report`. This module also
+//! holds writing one object per line, and name-to-count maps that keep their order. serde is the de-facto standard
 //! for this in Rust and serde_json writes non-finite floats as `null`, as JSON has no NaN.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -34,6 +34,109 @@ pub mod ordered_map {
         let m = std::collections::BTreeMap::<String, T>::deserialize(d)?;
         Ok(m.into_iter().collect())
     }
+}
+
+/// One line of `--json` output: a benchmark's result and its setting. Field names are
+/// stable; docs/benchmarks.md ("JSON output fields") says what each means.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchJson {
+    /// Benchmark name (`ycsb-<workload>-<phase>` for YCSB).
+    pub benchmark: String,
+    /// Engine name.
+    pub engine: String,
+    /// Design preset (with axis overrides).
+    pub design: String,
+    /// `--num` (YCSB: records).
+    pub num: u64,
+    /// Worker threads.
+    pub threads: u64,
+    /// Key bytes (`null` when keys vary, as in YCSB).
+    pub key_size: Option<u64>,
+    /// Value bytes.
+    pub value_size: u64,
+    /// Memtable bytes the engine ran with.
+    pub write_buffer_size: u64,
+    /// Operations done.
+    pub ops: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Operations per wall-clock second.
+    pub ops_per_sec: f64,
+    /// Microseconds per operation per thread.
+    pub micros_per_op: f64,
+    /// MiB of keys and values moved per second.
+    pub mb_per_sec: f64,
+    /// Key and value bytes written by the benchmark.
+    pub user_bytes_written: u64,
+    /// Device bytes written (`/proc/self/io`).
+    pub device_bytes_written: Option<u64>,
+    /// Device bytes written then dropped before reaching storage.
+    pub device_bytes_cancelled: Option<u64>,
+    /// Device bytes read.
+    pub device_bytes_read: Option<u64>,
+    /// Device bytes written per user byte written.
+    pub write_amp: Option<f64>,
+    /// Device bytes read per operation.
+    pub read_bytes_per_op: Option<f64>,
+    /// Bytes of the store's files afterwards.
+    pub db_size_bytes: u64,
+    /// Live keys afterwards.
+    pub live_keys: u64,
+    /// Store bytes per live key and value byte.
+    pub space_amp: Option<f64>,
+    /// Reads that found their key.
+    pub found: Option<u64>,
+    /// Reads done.
+    pub lookups: Option<u64>,
+    /// Latency percentiles and maximum, in microseconds.
+    pub p50_us: Option<f64>,
+    /// 75th percentile.
+    pub p75_us: Option<f64>,
+    /// 99th percentile.
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile.
+    pub p999_us: Option<f64>,
+    /// Slowest operation.
+    pub max_us: Option<f64>,
+    /// The engine's own counters, when it keeps them (absent otherwise).
+    #[serde(flatten)]
+    pub engine_counters: Option<EngineJson>,
+    /// `[seconds since the start, operations done]` once a second and at the end.
+    #[serde(default)]
+    pub timeline: Vec<(f64, u64)>,
+}
+
+/// The engine's per-cause counters of one benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineJson {
+    /// Bytes written to storage, by cause.
+    #[serde(with = "crate::json::ordered_map")]
+    pub engine_bytes_written: Vec<(String, u64)>,
+    /// Bytes read from storage, by cause.
+    #[serde(with = "crate::json::ordered_map")]
+    pub engine_bytes_read: Vec<(String, u64)>,
+    /// The engine's bytes written per user byte written.
+    pub engine_write_amp: Option<f64>,
+    /// Microseconds writers were delayed or stopped by the engine during the benchmark.
+    #[serde(default)]
+    pub engine_stall_micros: u64,
+    /// Per level: its files and bytes afterwards, and bytes written into it during the
+    /// benchmark (flushes into level 0, compactions into the others).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_levels: Vec<LevelJson>,
+}
+
+/// One level of an LSM tree in a JSON line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelJson {
+    /// Level number (0: the newest).
+    pub level: u64,
+    /// Table files in the level afterwards.
+    pub files: u64,
+    /// Bytes of those files afterwards.
+    pub bytes: u64,
+    /// Bytes written into the level during the benchmark.
+    pub bytes_written: u64,
 }
 
 #[cfg(test)]

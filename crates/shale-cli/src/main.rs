@@ -13,6 +13,7 @@ mod escape;
 mod json;
 #[cfg(feature = "peers")]
 mod peers;
+mod plots;
 mod progress;
 mod stress;
 mod ycsb;
@@ -112,6 +113,8 @@ enum Command {
     Ycsb(Box<ycsb::YcsbArgs>),
     /// Mixed concurrent workload with an expected-state file, verifiable after a kill -9.
     Stress(Box<stress::StressArgs>),
+    /// Draw report.html (SVG charts) from saved `--json` lines of bench or ycsb runs.
+    Report(plots::ReportArgs),
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -128,6 +131,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Bench(a) => bench::run(&a),
         Command::Ycsb(a) => ycsb::run(&a),
         Command::Stress(a) => stress::run(&a),
+        Command::Report(a) => plots::run(&a),
     }
 }
 

@@ -353,3 +353,52 @@ fn ycsb_workloads_run() {
         assert!(!out.contains("NOT_FOUND"), "{out}");
     }
 }
+
+#[test]
+fn bench_report_and_report_from_saved_json() {
+    let d = TempDir::new("report");
+    std::fs::create_dir_all(d.path()).unwrap();
+    let charts = 5;
+    let mut files = Vec::new();
+    for design in ["leveldb", "wisckey"] {
+        let json = d.path().join(format!("{design}.json"));
+        let out = d.path().join(format!("{design}-report"));
+        let o = run(&[
+            "bench",
+            "--db",
+            &d.path().join(design).display().to_string(),
+            "--design",
+            design,
+            "--num=5000",
+            "--benchmarks=fillrandom,readrandom,compact,stats",
+            &format!("--json={}", json.display()),
+            &format!("--report={}", out.display()),
+        ]);
+        ok(&o);
+        assert!(stderr(&o).starts_with("report: "), "{}", stderr(&o));
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert_eq!(html.matches("<svg").count(), charts, "one SVG per chart");
+        assert!(html.contains(&format!("<figcaption>{design}</figcaption>")));
+        files.push(json.display().to_string());
+    }
+    // Redrawn from the saved lines, side by side.
+    let out = d.path().join("both");
+    let mut args = vec!["report".to_string()];
+    args.extend(files.iter().cloned());
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&args);
+    ok(&o);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2 * charts);
+    for design in ["leveldb", "wisckey"] {
+        assert_eq!(
+            html.matches(&format!("<figcaption>{design}</figcaption>"))
+                .count(),
+            charts,
+            "{design}"
+        );
+    }
+    let o = run(&["report", "--out", d.db()]);
+    assert_eq!(o.status.code(), Some(2));
+}

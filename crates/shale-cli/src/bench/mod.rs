@@ -20,6 +20,7 @@ use clap::{ArgAction, Args};
 use shale::Options;
 
 use crate::engine::{Engine, EngineFlags, EngineKind};
+use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use keys::{LiveSet, ValueGen, key_fits};
 use report::{BenchResult, JsonSetting, dir_size, read_proc_io};
@@ -110,6 +111,9 @@ pub struct BenchArgs {
     /// Append one JSON object per benchmark to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write DIR/report.html: SVG charts of this run (see `shale report`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// A sink for JSON lines: stdout or an appended file.
@@ -369,10 +373,18 @@ pub fn run(a: &BenchArgs) -> CliResult {
         settings_block(a, reads, memtable, &dir, &eng.describe())
     );
     std::io::stdout().flush()?;
-    let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json);
+    let mut lines = Vec::new();
+    let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json, &mut lines);
     let closed = eng.close();
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    // A report of what ran, even when a benchmark found a wrong answer.
+    if let Some(out) = &a.report
+        && !lines.is_empty()
+    {
+        let path = crate::plots::write_report(out, crate::plots::group_lines("bench", lines))?;
+        eprintln!("report: {}", path.display());
     }
     let code = outcome?;
     closed?;
@@ -386,6 +398,7 @@ fn run_all(
     dir: &Path,
     eng: &dyn Engine,
     json: &mut Option<Box<dyn Write>>,
+    lines: &mut Vec<BenchJson>,
 ) -> CliResult {
     let mut w = Workload {
         num: a.num,
@@ -495,10 +508,12 @@ fn run_all(
             writeln!(out, "{l}")?;
         }
         out.flush()?;
+        let line = result.to_json(&setting);
         if let Some(j) = json.as_mut() {
-            writeln!(j, "{}", result.json(&setting)?)?;
+            writeln!(j, "{}", crate::json::to_line(&line)?)?;
             j.flush()?;
         }
+        lines.push(line);
         if live_known && let Some(problem) = tally.wrong_answer(name) {
             eprintln!("error: {problem}");
             return Ok(ExitCode::from(EXIT_WRONG_ANSWER));
@@ -620,7 +635,7 @@ mod engine_tests {
         let sink = Sink::default();
         let mut json: Option<Box<dyn Write>> = Some(Box::new(sink.clone()));
         let dir = std::env::temp_dir().join("shale-cli-no-such-dir");
-        let code = run_all(&a, &names, 3000, &dir, e, &mut json).unwrap();
+        let code = run_all(&a, &names, 3000, &dir, e, &mut json, &mut Vec::new()).unwrap();
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines = text
             .lines()

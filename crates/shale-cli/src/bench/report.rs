@@ -2,10 +2,9 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::bench::histogram::Histogram;
 use crate::engine::Counters;
+use crate::json::{BenchJson, EngineJson, LevelJson};
 
 /// Storage I/O of this process from `/proc/self/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -213,11 +212,6 @@ impl BenchResult {
         Some(s)
     }
 
-    /// One JSON object (one line) with the result and its setting.
-    pub fn json(&self, setting: &JsonSetting<'_>) -> Result<String, crate::CliError> {
-        crate::json::to_line(&self.to_json(setting))
-    }
-
     /// The JSON line's fields (see docs/benchmarks.md, "JSON output fields").
     pub fn to_json(&self, setting: &JsonSetting<'_>) -> BenchJson {
         let us = |ns: f64| ns / 1000.0;
@@ -260,93 +254,22 @@ impl BenchResult {
                 engine_bytes_written: names(&c.written),
                 engine_bytes_read: names(&c.read),
                 engine_write_amp: self.engine_write_amp(),
+                engine_stall_micros: c.stall_micros,
+                engine_levels: c
+                    .levels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| LevelJson {
+                        level: i as u64,
+                        files: l.files,
+                        bytes: l.bytes,
+                        bytes_written: l.written,
+                    })
+                    .collect(),
             }),
             timeline: self.timeline.clone(),
         }
     }
-}
-
-/// One line of `--json` output: a benchmark's result and its setting. Field names are
-/// stable; docs/benchmarks.md ("JSON output fields") says what each means.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct BenchJson {
-    /// Benchmark name (`ycsb-<workload>-<phase>` for YCSB).
-    pub benchmark: String,
-    /// Engine name.
-    pub engine: String,
-    /// Design preset (with axis overrides).
-    pub design: String,
-    /// `--num` (YCSB: records).
-    pub num: u64,
-    /// Worker threads.
-    pub threads: u64,
-    /// Key bytes (`null` when keys vary, as in YCSB).
-    pub key_size: Option<u64>,
-    /// Value bytes.
-    pub value_size: u64,
-    /// Memtable bytes the engine ran with.
-    pub write_buffer_size: u64,
-    /// Operations done.
-    pub ops: u64,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-    /// Operations per wall-clock second.
-    pub ops_per_sec: f64,
-    /// Microseconds per operation per thread.
-    pub micros_per_op: f64,
-    /// MiB of keys and values moved per second.
-    pub mb_per_sec: f64,
-    /// Key and value bytes written by the benchmark.
-    pub user_bytes_written: u64,
-    /// Device bytes written (`/proc/self/io`).
-    pub device_bytes_written: Option<u64>,
-    /// Device bytes written then dropped before reaching storage.
-    pub device_bytes_cancelled: Option<u64>,
-    /// Device bytes read.
-    pub device_bytes_read: Option<u64>,
-    /// Device bytes written per user byte written.
-    pub write_amp: Option<f64>,
-    /// Device bytes read per operation.
-    pub read_bytes_per_op: Option<f64>,
-    /// Bytes of the store's files afterwards.
-    pub db_size_bytes: u64,
-    /// Live keys afterwards.
-    pub live_keys: u64,
-    /// Store bytes per live key and value byte.
-    pub space_amp: Option<f64>,
-    /// Reads that found their key.
-    pub found: Option<u64>,
-    /// Reads done.
-    pub lookups: Option<u64>,
-    /// Latency percentiles and maximum, in microseconds.
-    pub p50_us: Option<f64>,
-    /// 75th percentile.
-    pub p75_us: Option<f64>,
-    /// 99th percentile.
-    pub p99_us: Option<f64>,
-    /// 99.9th percentile.
-    pub p999_us: Option<f64>,
-    /// Slowest operation.
-    pub max_us: Option<f64>,
-    /// The engine's own counters, when it keeps them (absent otherwise).
-    #[serde(flatten)]
-    pub engine_counters: Option<EngineJson>,
-    /// `[seconds since the start, operations done]` once a second and at the end.
-    #[serde(default)]
-    pub timeline: Vec<(f64, u64)>,
-}
-
-/// The engine's per-cause counters of one benchmark.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct EngineJson {
-    /// Bytes written to storage, by cause.
-    #[serde(with = "crate::json::ordered_map")]
-    pub engine_bytes_written: Vec<(String, u64)>,
-    /// Bytes read from storage, by cause.
-    #[serde(with = "crate::json::ordered_map")]
-    pub engine_bytes_read: Vec<(String, u64)>,
-    /// The engine's bytes written per user byte written.
-    pub engine_write_amp: Option<f64>,
 }
 
 /// The settings that go into every JSON line.
@@ -407,6 +330,7 @@ mod tests {
             engine: Some(Counters {
                 written: vec![("wal", 0)],
                 read: vec![("get", 8192)],
+                ..Default::default()
             }),
             timeline: vec![(1.0, 1_000_000), (2.0, 1_500_000), (4.69, 2_000_000)],
         }
@@ -466,7 +390,7 @@ mod tests {
             value_size: 100,
             write_buffer_size: 4 << 20,
         };
-        let text = r.json(&s).unwrap();
+        let text = crate::json::to_line(&r.to_json(&s)).unwrap();
         assert_eq!(text.matches('{').count(), text.matches('}').count());
         let v = parse(&text).unwrap();
         for k in [
@@ -512,7 +436,7 @@ mod tests {
         w.found = None;
         w.hist = Histogram::new();
         w.engine = None;
-        let text = w.json(&s).unwrap();
+        let text = crate::json::to_line(&w.to_json(&s)).unwrap();
         let v = parse(&text).unwrap();
         assert_eq!(v.get("found"), Some(&Value::Null));
         assert_eq!(v.get("p99_us"), Some(&Value::Null));

@@ -20,10 +20,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::histogram::Histogram;
 use crate::bench::keys::ValueGen;
-use crate::bench::report::{BenchJson, BenchResult, JsonSetting, dir_size, read_proc_io};
+use crate::bench::report::{BenchResult, JsonSetting, dir_size, read_proc_io};
 use crate::bench::workloads::share;
 use crate::bench::{bench_dir, open_json, parse_bool, wipe_store_dir, with_progress};
 use crate::engine::{Engine, EngineFlags};
+use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use generators::{AcknowledgedCounter, ScrambledZipfian, SkewedLatest, key_name};
 use measure::{Measurements, OpType, summary};
@@ -100,6 +101,9 @@ pub struct YcsbArgs {
     /// Append one JSON object per phase to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write DIR/report.html: SVG charts of the phases (see `shale report`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// One line of `shale ycsb --json`: the fields of `shale bench`'s line, then the phase's.
@@ -375,10 +379,17 @@ pub fn run(a: &YcsbArgs) -> CliResult {
         progress: &progress,
         abort: &abort,
     };
-    let outcome = run_phases(&ctx, &dir, &mut json);
+    let mut lines = Vec::new();
+    let outcome = run_phases(&ctx, &dir, &mut json, &mut lines);
     let closed = eng.close();
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    if let Some(out) = &a.report
+        && !lines.is_empty()
+    {
+        let path = crate::plots::write_report(out, crate::plots::group_lines("ycsb", lines))?;
+        eprintln!("report: {}", path.display());
     }
     let code = outcome?;
     closed?;
@@ -389,6 +400,7 @@ fn run_phases(
     ctx: &Ctx<'_>,
     dir: &std::path::Path,
     json: &mut Option<Box<dyn Write>>,
+    lines: &mut Vec<BenchJson>,
 ) -> CliResult {
     let a = ctx.a;
     let workload = format!("{:?}", a.workload).to_lowercase();
@@ -485,46 +497,47 @@ fn run_phases(
             writeln!(out, "{l}")?;
         }
         out.flush()?;
-        if let Some(j) = json.as_mut() {
-            let design = a.store.design_name();
-            let setting = JsonSetting {
-                engine: a.store.engine.name(),
-                design: &design,
-                num: a.records,
-                threads: a.threads,
-                key_size: None,
-                value_size: ctx.value_size as u64,
-                write_buffer_size: a.store.memtable_bytes() as u64,
-            };
-            let per_op = OpType::ALL
-                .iter()
-                .filter_map(|&op| {
-                    let h = &m.hist[op as usize];
-                    (h.count() > 0).then(|| {
-                        let s = OpJson {
-                            ops: h.count(),
-                            avg_us: h.mean() / 1000.0,
-                            p50_us: h.percentile(50.0) / 1000.0,
-                            p95_us: h.percentile(95.0) / 1000.0,
-                            p99_us: h.percentile(99.0) / 1000.0,
-                            max_us: h.max() as f64 / 1000.0,
-                            not_found: m.not_found[op as usize],
-                        };
-                        (op.name().to_string(), s)
-                    })
+        let design = a.store.design_name();
+        let setting = JsonSetting {
+            engine: a.store.engine.name(),
+            design: &design,
+            num: a.records,
+            threads: a.threads,
+            key_size: None,
+            value_size: ctx.value_size as u64,
+            write_buffer_size: a.store.memtable_bytes() as u64,
+        };
+        let per_op = OpType::ALL
+            .iter()
+            .filter_map(|&op| {
+                let h = &m.hist[op as usize];
+                (h.count() > 0).then(|| {
+                    let s = OpJson {
+                        ops: h.count(),
+                        avg_us: h.mean() / 1000.0,
+                        p50_us: h.percentile(50.0) / 1000.0,
+                        p95_us: h.percentile(95.0) / 1000.0,
+                        p99_us: h.percentile(99.0) / 1000.0,
+                        max_us: h.max() as f64 / 1000.0,
+                        not_found: m.not_found[op as usize],
+                    };
+                    (op.name().to_string(), s)
                 })
-                .collect();
-            let line = YcsbJson {
-                bench: result.to_json(&setting),
-                workload: workload.clone(),
-                phase: phase.to_string(),
-                records: a.records,
-                operations: a.operations,
-                operations_by_type: per_op,
-            };
+            })
+            .collect();
+        let line = YcsbJson {
+            bench: result.to_json(&setting),
+            workload: workload.clone(),
+            phase: phase.to_string(),
+            records: a.records,
+            operations: a.operations,
+            operations_by_type: per_op,
+        };
+        if let Some(j) = json.as_mut() {
             writeln!(j, "{}", crate::json::to_line(&line)?)?;
             j.flush()?;
         }
+        lines.push(line.bench);
         if reads_missing > 0 {
             eprintln!(
                 "error: ycsb {phase} found {} of {reads} records it read (was the store loaded with --records {}?)",
