@@ -40,7 +40,7 @@ impl StoreArgs {
 
     /// Open for commands that only read or reorganise: a missing store is an error rather
     /// than silently created.
-    fn open_existing(&self) -> CliResult<Db> {
+    pub fn open_existing(&self) -> CliResult<Db> {
         Ok(Db::open(&self.db, self.options(false)?)?)
     }
 }

@@ -15,6 +15,7 @@ mod json;
 mod peers;
 mod plots;
 mod progress;
+mod shape;
 mod stress;
 mod ycsb;
 
@@ -115,6 +116,8 @@ enum Command {
     Stress(Box<stress::StressArgs>),
     /// Draw report.html (SVG charts) from saved `--json` lines of bench or ycsb runs.
     Report(plots::ReportArgs),
+    /// Print the tree's shape (levels to scale, guards, value-log garbage); --svg draws it.
+    Shape(shape::ShapeArgs),
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -132,6 +135,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Ycsb(a) => ycsb::run(&a),
         Command::Stress(a) => stress::run(&a),
         Command::Report(a) => plots::run(&a),
+        Command::Shape(a) => shape::run(&a),
     }
 }
 
@@ -164,7 +168,7 @@ mod tests {
     #[test]
     fn db_is_required_on_store_commands() {
         for cmd in [
-            "get", "put", "delete", "scan", "load", "dump", "stats", "verify", "compact",
+            "get", "put", "delete", "scan", "load", "dump", "stats", "verify", "compact", "shape",
         ] {
             let e = parse(&[cmd]).unwrap_err();
             assert!(e.to_string().contains("--db"), "{cmd}: {e}");

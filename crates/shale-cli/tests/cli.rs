@@ -402,3 +402,43 @@ fn bench_report_and_report_from_saved_json() {
     let o = run(&["report", "--out", d.db()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn shape_draws_pebblesdb_and_wisckey_stores() {
+    for (design, part) in [("pebblesdb", "guards"), ("wisckey", "value log: ")] {
+        let d = TempDir::new(&format!("shape-{design}"));
+        std::fs::create_dir_all(d.path()).unwrap();
+        let db = d.path().join("db").display().to_string();
+        ok(&run(&[
+            "bench",
+            "--db",
+            &db,
+            "--design",
+            design,
+            "--num=20000",
+            "--value-size=1024",
+            "--write-buffer-size=262144",
+            "--benchmarks=fillrandom,overwrite",
+        ]));
+        let svg = d.path().join("shape.svg");
+        let o = run(&[
+            "shape",
+            "--db",
+            &db,
+            "--design",
+            design,
+            "--svg",
+            &svg.display().to_string(),
+        ]);
+        quiet(&o);
+        let out = stdout(&o);
+        assert!(out.starts_with("design: "), "{out}");
+        assert!(out.contains("\nL1 "), "{out}");
+        assert!(out.contains(part), "{design}: {out}");
+        let picture = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            picture.starts_with("<svg") && picture.contains("\nL0\n"),
+            "{picture}"
+        );
+    }
+}
