@@ -10,7 +10,7 @@ use crate::json::BenchJson;
 use crate::{CliError, CliResult};
 
 /// Width and height of one chart in pixels.
-const SIZE: (u32, u32) = (560, 340);
+const SIZE: (u32, u32) = (500, 320);
 const MIB: f64 = 1048576.0;
 /// Percentiles of the latency chart: label and the line's field.
 const PERCENTILES: [&str; 5] = ["p50", "p75", "p99", "p99.9", "max"];
@@ -315,7 +315,8 @@ fn draw_lines(
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d(x.0..x.1, 0.0..y_max * 1.08)
+            // Headroom above the highest line for the legend.
+            .build_cartesian_2d(x.0..x.1, 0.0..y_max * 1.35)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -404,7 +405,7 @@ fn draw_bars(title: &str, bars: &Bars, y_desc: &str, y_max: f64) -> CliResult<St
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..y_max * 1.1)
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..y_max * 1.3)
             .map_err(err)?;
         chart
             .configure_mesh()

@@ -137,8 +137,8 @@ pub fn render_html(groups: &[Group]) -> CliResult<String> {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>Shale benchmark report</title>\n<style>\n\
          body { font-family: sans-serif; margin: 1.5em; color: #222; }\n\
-         .row { display: flex; flex-wrap: wrap; gap: 1em; }\n\
-         figure { margin: 0; border: 1px solid #ddd; padding: 0.5em; }\n\
+         .row { display: flex; gap: 1em; overflow-x: auto; }\n\
+         figure { margin: 0; border: 1px solid #ddd; padding: 0.5em; flex: none; }\n\
          figcaption { font-weight: bold; margin-bottom: 0.3em; }\n\
          table { border-collapse: collapse; margin-bottom: 1em; }\n\
          td, th { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }\n\
