@@ -16,14 +16,8 @@ for b in chromium chromium-browser; do
   command -v "$b" >/dev/null && { browser=$b; break; }
 done
 if [ -z "$browser" ]; then
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || fail "need chromium and neither root nor sudo"
-    sudo=sudo
-  fi
-  say "installing chromium"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  . scripts/apt-install.sh
+  apt_install chromium
   browser=chromium
 fi
 

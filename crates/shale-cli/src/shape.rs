@@ -77,17 +77,21 @@ impl Shape {
         }
     }
 
-    /// The text form: a row per level with a bar to scale, then the segments.
-    pub fn text(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "design: {}", self.design);
-        let widest = self
-            .levels
+    /// Bytes of the largest level (at least 1): the full width of a bar.
+    fn widest_level(&self) -> u64 {
+        self.levels
             .iter()
             .map(|l| l.bytes)
             .max()
             .unwrap_or(0)
-            .max(1);
+            .max(1)
+    }
+
+    /// The text form: a row per level with a bar to scale, then the segments.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "design: {}", self.design);
+        let widest = self.widest_level();
         for (i, l) in self.levels.iter().enumerate() {
             let bar = "#".repeat(scaled(l.bytes, widest, 40));
             let guards = l
@@ -131,13 +135,7 @@ impl Shape {
         let err = |e: &dyn std::fmt::Display| CliError::msg(format!("cannot draw the shape: {e}"));
         let rows = self.levels.len() + usize::from(!self.segments.is_empty());
         let height = 60 + 44 * rows as u32;
-        let widest = self
-            .levels
-            .iter()
-            .map(|l| l.bytes)
-            .max()
-            .unwrap_or(0)
-            .max(1);
+        let widest = self.widest_level();
         let seg_total: u64 = self.segments.iter().map(|s| s.1).sum();
         let mut buf = String::new();
         {

@@ -423,13 +423,11 @@ fn run_all(
     let values = ValueGen::new(a.value_size, a.seed);
     let design = a.store.design_name();
     let setting = JsonSetting {
-        engine: a.store.engine.name(),
-        design: &design,
         num: a.num,
         threads: a.threads,
         key_size: Some(a.key_size as u64),
         value_size: a.value_size as u64,
-        write_buffer_size: a.store.memtable_bytes() as u64,
+        ..JsonSetting::for_engine(&a.store, &design)
     };
     let mut out = std::io::stdout();
     for (round, name) in names.iter().enumerate() {

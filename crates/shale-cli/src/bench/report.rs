@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::bench::histogram::Histogram;
-use crate::engine::Counters;
+use crate::engine::{Counters, EngineFlags};
 use crate::json::{BenchJson, EngineJson, LevelJson};
 
 /// Storage I/O of this process from `/proc/self/io`.
@@ -289,6 +289,22 @@ pub struct JsonSetting<'a> {
     pub value_size: u64,
     /// The memtable size the engine ran with.
     pub write_buffer_size: u64,
+}
+
+impl<'a> JsonSetting<'a> {
+    /// The engine's part of the settings (its name, `design`, its memtable size); the
+    /// workload's part is left zero for the caller to fill in.
+    pub fn for_engine(store: &EngineFlags, design: &'a str) -> Self {
+        JsonSetting {
+            engine: store.engine.name(),
+            design,
+            num: 0,
+            threads: 0,
+            key_size: None,
+            value_size: 0,
+            write_buffer_size: store.memtable_bytes() as u64,
+        }
+    }
 }
 
 /// Bytes as MB (MiB) with one decimal, e.g. `95.4MB`.

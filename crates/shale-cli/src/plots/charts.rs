@@ -3,6 +3,8 @@
 //! numbers the charts draw.
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::AsRangedCoord;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::Group;
@@ -301,6 +303,63 @@ fn color(i: usize) -> RGBAColor {
     Palette99::pick(i).to_rgba()
 }
 
+/// A chart's frame on `x` by `y`: its title, margins and label areas.
+type Frame<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+fn frame<'a, 'b, X: AsRangedCoord, Y: AsRangedCoord>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    x: X,
+    y: Y,
+) -> CliResult<Frame<'a, 'b, X::CoordDescType, Y::CoordDescType>> {
+    ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// Each series as a line in its colour (with a dot per point when `dots`), then the legend.
+fn lines<'a, 'b: 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Frame<'a, 'b, RangedCoordf64, Y>,
+    series: &Series,
+    dots: bool,
+    legend_at: SeriesLabelPosition,
+) -> CliResult<()> {
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        if dots {
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .map_err(err)?;
+        }
+    }
+    if series.is_empty() {
+        return Ok(());
+    }
+    legend(chart, legend_at)
+}
+
+fn legend<'a, 'b: 'a, X: Ranged, Y: Ranged>(
+    chart: &mut Frame<'a, 'b, X, Y>,
+    at: SeriesLabelPosition,
+) -> CliResult<()> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 fn draw_lines(
     title: &str,
     series: &Series,
@@ -310,14 +369,8 @@ fn draw_lines(
     y_max: f64,
 ) -> CliResult<String> {
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            // Headroom above the highest line for the legend.
-            .build_cartesian_2d(x.0..x.1, 0.0..y_max * 1.35)
-            .map_err(err)?;
+        // Headroom above the highest line for the legend.
+        let mut chart = frame(root, title, x.0..x.1, 0.0..y_max * 1.35)?;
         chart
             .configure_mesh()
             .x_desc(x_desc)
@@ -325,42 +378,15 @@ fn draw_lines(
             .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(err)?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                });
-        }
-        if !series.is_empty() {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
-        }
-        Ok(())
+        lines(&mut chart, series, false, SeriesLabelPosition::UpperRight)
     })
 }
 
 fn draw_latency(title: &str, series: &Series, range: (f64, f64)) -> CliResult<String> {
     let names: Vec<String> = PERCENTILES.iter().map(|s| s.to_string()).collect();
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(
-                -0.3..(PERCENTILES.len() as f64 - 0.7),
-                (range.0 * 0.8..range.1 * 1.25).log_scale(),
-            )
-            .map_err(err)?;
+        let x = -0.3..(PERCENTILES.len() as f64 - 0.7);
+        let mut chart = frame(root, title, x, (range.0 * 0.8..range.1 * 1.25).log_scale())?;
         chart
             .configure_mesh()
             .x_labels(PERCENTILES.len())
@@ -369,29 +395,7 @@ fn draw_latency(title: &str, series: &Series, range: (f64, f64)) -> CliResult<St
             .y_label_formatter(&|v| short(*v))
             .draw()
             .map_err(err)?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(err)?;
-        }
-        if !series.is_empty() {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
-        }
-        Ok(())
+        lines(&mut chart, series, true, SeriesLabelPosition::UpperLeft)
     })
 }
 
@@ -400,13 +404,7 @@ fn draw_bars(title: &str, bars: &Bars, y_desc: &str, y_max: f64) -> CliResult<St
     let n = names.len().max(1);
     let width = 0.8 / series.len().max(1) as f64;
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..y_max * 1.3)
-            .map_err(err)?;
+        let mut chart = frame(root, title, -0.5..(n as f64 - 0.5), 0.0..y_max * 1.3)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -437,13 +435,6 @@ fn draw_bars(title: &str, bars: &Bars, y_desc: &str, y_max: f64) -> CliResult<St
                 .label(*name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
 }

@@ -499,13 +499,10 @@ fn run_phases(
         out.flush()?;
         let design = a.store.design_name();
         let setting = JsonSetting {
-            engine: a.store.engine.name(),
-            design: &design,
             num: a.records,
             threads: a.threads,
-            key_size: None,
             value_size: ctx.value_size as u64,
-            write_buffer_size: a.store.memtable_bytes() as u64,
+            ..JsonSetting::for_engine(&a.store, &design)
         };
         let per_op = OpType::ALL
             .iter()
