@@ -15,16 +15,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 need=()
 command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-tools)
 command -v nutcracker >/dev/null || need+=(nutcracker)
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || fail "need ${need[*]} and neither root nor sudo"
-    sudo=sudo
-  fi
-  say "installing ${need[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. scripts/apt-install.sh
+[ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
 work=$(mktemp -d /tmp/shale-server-ci.XXXXXX)
 venv=${SHALE_CI_VENV:-/tmp/shale-server-ci-venv}
 if ! "$venv/bin/python" -c "import redis" 2>/dev/null; then

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use indicatif::ProgressBar;
 use shale::{Db, IterOptions, Options, WriteBatch, WriteOptions};
 
 use crate::escape::{escape, unescape, unescape_arg};
@@ -39,7 +40,7 @@ impl StoreArgs {
 
     /// Open for commands that only read or reorganise: a missing store is an error rather
     /// than silently created.
-    fn open_existing(&self) -> CliResult<Db> {
+    pub fn open_existing(&self) -> CliResult<Db> {
         Ok(Db::open(&self.db, self.options(false)?)?)
     }
 }
@@ -251,7 +252,15 @@ pub fn parse_load_line(line: &[u8], number: u64) -> Result<(Vec<u8>, Vec<u8>), S
 pub fn load(a: &LoadArgs) -> CliResult {
     let db = a.store.open_rw()?;
     let stdin = std::io::stdin();
-    let result = load_from(&db, a, &mut stdin.lock(), &mut std::io::stdout().lock());
+    let bar = crate::progress::bar("load", None);
+    let result = load_from(
+        &db,
+        a,
+        &mut stdin.lock(),
+        &mut std::io::stdout().lock(),
+        &bar,
+    );
+    bar.finish_and_clear();
     let closed = db.close();
     result?;
     closed?;
@@ -263,6 +272,7 @@ fn load_from(
     a: &LoadArgs,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
+    progress: &ProgressBar,
 ) -> CliResult<u64> {
     let wo = WriteOptions { sync: a.sync };
     let mut batch = WriteBatch::new();
@@ -274,6 +284,7 @@ fn load_from(
             break;
         }
         number += 1;
+        progress.inc(1);
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let (key, value) = match parse_load_line(text, number) {
             Ok(kv) => kv,
@@ -322,7 +333,10 @@ pub fn verify(a: &StoreArgs) -> CliResult {
     let mut o = Options::preset(&a.design)?;
     a.axes.apply(&mut o)?;
     o.create_if_missing = false;
-    let r = shale::verify(&a.db, o)?;
+    let spinner = crate::progress::spinner("verify");
+    let r = shale::verify(&a.db, o);
+    spinner.finish_and_clear();
+    let r = r?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -349,7 +363,10 @@ pub fn compact(a: &CompactArgs) -> CliResult {
     let from = opt_arg("--from", a.from.as_ref())?;
     let to = opt_arg("--to", a.to.as_ref())?;
     let db = a.store.open_existing()?;
-    db.compact_range(from.as_deref(), to.as_deref())?;
+    let spinner = crate::progress::spinner("compact");
+    let r = db.compact_range(from.as_deref(), to.as_deref());
+    spinner.finish_and_clear();
+    r?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,21 @@ pub struct Counters {
     pub written: Vec<(&'static str, u64)>,
     /// Bytes read from storage, by cause name.
     pub read: Vec<(&'static str, u64)>,
+    /// Microseconds writers were delayed or stopped (0 where the engine does not say).
+    pub stall_micros: u64,
+    /// Per level of the tree, when the engine reports levels (empty otherwise).
+    pub levels: Vec<LevelCounters>,
+}
+
+/// One level's files and bytes, and the bytes written into it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelCounters {
+    /// Table files.
+    pub files: u64,
+    /// Bytes of the level's files.
+    pub bytes: u64,
+    /// Bytes flushes and compactions wrote into the level.
+    pub written: u64,
 }
 
 impl Counters {
@@ -41,9 +56,23 @@ impl Counters {
                 })
                 .collect()
         };
+        // Sizes are as of now; what was written into a level counts since `before`.
+        let levels = self
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LevelCounters {
+                written: l
+                    .written
+                    .saturating_sub(before.levels.get(i).map_or(0, |b| b.written)),
+                ..*l
+            })
+            .collect();
         Counters {
             written: diff(&self.written, &before.written),
             read: diff(&self.read, &before.read),
+            stall_micros: self.stall_micros.saturating_sub(before.stall_micros),
+            levels,
         }
     }
 
@@ -475,6 +504,16 @@ impl Engine for ShaleEngine {
         Some(Counters {
             written: s.written.iter().map(|&(c, n)| (c.name(), n)).collect(),
             read: s.read.iter().map(|&(c, n)| (c.name(), n)).collect(),
+            stall_micros: s.stall_micros,
+            levels: s
+                .levels
+                .iter()
+                .map(|l| LevelCounters {
+                    files: l.files as u64,
+                    bytes: l.bytes,
+                    written: l.compaction_written,
+                })
+                .collect(),
         })
     }
 
@@ -493,13 +532,22 @@ mod tests {
 
     #[test]
     fn counters_diff_by_name() {
+        let level = |files, bytes, written| LevelCounters {
+            files,
+            bytes,
+            written,
+        };
         let before = Counters {
             written: vec![("wal", 10), ("flush", 5)],
             read: vec![("get", 1)],
+            stall_micros: 100,
+            levels: vec![level(2, 200, 300)],
         };
         let after = Counters {
             written: vec![("wal", 25), ("flush", 5), ("compaction", 7)],
             read: vec![("get", 4)],
+            stall_micros: 150,
+            levels: vec![level(1, 100, 400), level(3, 900, 900)],
         };
         let d = after.since(&before);
         assert_eq!(
@@ -508,6 +556,8 @@ mod tests {
         );
         assert_eq!(d.total_written(), 22);
         assert_eq!(d.total_read(), 3);
+        assert_eq!(d.stall_micros, 50);
+        assert_eq!(d.levels, vec![level(1, 100, 100), level(3, 900, 900)]);
     }
 
     #[test]
@@ -660,6 +710,7 @@ pub mod mem {
             Some(Counters {
                 written: vec![("wal", self.written.load(Ordering::Relaxed))],
                 read: vec![("get", 0)],
+                ..Default::default()
             })
         }
         fn close(self: Box<Self>) -> EngineResult<()> {

@@ -13,6 +13,9 @@ mod escape;
 mod json;
 #[cfg(feature = "peers")]
 mod peers;
+mod plots;
+mod progress;
+mod shape;
 mod stress;
 mod ycsb;
 
@@ -111,6 +114,10 @@ enum Command {
     Ycsb(Box<ycsb::YcsbArgs>),
     /// Mixed concurrent workload with an expected-state file, verifiable after a kill -9.
     Stress(Box<stress::StressArgs>),
+    /// Draw report.html (SVG charts) from saved `--json` lines of bench or ycsb runs.
+    Report(plots::ReportArgs),
+    /// Print the tree's shape (levels to scale, guards, value-log garbage); --svg draws it.
+    Shape(shape::ShapeArgs),
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -127,6 +134,8 @@ fn run(cli: Cli) -> CliResult {
         Command::Bench(a) => bench::run(&a),
         Command::Ycsb(a) => ycsb::run(&a),
         Command::Stress(a) => stress::run(&a),
+        Command::Report(a) => plots::run(&a),
+        Command::Shape(a) => shape::run(&a),
     }
 }
 
@@ -159,7 +168,7 @@ mod tests {
     #[test]
     fn db_is_required_on_store_commands() {
         for cmd in [
-            "get", "put", "delete", "scan", "load", "dump", "stats", "verify", "compact",
+            "get", "put", "delete", "scan", "load", "dump", "stats", "verify", "compact", "shape",
         ] {
             let e = parse(&[cmd]).unwrap_err();
             assert!(e.to_string().contains("--db"), "{cmd}: {e}");

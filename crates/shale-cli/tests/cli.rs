@@ -73,6 +73,12 @@ fn ok(o: &Output) {
 
 // ---- Without the engine ----
 
+/// Succeeded and wrote nothing to stderr (no progress bar without a terminal).
+fn quiet(o: &Output) {
+    ok(o);
+    assert!(o.stderr.is_empty(), "stderr: {}", stderr(o));
+}
+
 #[test]
 fn help_and_designs() {
     let o = run(&["--help"]);
@@ -241,9 +247,10 @@ fn stats_compact_and_verify() {
     let lines: String = (0..5000)
         .map(|i| format!("key{i:06}\tvalue{i}\n"))
         .collect();
-    ok(&run_stdin(&["load", "--db", d.db()], lines.as_bytes()));
-    ok(&run(&["compact", "--db", d.db()]));
-    ok(&run(&[
+    // Without a terminal on stderr, long commands draw no progress: stderr stays empty.
+    quiet(&run_stdin(&["load", "--db", d.db()], lines.as_bytes()));
+    quiet(&run(&["compact", "--db", d.db()]));
+    quiet(&run(&[
         "compact",
         "--db",
         d.db(),
@@ -256,7 +263,7 @@ fn stats_compact_and_verify() {
     ok(&o);
     assert!(stdout(&o).contains("Level"), "{}", stdout(&o));
     let o = run(&["verify", "--db", d.db()]);
-    ok(&o);
+    quiet(&o);
     assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
 
     // Flip a byte in the middle of every table file: verify must name one and fail.
@@ -296,7 +303,7 @@ fn bench_runs_checks_and_writes_json() {
         "--write-buffer-size=262144",
         &format!("--json={}", json.display()),
     ]);
-    ok(&o);
+    quiet(&o);
     let out = stdout(&o);
     assert!(out.contains("Keys:       16 bytes each"), "{out}");
     assert!(out.contains("(20000 of 20000 found)"), "{out}");
@@ -308,6 +315,7 @@ fn bench_runs_checks_and_writes_json() {
     for l in lines.lines() {
         assert!(l.starts_with("{\"benchmark\":") && l.ends_with('}'), "{l}");
         assert!(l.contains("\"engine\":\"shale\""), "{l}");
+        assert!(l.contains("\"timeline\":[["), "{l}");
     }
 
     // A second run on the same store keeps it.
@@ -343,5 +351,94 @@ fn ycsb_workloads_run() {
         assert!(out.contains("[OVERALL], Throughput(ops/sec), "), "{out}");
         assert!(out.contains("[INSERT], Operations, 2000"), "{out}");
         assert!(!out.contains("NOT_FOUND"), "{out}");
+    }
+}
+
+#[test]
+fn bench_report_and_report_from_saved_json() {
+    let d = TempDir::new("report");
+    std::fs::create_dir_all(d.path()).unwrap();
+    let charts = 5;
+    let mut files = Vec::new();
+    for design in ["leveldb", "wisckey"] {
+        let json = d.path().join(format!("{design}.json"));
+        let out = d.path().join(format!("{design}-report"));
+        let o = run(&[
+            "bench",
+            "--db",
+            &d.path().join(design).display().to_string(),
+            "--design",
+            design,
+            "--num=5000",
+            "--benchmarks=fillrandom,readrandom,compact,stats",
+            &format!("--json={}", json.display()),
+            &format!("--report={}", out.display()),
+        ]);
+        ok(&o);
+        assert!(stderr(&o).starts_with("report: "), "{}", stderr(&o));
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert_eq!(html.matches("<svg").count(), charts, "one SVG per chart");
+        assert!(html.contains(&format!("<figcaption>{design}</figcaption>")));
+        files.push(json.display().to_string());
+    }
+    // Redrawn from the saved lines, side by side.
+    let out = d.path().join("both");
+    let mut args = vec!["report".to_string()];
+    args.extend(files.iter().cloned());
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run(&args);
+    ok(&o);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2 * charts);
+    for design in ["leveldb", "wisckey"] {
+        assert_eq!(
+            html.matches(&format!("<figcaption>{design}</figcaption>"))
+                .count(),
+            charts,
+            "{design}"
+        );
+    }
+    let o = run(&["report", "--out", d.db()]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn shape_draws_pebblesdb_and_wisckey_stores() {
+    for (design, part) in [("pebblesdb", "guards"), ("wisckey", "value log: ")] {
+        let d = TempDir::new(&format!("shape-{design}"));
+        std::fs::create_dir_all(d.path()).unwrap();
+        let db = d.path().join("db").display().to_string();
+        ok(&run(&[
+            "bench",
+            "--db",
+            &db,
+            "--design",
+            design,
+            "--num=20000",
+            "--value-size=1024",
+            "--write-buffer-size=262144",
+            "--benchmarks=fillrandom,overwrite",
+        ]));
+        let svg = d.path().join("shape.svg");
+        let o = run(&[
+            "shape",
+            "--db",
+            &db,
+            "--design",
+            design,
+            "--svg",
+            &svg.display().to_string(),
+        ]);
+        quiet(&o);
+        let out = stdout(&o);
+        assert!(out.starts_with("design: "), "{out}");
+        assert!(out.contains("\nL1 "), "{out}");
+        assert!(out.contains(part), "{design}: {out}");
+        let picture = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            picture.starts_with("<svg") && picture.contains("\nL0\n"),
+            "{picture}"
+        );
     }
 }

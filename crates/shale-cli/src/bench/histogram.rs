@@ -1,20 +1,20 @@
-//! A log-bucketed latency histogram (no dependency), printed the way db_bench prints one.
+//! Latency samples in nanoseconds, kept in an HdrHistogram and printed the way db_bench
+//! prints its histogram.
 //!
-//! Values are nanoseconds. Below 16 every value has its own bucket; above, each power of two
-//! is split into 16 equal buckets, so a percentile is off by at most 1/16 of its value before
-//! interpolation inside the bucket (which makes it much closer for smooth data).
+//! The `hdrhistogram` crate (the Rust port of Gil Tene's HdrHistogram, used by tokio's and
+//! many load generators' latency reports) holds the distribution with three significant
+//! digits at any magnitude, so a percentile is within 0.1 % of the true value. The minimum,
+//! maximum, mean and standard deviation are kept exactly beside it from the raw samples.
 
 use std::fmt::Write as _;
 
-const SUB_BITS: u32 = 4;
-const SUB: usize = 1 << SUB_BITS;
-const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB;
+/// Significant decimal digits the histogram keeps of every sample.
+const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// Latency samples in nanoseconds.
 #[derive(Clone)]
 pub struct Histogram {
-    buckets: Box<[u64]>,
-    count: u64,
+    h: hdrhistogram::Histogram<u64>,
     sum: f64,
     sum_sq: f64,
     min: u64,
@@ -30,40 +30,25 @@ impl Default for Histogram {
 impl std::fmt::Debug for Histogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Histogram")
-            .field("count", &self.count)
-            .field("min", &self.min)
-            .field("max", &self.max)
+            .field("count", &self.count())
+            .field("min", &self.min())
+            .field("max", &self.max())
             .finish()
     }
 }
 
-/// The bucket of value `v`.
-fn bucket_of(v: u64) -> usize {
-    if v < SUB as u64 {
-        return v as usize;
-    }
-    let e = 63 - v.leading_zeros(); // >= SUB_BITS
-    let sub = ((v >> (e - SUB_BITS)) as usize) & (SUB - 1);
-    (e - SUB_BITS + 1) as usize * SUB + sub
-}
-
-/// The half-open value range `[lo, hi)` of bucket `i`.
-fn bucket_range(i: usize) -> (f64, f64) {
-    if i < SUB {
-        return (i as f64, i as f64 + 1.0);
-    }
-    let e = (i / SUB) as i32 + SUB_BITS as i32 - 1;
-    let sub = (i % SUB) as f64;
-    let unit = 2f64.powi(e - SUB_BITS as i32);
-    ((SUB as f64 + sub) * unit, (SUB as f64 + sub + 1.0) * unit)
-}
-
 impl Histogram {
     /// An empty histogram.
+    #[expect(
+        clippy::expect_used,
+        reason = "new() fails only for more than 5 significant digits; we ask for 3"
+    )]
     pub fn new() -> Self {
+        // A resizing histogram: it takes any u64.
+        let h = hdrhistogram::Histogram::new(SIGNIFICANT_DIGITS)
+            .expect("3 significant digits is a valid HdrHistogram precision");
         Histogram {
-            buckets: vec![0; BUCKETS].into_boxed_slice(),
-            count: 0,
+            h,
             sum: 0.0,
             sum_sq: 0.0,
             min: u64::MAX,
@@ -73,10 +58,11 @@ impl Histogram {
 
     /// Record one sample of `nanos` nanoseconds.
     pub fn add(&mut self, nanos: u64) {
-        if let Some(b) = self.buckets.get_mut(bucket_of(nanos)) {
-            *b += 1;
+        // `record` grows the histogram as needed; only a value beyond what it can ever
+        // track (none of u64's) would fail, and is then clamped.
+        if self.h.record(nanos).is_err() {
+            self.h.saturating_record(nanos);
         }
-        self.count += 1;
         let f = nanos as f64;
         self.sum += f;
         self.sum_sq += f * f;
@@ -86,10 +72,13 @@ impl Histogram {
 
     /// Add every sample of `other`.
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
-            *a += b;
+        if self.h.add(&other.h).is_err() {
+            // Only a histogram that cannot grow refuses; record what it can hold.
+            for v in other.h.iter_recorded() {
+                self.h
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
         }
-        self.count += other.count;
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
         self.min = self.min.min(other.min);
@@ -98,72 +87,59 @@ impl Histogram {
 
     /// Samples recorded.
     pub fn count(&self) -> u64 {
-        self.count
+        self.h.len()
     }
 
     /// Smallest sample in nanoseconds (0 when empty).
     pub fn min(&self) -> u64 {
-        if self.count == 0 { 0 } else { self.min }
+        if self.count() == 0 { 0 } else { self.min }
     }
 
-    /// Largest sample in nanoseconds.
+    /// Largest sample in nanoseconds (0 when empty).
     pub fn max(&self) -> u64 {
         self.max
     }
 
     /// Mean in nanoseconds (0 when empty).
     pub fn mean(&self) -> f64 {
-        if self.count == 0 {
+        if self.count() == 0 {
             0.0
         } else {
-            self.sum / self.count as f64
+            self.sum / self.count() as f64
         }
     }
 
     /// Standard deviation in nanoseconds.
     pub fn std_dev(&self) -> f64 {
-        if self.count == 0 {
+        if self.count() == 0 {
             return 0.0;
         }
-        let n = self.count as f64;
+        let n = self.count() as f64;
         ((self.sum_sq * n - self.sum * self.sum) / (n * n))
             .max(0.0)
             .sqrt()
     }
 
-    /// The `p`-th percentile (0..=100) in nanoseconds, interpolated inside its bucket and
-    /// clamped to the observed minimum and maximum (0 when empty).
+    /// The `p`-th percentile (0..=100) in nanoseconds, clamped to the observed minimum and
+    /// maximum (0 when empty).
     pub fn percentile(&self, p: f64) -> f64 {
-        if self.count == 0 {
+        if self.count() == 0 {
             return 0.0;
         }
-        let threshold = self.count as f64 * (p / 100.0);
-        let mut cumulative = 0.0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            let before = cumulative;
-            cumulative += n as f64;
-            if cumulative >= threshold {
-                let (lo, hi) = bucket_range(i);
-                let pos = ((threshold - before) / n as f64).clamp(0.0, 1.0);
-                let r = lo + (hi - lo) * pos;
-                return r.clamp(self.min as f64, self.max as f64);
-            }
-        }
-        self.max as f64
+        let v = self.h.value_at_percentile(p.clamp(0.0, 100.0));
+        v.clamp(self.min(), self.max()) as f64
     }
 
     /// db_bench's text: summary, percentiles and a bar per power of two, in microseconds.
     pub fn to_text(&self, what: &str) -> String {
         let us = |ns: f64| ns / 1000.0;
+        let count = self.count();
         let mut s = String::new();
         let _ = writeln!(s, "Microseconds per {what}:");
         let _ = writeln!(
             s,
             "Count: {} Average: {:.4}  StdDev: {:.2}",
-            self.count,
+            count,
             us(self.mean()),
             us(self.std_dev())
         );
@@ -172,7 +148,7 @@ impl Histogram {
             "Min: {:.3}  Median: {:.4}  Max: {:.3}",
             us(self.min() as f64),
             us(self.percentile(50.0)),
-            us(self.max as f64)
+            us(self.max() as f64)
         );
         let _ = writeln!(
             s,
@@ -184,44 +160,44 @@ impl Histogram {
             us(self.percentile(99.99))
         );
         let _ = writeln!(s, "{}", "-".repeat(54));
-        if self.count == 0 {
-            return s;
-        }
-        // One row per power of two of nanoseconds keeps the table short.
-        let mut cumulative = 0u64;
-        let mut row_start = 0usize;
-        while row_start < BUCKETS {
-            let row_end = if row_start < SUB {
-                SUB
-            } else {
-                row_start + SUB
-            };
-            let n: u64 = self
-                .buckets
-                .get(row_start..row_end.min(BUCKETS))
-                .map_or(0, |r| r.iter().sum());
-            if n > 0 {
-                cumulative += n;
-                let lo = bucket_range(row_start).0;
-                let hi = bucket_range(row_end - 1).1;
-                let pct = 100.0 * n as f64 / self.count as f64;
-                let cum = 100.0 * cumulative as f64 / self.count as f64;
-                let marks = (20.0 * n as f64 / self.count as f64).round() as usize;
-                let _ = writeln!(
-                    s,
-                    "[ {:>12.3}, {:>12.3} ) {:>9} {:>7.3}% {:>8.3}% {}",
-                    us(lo),
-                    us(hi),
-                    n,
-                    pct,
-                    cum,
-                    "#".repeat(marks)
-                );
+        // One row per power of two of nanoseconds keeps the table short; below 16 ns one row.
+        // HdrHistogram's buckets never straddle a power of two, so each falls in one row.
+        let mut rows: Vec<(u64, u64, u64)> = Vec::new();
+        for v in self.h.iter_recorded() {
+            let (lo, hi) = power_of_two_row(v.value_iterated_to());
+            match rows.last_mut() {
+                Some(r) if r.0 == lo => r.2 += v.count_at_value(),
+                _ => rows.push((lo, hi, v.count_at_value())),
             }
-            row_start = row_end;
+        }
+        let mut cumulative = 0u64;
+        for (lo, hi, n) in rows {
+            cumulative += n;
+            let pct = 100.0 * n as f64 / count as f64;
+            let cum = 100.0 * cumulative as f64 / count as f64;
+            let marks = (20.0 * n as f64 / count as f64).round() as usize;
+            let _ = writeln!(
+                s,
+                "[ {:>12.3}, {:>12.3} ) {:>9} {:>7.3}% {:>8.3}% {}",
+                us(lo as f64),
+                us(hi as f64),
+                n,
+                pct,
+                cum,
+                "#".repeat(marks)
+            );
         }
         s
     }
+}
+
+/// The row `[lo, hi)` of the text table that holds `v` nanoseconds.
+fn power_of_two_row(v: u64) -> (u64, u64) {
+    if v < 16 {
+        return (0, 16);
+    }
+    let e = 63 - v.leading_zeros();
+    (1 << e, 1u64.checked_shl(e + 1).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -229,19 +205,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_tile_the_line() {
-        let mut prev_hi = 0.0;
-        for i in 0..BUCKETS {
-            let (lo, hi) = bucket_range(i);
-            assert_eq!(lo, prev_hi, "bucket {i}");
-            assert!(hi > lo);
-            prev_hi = hi;
+    fn rows_tile_the_line() {
+        assert_eq!(power_of_two_row(0), (0, 16));
+        assert_eq!(power_of_two_row(15), (0, 16));
+        assert_eq!(power_of_two_row(16), (16, 32));
+        assert_eq!(power_of_two_row(1000), (512, 1024));
+        assert_eq!(power_of_two_row(u64::MAX), (1 << 63, u64::MAX));
+        let mut h = Histogram::new();
+        for v in [3u64, 20, 21, 1000, 1023, 1024, 5_000_000_000] {
+            h.add(v);
         }
-        for v in [0u64, 1, 15, 16, 17, 31, 32, 33, 1000, 123_456_789, u64::MAX] {
-            let (lo, hi) = bucket_range(bucket_of(v));
-            assert!(lo <= v as f64 && (v as f64) < hi || v == u64::MAX, "{v}");
-        }
-        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+        let text = h.to_text("op");
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+        assert_eq!(rows.len(), 5, "{text}");
+        assert!(
+            rows[1].contains("0.016,") && rows[1].contains(" 2 "),
+            "{text}"
+        );
+        assert!(
+            rows[2].contains("0.512,") && rows[2].contains(" 2 "),
+            "{text}"
+        );
+        assert!(rows[4].contains("100.000%"), "{text}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod keys;
 pub mod report;
 pub mod workloads;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,6 +20,7 @@ use clap::{ArgAction, Args};
 use shale::Options;
 
 use crate::engine::{Engine, EngineFlags, EngineKind};
+use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use keys::{LiveSet, ValueGen, key_fits};
 use report::{BenchResult, JsonSetting, dir_size, read_proc_io};
@@ -110,6 +111,9 @@ pub struct BenchArgs {
     /// Append one JSON object per benchmark to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write DIR/report.html: SVG charts of this run (see `shale report`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// A sink for JSON lines: stdout or an appended file.
@@ -171,28 +175,70 @@ pub fn wipe_store_dir(dir: &Path) -> CliResult<()> {
         .map_err(|e| CliError::msg(format!("cannot remove {}: {e}", dir.display())))
 }
 
-/// Run `f` while a line on stderr shows `counter` and its rate, when stderr is a terminal.
-pub fn with_progress<T>(name: &str, counter: &AtomicU64, f: impl FnOnce() -> T) -> T {
-    if !std::io::stderr().is_terminal() {
-        return f();
-    }
+/// Operations done at moments of a run: `(seconds since the start, operations so far)`,
+/// taken once a second and at the end, so a chart shows throughput over time and a stall
+/// shows as a flat stretch.
+pub type Timeline = Vec<(f64, u64)>;
+
+/// Run `f` while a sampler reads `counter` once a second into a [`Timeline`] and, when
+/// stderr is a terminal, shows it on a progress bar of `total` operations (a spinner when
+/// unknown).
+pub fn with_progress<T>(
+    name: &str,
+    total: Option<u64>,
+    counter: &AtomicU64,
+    f: impl FnOnce() -> T,
+) -> (T, Timeline) {
+    let bar = crate::progress::bar(name, total);
+    // Redraw the bar a few times a second; without a bar, wake only to sample.
+    let redraw = if bar.is_hidden() {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_millis(200)
+    };
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let began = Instant::now();
     std::thread::scope(|s| {
-        s.spawn(move || {
-            let began = Instant::now();
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                stopped.recv_timeout(Duration::from_millis(200))
-            {
+        let sampler = s.spawn(move || {
+            let mut timeline = Timeline::new();
+            let mut next_sample = Duration::from_secs(1);
+            loop {
+                let now = began.elapsed();
+                let wait = next_sample.saturating_sub(now).min(redraw);
+                match stopped.recv_timeout(wait) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
                 let done = counter.load(Ordering::Relaxed);
-                let rate = done as f64 / began.elapsed().as_secs_f64().max(1e-9);
-                eprint!("\r{name}: {done} ops, {rate:.0} ops/s   ");
+                bar.set_position(done);
+                let now = began.elapsed();
+                if now >= next_sample {
+                    timeline.push((now.as_secs_f64(), done));
+                    next_sample += Duration::from_secs(1);
+                }
             }
-            eprint!("\r{}\r", " ".repeat(name.len() + 48));
+            bar.finish_and_clear();
+            timeline
         });
         let r = f();
         let _ = stop.send(());
-        r
+        let mut timeline = sampler.join().unwrap_or_default();
+        timeline.push((
+            began.elapsed().as_secs_f64(),
+            counter.load(Ordering::Relaxed),
+        ));
+        (r, timeline)
     })
+}
+
+/// Operations a benchmark is expected to do, for the progress bar (`None`: unknown).
+fn expected_ops(name: &str, num: u64, reads: u64, writes: u64) -> Option<u64> {
+    match name {
+        "fillseq" | "fillrandom" => Some(num),
+        "overwrite" => Some(writes),
+        "readrandom" | "readmissing" | "seekrandom" => Some(reads),
+        _ => None,
+    }
 }
 
 fn settings_block(
@@ -327,10 +373,18 @@ pub fn run(a: &BenchArgs) -> CliResult {
         settings_block(a, reads, memtable, &dir, &eng.describe())
     );
     std::io::stdout().flush()?;
-    let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json);
+    let mut lines = Vec::new();
+    let outcome = run_all(a, &names, reads, &dir, eng.as_ref(), &mut json, &mut lines);
     let closed = eng.close();
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    // A report of what ran, even when a benchmark found a wrong answer.
+    if let Some(out) = &a.report
+        && !lines.is_empty()
+    {
+        let path = crate::plots::write_report(out, crate::plots::group_lines("bench", lines))?;
+        eprintln!("report: {}", path.display());
     }
     let code = outcome?;
     closed?;
@@ -344,6 +398,7 @@ fn run_all(
     dir: &Path,
     eng: &dyn Engine,
     json: &mut Option<Box<dyn Write>>,
+    lines: &mut Vec<BenchJson>,
 ) -> CliResult {
     let mut w = Workload {
         num: a.num,
@@ -368,13 +423,11 @@ fn run_all(
     let values = ValueGen::new(a.value_size, a.seed);
     let design = a.store.design_name();
     let setting = JsonSetting {
-        engine: a.store.engine.name(),
-        design: &design,
         num: a.num,
         threads: a.threads,
         key_size: Some(a.key_size as u64),
         value_size: a.value_size as u64,
-        write_buffer_size: a.store.memtable_bytes() as u64,
+        ..JsonSetting::for_engine(&a.store, &design)
     };
     let mut out = std::io::stdout();
     for (round, name) in names.iter().enumerate() {
@@ -395,7 +448,8 @@ fn run_all(
         let io_before = read_proc_io();
         let counters_before = eng.counters();
         let began = Instant::now();
-        let tally = with_progress(name, &progress, || -> CliResult<Tally> {
+        let total = expected_ops(name, a.num, reads, w.writes);
+        let (tally, timeline) = with_progress(name, total, &progress, || -> CliResult<Tally> {
             if name == "compact" || name == "flush" {
                 let t0 = Instant::now();
                 if name == "compact" {
@@ -409,11 +463,13 @@ fn run_all(
                     ..Default::default()
                 };
                 t.hist.add(t0.elapsed().as_nanos() as u64);
+                progress.store(1, Ordering::Relaxed);
                 Ok(t)
             } else {
                 workloads::run(name, &shared, &w, &values)
             }
-        })?;
+        });
+        let tally = tally?;
         let seconds = began.elapsed().as_secs_f64();
         eng.sync_to_os()?;
         let io = match (io_before, read_proc_io()) {
@@ -439,6 +495,7 @@ fn run_all(
             live_bytes: live_keys * (a.key_size + a.value_size) as u64,
             live_keys,
             engine: engine_diff,
+            timeline,
         };
         writeln!(out, "{}", result.line())?;
         if a.histogram {
@@ -449,10 +506,12 @@ fn run_all(
             writeln!(out, "{l}")?;
         }
         out.flush()?;
+        let line = result.to_json(&setting);
         if let Some(j) = json.as_mut() {
-            writeln!(j, "{}", result.json(&setting))?;
+            writeln!(j, "{}", crate::json::to_line(&line)?)?;
             j.flush()?;
         }
+        lines.push(line);
         if live_known && let Some(problem) = tally.wrong_answer(name) {
             eprintln!("error: {problem}");
             return Ok(ExitCode::from(EXIT_WRONG_ANSWER));
@@ -536,8 +595,8 @@ mod tests {
 mod engine_tests {
     use super::*;
     use crate::engine::mem::MemEngine;
-    use crate::json::parse::{Value, parse};
     use clap::Parser;
+    use serde_json::{Value, json};
     use std::sync::{Arc, Mutex};
 
     #[derive(Parser)]
@@ -574,9 +633,12 @@ mod engine_tests {
         let sink = Sink::default();
         let mut json: Option<Box<dyn Write>> = Some(Box::new(sink.clone()));
         let dir = std::env::temp_dir().join("shale-cli-no-such-dir");
-        let code = run_all(&a, &names, 3000, &dir, e, &mut json).unwrap();
+        let code = run_all(&a, &names, 3000, &dir, e, &mut json, &mut Vec::new()).unwrap();
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-        let lines = text.lines().map(|l| parse(l).unwrap()).collect();
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         (code, lines)
     }
 
@@ -590,11 +652,11 @@ mod engine_tests {
         assert_eq!(code, ExitCode::SUCCESS);
         let names: Vec<&Value> = lines.iter().filter_map(|l| l.get("benchmark")).collect();
         assert_eq!(names.len(), 8, "stats writes no JSON line");
-        assert_eq!(lines[0].get("ops"), Some(&Value::Num(3000.0)));
+        assert_eq!(lines[0].get("ops"), Some(&json!(3000)));
         assert_eq!(lines[0].get("found"), Some(&Value::Null));
-        assert_eq!(lines[1].get("found"), Some(&Value::Num(3000.0)));
-        assert_eq!(lines[0].get("space_amp"), Some(&Value::Num(0.0)));
-        assert!(matches!(lines[0].get("engine_write_amp"), Some(Value::Num(w)) if *w == 1.0));
+        assert_eq!(lines[1].get("found"), Some(&json!(3000)));
+        assert_eq!(lines[0].get("space_amp"), Some(&json!(0.0)));
+        assert_eq!(lines[0].get("engine_write_amp"), Some(&json!(1.0)));
     }
 
     #[test]

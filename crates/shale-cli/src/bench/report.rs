@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use crate::bench::histogram::Histogram;
-use crate::engine::Counters;
-use crate::json::JsonObject;
+use crate::engine::{Counters, EngineFlags};
+use crate::json::{BenchJson, EngineJson, LevelJson};
 
 /// Storage I/O of this process from `/proc/self/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -97,6 +97,8 @@ pub struct BenchResult {
     pub live_keys: u64,
     /// The engine's own counters during the benchmark.
     pub engine: Option<Counters>,
+    /// Operations done over time (see [`crate::bench::Timeline`]).
+    pub timeline: Vec<(f64, u64)>,
 }
 
 impl BenchResult {
@@ -210,63 +212,63 @@ impl BenchResult {
         Some(s)
     }
 
-    /// One JSON object (one line) with the result and its setting.
-    pub fn json(&self, setting: &JsonSetting<'_>) -> String {
-        self.json_object(setting).finish()
-    }
-
-    /// The JSON object of [`BenchResult::json`], open for more fields.
-    pub fn json_object(&self, setting: &JsonSetting<'_>) -> JsonObject {
+    /// The JSON line's fields (see docs/benchmarks.md, "JSON output fields").
+    pub fn to_json(&self, setting: &JsonSetting<'_>) -> BenchJson {
         let us = |ns: f64| ns / 1000.0;
-        let mut o = JsonObject::new();
-        o.str("benchmark", &self.name)
-            .str("engine", setting.engine)
-            .str("design", setting.design)
-            .u64("num", setting.num)
-            .u64("threads", setting.threads)
-            .opt_u64("key_size", setting.key_size)
-            .u64("value_size", setting.value_size)
-            .u64("write_buffer_size", setting.write_buffer_size)
-            .u64("ops", self.ops)
-            .f64("seconds", self.seconds)
-            .f64("ops_per_sec", self.ops_per_sec())
-            .f64("micros_per_op", self.micros_per_op())
-            .f64("mb_per_sec", self.mb_per_sec())
-            .u64("user_bytes_written", self.user_bytes_written)
-            .opt_u64("device_bytes_written", self.io.map(|i| i.write_bytes))
-            .opt_u64(
-                "device_bytes_cancelled",
-                self.io.map(|i| i.cancelled_write_bytes),
-            )
-            .opt_u64("device_bytes_read", self.io.map(|i| i.read_bytes))
-            .opt_f64("write_amp", self.write_amp())
-            .opt_f64("read_bytes_per_op", self.read_bytes_per_op())
-            .u64("db_size_bytes", self.db_size)
-            .u64("live_keys", self.live_keys)
-            .opt_f64("space_amp", self.space_amp())
-            .opt_u64("found", self.found.map(|f| f.0))
-            .opt_u64("lookups", self.found.map(|f| f.1));
         let has = self.hist.count() > 0;
         let p = |q: f64| has.then(|| us(self.hist.percentile(q)));
-        o.opt_f64("p50_us", p(50.0))
-            .opt_f64("p75_us", p(75.0))
-            .opt_f64("p99_us", p(99.0))
-            .opt_f64("p999_us", p(99.9))
-            .opt_f64("max_us", has.then(|| us(self.hist.max() as f64)));
-        if let Some(c) = &self.engine {
-            let mut w = JsonObject::new();
-            for (name, n) in &c.written {
-                w.u64(name, *n);
-            }
-            let mut r = JsonObject::new();
-            for (name, n) in &c.read {
-                r.u64(name, *n);
-            }
-            o.obj("engine_bytes_written", w)
-                .obj("engine_bytes_read", r)
-                .opt_f64("engine_write_amp", self.engine_write_amp());
+        let names = |v: &[(&'static str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|&(n, b)| (n.to_string(), b)).collect()
+        };
+        BenchJson {
+            benchmark: self.name.clone(),
+            engine: setting.engine.to_string(),
+            design: setting.design.to_string(),
+            num: setting.num,
+            threads: setting.threads,
+            key_size: setting.key_size,
+            value_size: setting.value_size,
+            write_buffer_size: setting.write_buffer_size,
+            ops: self.ops,
+            seconds: self.seconds,
+            ops_per_sec: self.ops_per_sec(),
+            micros_per_op: self.micros_per_op(),
+            mb_per_sec: self.mb_per_sec(),
+            user_bytes_written: self.user_bytes_written,
+            device_bytes_written: self.io.map(|i| i.write_bytes),
+            device_bytes_cancelled: self.io.map(|i| i.cancelled_write_bytes),
+            device_bytes_read: self.io.map(|i| i.read_bytes),
+            write_amp: self.write_amp(),
+            read_bytes_per_op: self.read_bytes_per_op(),
+            db_size_bytes: self.db_size,
+            live_keys: self.live_keys,
+            space_amp: self.space_amp(),
+            found: self.found.map(|f| f.0),
+            lookups: self.found.map(|f| f.1),
+            p50_us: p(50.0),
+            p75_us: p(75.0),
+            p99_us: p(99.0),
+            p999_us: p(99.9),
+            max_us: has.then(|| us(self.hist.max() as f64)),
+            engine_counters: self.engine.as_ref().map(|c| EngineJson {
+                engine_bytes_written: names(&c.written),
+                engine_bytes_read: names(&c.read),
+                engine_write_amp: self.engine_write_amp(),
+                engine_stall_micros: c.stall_micros,
+                engine_levels: c
+                    .levels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| LevelJson {
+                        level: i as u64,
+                        files: l.files,
+                        bytes: l.bytes,
+                        bytes_written: l.written,
+                    })
+                    .collect(),
+            }),
+            timeline: self.timeline.clone(),
         }
-        o
     }
 }
 
@@ -289,6 +291,22 @@ pub struct JsonSetting<'a> {
     pub write_buffer_size: u64,
 }
 
+impl<'a> JsonSetting<'a> {
+    /// The engine's part of the settings (its name, `design`, its memtable size); the
+    /// workload's part is left zero for the caller to fill in.
+    pub fn for_engine(store: &EngineFlags, design: &'a str) -> Self {
+        JsonSetting {
+            engine: store.engine.name(),
+            design,
+            num: 0,
+            threads: 0,
+            key_size: None,
+            value_size: 0,
+            write_buffer_size: store.memtable_bytes() as u64,
+        }
+    }
+}
+
 /// Bytes as MB (MiB) with one decimal, e.g. `95.4MB`.
 pub fn mb(n: u64) -> String {
     format!("{:.1}MB", n as f64 / 1048576.0)
@@ -297,7 +315,11 @@ pub fn mb(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::parse::{Value, parse};
+    use serde_json::{Value, json};
+
+    fn parse(text: &str) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(text)
+    }
 
     fn sample() -> BenchResult {
         let mut hist = Histogram::new();
@@ -324,7 +346,9 @@ mod tests {
             engine: Some(Counters {
                 written: vec![("wal", 0)],
                 read: vec![("get", 8192)],
+                ..Default::default()
             }),
+            timeline: vec![(1.0, 1_000_000), (2.0, 1_500_000), (4.69, 2_000_000)],
         }
     }
 
@@ -382,7 +406,7 @@ mod tests {
             value_size: 100,
             write_buffer_size: 4 << 20,
         };
-        let text = r.json(&s);
+        let text = crate::json::to_line(&r.to_json(&s)).unwrap();
         assert_eq!(text.matches('{').count(), text.matches('}').count());
         let v = parse(&text).unwrap();
         for k in [
@@ -410,23 +434,40 @@ mod tests {
         ] {
             assert!(v.get(k).is_some(), "missing {k} in {text}");
         }
-        assert_eq!(v.get("benchmark"), Some(&Value::Str("readrandom".into())));
-        assert_eq!(v.get("found"), Some(&Value::Num(2e6)));
+        assert_eq!(v.get("benchmark"), Some(&json!("readrandom")));
+        assert_eq!(v.get("found"), Some(&json!(2_000_000)));
         assert_eq!(v.get("write_amp"), Some(&Value::Null));
-        match v.get("p50_us") {
-            Some(Value::Num(p)) => assert!((49.0..=52.0).contains(p), "{p}"),
+        match v.get("p50_us").and_then(Value::as_f64) {
+            Some(p) => assert!((49.0..=52.0).contains(&p), "{p}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(
             v.get("engine_bytes_read").and_then(|r| r.get("get")),
-            Some(&Value::Num(8192.0))
+            Some(&json!(8192))
         );
+        // Read back, the line is the same result.
+        let back: BenchJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r.to_json(&s));
         let mut w = r.clone();
         w.found = None;
         w.hist = Histogram::new();
-        let v = parse(&w.json(&s)).unwrap();
+        w.engine = None;
+        let text = crate::json::to_line(&w.to_json(&s)).unwrap();
+        let v = parse(&text).unwrap();
         assert_eq!(v.get("found"), Some(&Value::Null));
         assert_eq!(v.get("p99_us"), Some(&Value::Null));
+        assert_eq!(
+            v.get("engine_write_amp"),
+            None,
+            "no engine counters: no engine fields"
+        );
+        let back: BenchJson = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.engine_counters, None);
+        assert_eq!(back.timeline.len(), 3);
+        assert_eq!(
+            v.get("timeline").and_then(|t| t.get(2)),
+            Some(&json!([4.69, 2_000_000]))
+        );
     }
 
     #[test]

@@ -261,6 +261,7 @@ impl Engine for RocksEngine {
                 ("user", table_read.saturating_sub(compaction_read)),
                 ("compaction", compaction_read),
             ],
+            ..Default::default()
         })
     }
 

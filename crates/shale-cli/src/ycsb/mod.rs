@@ -16,6 +16,7 @@ use std::time::Instant;
 use clap::Args;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 use crate::bench::histogram::Histogram;
 use crate::bench::keys::ValueGen;
@@ -23,7 +24,7 @@ use crate::bench::report::{BenchResult, JsonSetting, dir_size, read_proc_io};
 use crate::bench::workloads::share;
 use crate::bench::{bench_dir, open_json, parse_bool, wipe_store_dir, with_progress};
 use crate::engine::{Engine, EngineFlags};
-use crate::json::JsonObject;
+use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use generators::{AcknowledgedCounter, ScrambledZipfian, SkewedLatest, key_name};
 use measure::{Measurements, OpType, summary};
@@ -100,6 +101,47 @@ pub struct YcsbArgs {
     /// Append one JSON object per phase to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+    /// Write DIR/report.html: SVG charts of the phases (see `shale report`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+}
+
+/// One line of `shale ycsb --json`: the fields of `shale bench`'s line, then the phase's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct YcsbJson {
+    /// The fields every benchmark line has.
+    #[serde(flatten)]
+    pub bench: BenchJson,
+    /// Core workload letter.
+    pub workload: String,
+    /// `load` or `run`.
+    pub phase: String,
+    /// `--records`.
+    pub records: u64,
+    /// `--operations`.
+    pub operations: u64,
+    /// Per YCSB operation type (`READ`, `UPDATE`, ...), in YCSB's order.
+    #[serde(with = "crate::json::ordered_map")]
+    pub operations_by_type: Vec<(String, OpJson)>,
+}
+
+/// Latency of one YCSB operation type, in microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpJson {
+    /// Operations of this type.
+    pub ops: u64,
+    /// Mean latency.
+    pub avg_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 95th percentile.
+    pub p95_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Slowest.
+    pub max_us: f64,
+    /// Lookups that found nothing.
+    pub not_found: u64,
 }
 
 /// Proportions of a workload in [`OpType::ALL`] order, and whether keys follow `latest`.
@@ -337,10 +379,17 @@ pub fn run(a: &YcsbArgs) -> CliResult {
         progress: &progress,
         abort: &abort,
     };
-    let outcome = run_phases(&ctx, &dir, &mut json);
+    let mut lines = Vec::new();
+    let outcome = run_phases(&ctx, &dir, &mut json, &mut lines);
     let closed = eng.close();
     if temporary {
         let _ = std::fs::remove_dir_all(&dir);
+    }
+    if let Some(out) = &a.report
+        && !lines.is_empty()
+    {
+        let path = crate::plots::write_report(out, crate::plots::group_lines("ycsb", lines))?;
+        eprintln!("report: {}", path.display());
     }
     let code = outcome?;
     closed?;
@@ -351,6 +400,7 @@ fn run_phases(
     ctx: &Ctx<'_>,
     dir: &std::path::Path,
     json: &mut Option<Box<dyn Write>>,
+    lines: &mut Vec<BenchJson>,
 ) -> CliResult {
     let a = ctx.a;
     let workload = format!("{:?}", a.workload).to_lowercase();
@@ -388,13 +438,19 @@ fn run_phases(
         let counters_before = ctx.engine.counters();
         let began = Instant::now();
         let label = format!("ycsb {workload} {phase}");
-        let m = with_progress(&label, ctx.progress, || {
+        let total = if phase == "load" {
+            a.records
+        } else {
+            a.operations
+        };
+        let (m, timeline) = with_progress(&label, Some(total), ctx.progress, || {
             if phase == "load" {
                 load(ctx)
             } else {
                 transactions(ctx)
             }
-        })?;
+        });
+        let m = m?;
         let seconds = began.elapsed().as_secs_f64();
         ctx.engine.sync_to_os()?;
         let io = match (io_before, read_proc_io()) {
@@ -433,6 +489,7 @@ fn run_phases(
             live_bytes,
             live_keys,
             engine: engine_diff,
+            timeline,
         };
         write!(out, "{}", summary(&m, ops, seconds))?;
         writeln!(out, "{}", result.amplification_line())?;
@@ -440,42 +497,44 @@ fn run_phases(
             writeln!(out, "{l}")?;
         }
         out.flush()?;
-        if let Some(j) = json.as_mut() {
-            let design = a.store.design_name();
-            let setting = JsonSetting {
-                engine: a.store.engine.name(),
-                design: &design,
-                num: a.records,
-                threads: a.threads,
-                key_size: None,
-                value_size: ctx.value_size as u64,
-                write_buffer_size: a.store.memtable_bytes() as u64,
-            };
-            let mut o = result.json_object(&setting);
-            o.str("workload", &workload)
-                .str("phase", phase)
-                .u64("records", a.records)
-                .u64("operations", a.operations);
-            let mut per_op = JsonObject::new();
-            for op in OpType::ALL {
+        let design = a.store.design_name();
+        let setting = JsonSetting {
+            num: a.records,
+            threads: a.threads,
+            value_size: ctx.value_size as u64,
+            ..JsonSetting::for_engine(&a.store, &design)
+        };
+        let per_op = OpType::ALL
+            .iter()
+            .filter_map(|&op| {
                 let h = &m.hist[op as usize];
-                if h.count() == 0 {
-                    continue;
-                }
-                let mut s = JsonObject::new();
-                s.u64("ops", h.count())
-                    .f64("avg_us", h.mean() / 1000.0)
-                    .f64("p50_us", h.percentile(50.0) / 1000.0)
-                    .f64("p95_us", h.percentile(95.0) / 1000.0)
-                    .f64("p99_us", h.percentile(99.0) / 1000.0)
-                    .f64("max_us", h.max() as f64 / 1000.0)
-                    .u64("not_found", m.not_found[op as usize]);
-                per_op.obj(op.name(), s);
-            }
-            o.obj("operations_by_type", per_op);
-            writeln!(j, "{}", o.finish())?;
+                (h.count() > 0).then(|| {
+                    let s = OpJson {
+                        ops: h.count(),
+                        avg_us: h.mean() / 1000.0,
+                        p50_us: h.percentile(50.0) / 1000.0,
+                        p95_us: h.percentile(95.0) / 1000.0,
+                        p99_us: h.percentile(99.0) / 1000.0,
+                        max_us: h.max() as f64 / 1000.0,
+                        not_found: m.not_found[op as usize],
+                    };
+                    (op.name().to_string(), s)
+                })
+            })
+            .collect();
+        let line = YcsbJson {
+            bench: result.to_json(&setting),
+            workload: workload.clone(),
+            phase: phase.to_string(),
+            records: a.records,
+            operations: a.operations,
+            operations_by_type: per_op,
+        };
+        if let Some(j) = json.as_mut() {
+            writeln!(j, "{}", crate::json::to_line(&line)?)?;
             j.flush()?;
         }
+        lines.push(line.bench);
         if reads_missing > 0 {
             eprintln!(
                 "error: ycsb {phase} found {} of {reads} records it read (was the store loaded with --records {}?)",
