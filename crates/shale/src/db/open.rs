@@ -13,13 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::write_memtable;
+use super::store_files::Presence;
 use super::value_jobs::{Tree, count_superseded_over};
 use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
 use crate::cache::block_cache::BlockCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
-use crate::filename::{CURRENT_FILE, FileKind, LOCK_FILE, parse_file_name};
+use crate::filename::{CURRENT_TMP_FILE, LOCK_FILE, parse_file_name};
 use crate::layout::Layout;
 use crate::manifest::{AxisStates, VersionEdit};
 use crate::memory::MemTable;
@@ -56,7 +57,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         values,
         memtables,
     } = wiring(&options, dir, Arc::clone(&file_numbers));
-    let has_current = fs.exists(&dir.join(CURRENT_FILE))?;
+    // A directory with store files but no CURRENT is a damaged store, never a new one.
+    let has_current = super::store_files::presence(&env, dir)? == Presence::Store;
     let format_tag = format_tag(layout.as_ref(), values.as_ref());
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
@@ -106,11 +108,10 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
 
     versions.set_max_manifest_bytes(options.max_manifest_bytes);
 
-    // Remove leftovers of an interrupted CURRENT update.
-    for name in fs.list_dir(dir)? {
-        if parse_file_name(&name) == Some(FileKind::Temp) {
-            let _ = fs.remove_file(&dir.join(&name));
-        }
+    // Remove the leftover of an interrupted CURRENT update; other `*.tmp` files are not
+    // the store's.
+    if fs.exists(&dir.join(CURRENT_TMP_FILE))? {
+        let _ = fs.remove_file(&dir.join(CURRENT_TMP_FILE));
     }
 
     let block_cache = (options.block_cache_bytes > 0)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::Wiring;
+use super::store_files::Presence;
 
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
@@ -37,12 +38,12 @@ pub struct VerifyReport {
 }
 
 /// The format tag the store in `dir` records (the design that wrote it), or `None` when
-/// there is no store (no CURRENT) or its MANIFEST holds none.
+/// there is no store (no CURRENT and no store file) or its MANIFEST holds none.
 ///
 /// # Errors
-/// A damaged CURRENT or MANIFEST, or I/O.
+/// A damaged or missing CURRENT (store files without one), a damaged MANIFEST, or I/O.
 pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Option<String>> {
-    if !env.fs().exists(&dir.join(crate::filename::CURRENT_FILE))? {
+    if super::store_files::presence(env, dir)? == Presence::None {
         return Ok(None);
     }
     let number = manifest::read_current(env, dir)?;
@@ -55,7 +56,7 @@ pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Opti
 pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Result<VerifyReport> {
     let env = &options.env;
     let fs = env.fs();
-    if !fs.exists(&dir.join(crate::filename::CURRENT_FILE))? {
+    if super::store_files::presence(env, dir)? == Presence::None {
         return Err(Error::InvalidArgument(format!(
             "no store at {}: CURRENT is missing",
             dir.display()
@@ -89,6 +90,7 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         version = version.apply(e).map_err(bad)?;
         log_number = e.log_number.unwrap_or(log_number);
     }
+    crate::version::check_tables_present(env, dir, &version, &manifest_path)?;
     let live_tables: BTreeSet<u64> = version.files().map(|(_, f)| f.number).collect();
     let mut tables = Vec::new();
     report.logs += 1;

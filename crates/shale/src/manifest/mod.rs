@@ -102,11 +102,20 @@ impl ManifestWriter {
 ///
 /// # Errors
 /// [`crate::Error::Corruption`] naming the file and offset for damage in the middle of the
-/// log, and for a record that does not decode as an edit (naming the record's offset); the
-/// file system's error if the file cannot be read.
+/// log, for a record that does not decode as an edit (naming the record's offset) and for a
+/// missing file (CURRENT names it); the file system's error if the file cannot be read.
 pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEdit>> {
     let path = dir.join(manifest_file_name(number));
-    let file = env.open(&path)?;
+    let file = match env.open(&path) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "CURRENT names this MANIFEST, but the file is missing",
+            ));
+        }
+        r => r?,
+    };
     let mut reader = LogReader::new(file.clone(), ReadCause::Recovery);
     let mut edits = Vec::new();
     let mut record = Vec::new();
@@ -281,10 +290,13 @@ mod tests {
     }
 
     #[test]
-    fn missing_manifest_is_an_io_error() {
+    fn missing_manifest_is_corruption() {
         let (_fs, env) = TestFs::env();
         let e = read_manifest(&env, Path::new("/db"), 9).unwrap_err();
-        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(
+            matches!(&e, Error::Corruption { file, offset: 0, .. } if file == Path::new("/db/MANIFEST-000009")),
+            "{e}"
+        );
     }
 
     #[test]

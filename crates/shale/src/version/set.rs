@@ -146,6 +146,8 @@ impl VersionSet {
             .max(max_file + 1)
             .max(log_number + 1)
             .max(number + 1);
+        // Before anything is written: a store with missing tables is refused unchanged.
+        super::check_tables_present(env, dir, &version, &path)?;
         file_numbers.store(next_file, Ordering::Relaxed);
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
