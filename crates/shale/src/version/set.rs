@@ -29,6 +29,8 @@ pub struct VersionSet {
     next_file: Arc<AtomicU64>,
     last_sequence: SeqNo,
     format_tag: String,
+    /// The store's identity (MANIFEST tag 17), written in every snapshot edit.
+    store_id: u64,
     max_manifest_bytes: u64,
     /// What the edits recorded for the axes other than the layout (whose state is in each
     /// version).
@@ -57,6 +59,9 @@ pub struct Recovered {
     pub last_sequence: SeqNo,
     /// What the MANIFEST recorded for the axes other than the layout.
     pub axes: AxisStates,
+    /// The store's identity: the MANIFEST's, or a fresh one for a store written before
+    /// store ids existed (recorded in the new MANIFEST from now on).
+    pub store_id: u64,
 }
 
 impl VersionSet {
@@ -89,6 +94,7 @@ impl VersionSet {
         let mut log_number = 0;
         let mut next_file = 2;
         let mut last_sequence = 0;
+        let mut store_id = None;
         // The design first: another design's records would not fit this one's states.
         if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
             && t != format_tag
@@ -112,6 +118,7 @@ impl VersionSet {
             if let Some(n) = edit.next_file_number {
                 next_file = n;
             }
+            store_id = edit.store_id.or(store_id);
             if let Some(n) = edit.last_sequence {
                 if n > crate::key::MAX_SEQNO {
                     return Err(Error::corruption(
@@ -152,6 +159,7 @@ impl VersionSet {
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(version);
+        let store_id = store_id.unwrap_or_else(manifest::new_store_id);
         let manifest = Self::write_new_manifest(
             env,
             dir,
@@ -161,6 +169,7 @@ impl VersionSet {
             &next,
             last_sequence,
             format_tag,
+            store_id,
             &axes,
         )?;
         Ok(Recovered {
@@ -175,12 +184,14 @@ impl VersionSet {
                 next_file: next,
                 last_sequence,
                 format_tag: format_tag.to_string(),
+                store_id,
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
                 axes: axes.clone(),
             },
             log_number,
             last_sequence,
             axes,
+            store_id,
         })
     }
 
@@ -199,6 +210,7 @@ impl VersionSet {
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::with_layout(num_levels, layout));
+        let store_id = manifest::new_store_id();
         let manifest = Self::write_new_manifest(
             env,
             dir,
@@ -208,6 +220,7 @@ impl VersionSet {
             &next,
             0,
             format_tag,
+            store_id,
             &axes,
         )?;
         Ok(VersionSet {
@@ -221,6 +234,7 @@ impl VersionSet {
             next_file: next,
             last_sequence: 0,
             format_tag: format_tag.to_string(),
+            store_id,
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             axes,
         })
@@ -236,6 +250,7 @@ impl VersionSet {
         next_file: &AtomicU64,
         last_sequence: SeqNo,
         format_tag: &str,
+        store_id: u64,
         axes: &AxisStates,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
@@ -245,6 +260,7 @@ impl VersionSet {
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(last_sequence);
         edit.format_tag = Some(format_tag.to_string());
+        edit.store_id = Some(store_id);
         writer.append(&edit)?;
         // The new MANIFEST's directory entry must be durable before CURRENT names it;
         // write_current syncs the directory after its rename, which covers both.
@@ -265,6 +281,11 @@ impl VersionSet {
     /// Draw a new file number.
     pub fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The store's identity (see [`Recovered::store_id`]).
+    pub fn store_id(&self) -> u64 {
+        self.store_id
     }
 
     /// WAL files below this number are obsolete.
@@ -343,6 +364,7 @@ impl VersionSet {
                 &self.next_file,
                 self.last_sequence,
                 &self.format_tag,
+                self.store_id,
                 &axes,
             )?;
             self.manifest = writer;
