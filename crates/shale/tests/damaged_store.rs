@@ -290,3 +290,244 @@ fn a_missing_sealed_segment_is_corruption_in_verify_too() {
         open_and_verify_refuse(&m, "wisckey", s, "missing segment", false);
     }
 }
+
+/// The presets whose durability log is the WAL (the value log keeps its own rules,
+/// `docs/format/vlog.md`).
+fn wal_presets() -> Vec<&'static str> {
+    Options::available_presets()
+        .into_iter()
+        .filter(|d| Options::preset(d).unwrap().values == shale::ValuesKind::Inline)
+        .collect()
+}
+
+/// A cleanly closed store whose newest WAL holds 200 writes (about 12 KiB). Returns the
+/// model and the log's path.
+fn build_with_log(env: &Env, mem: &MemFs, design: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, PathBuf) {
+    let mut o = opts(env, design);
+    o.write_buffer_size = 1 << 20;
+    let db = Db::open(DIR, o).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..300 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().unwrap();
+    for i in 0..200 {
+        db.put(&key(i), &value(i, 1)).unwrap();
+        model.insert(key(i), value(i, 1));
+    }
+    db.close().unwrap();
+    let log = names_with(mem, |n| n.ends_with(".log"))
+        .into_iter()
+        .max_by_key(|p| env.read_all(p, ReadCause::Other).unwrap().len())
+        .unwrap();
+    (model, log)
+}
+
+fn rewrite(mem: &MemFs, path: &Path, bytes: &[u8]) {
+    let mut f = mem.create(path).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+}
+
+/// Open and verify both fail with `Error::Corruption` naming `log`; the log is still there,
+/// unchanged (a refused open deletes no log).
+fn log_damage_refused(mem: &MemFs, design: &str, log: &Path, what: &str) {
+    let env = Env::new(Arc::new(mem.clone()));
+    let before = env.read_all(log, ReadCause::Other).ok();
+    let e = shale::verify(DIR, opts(&env, design)).unwrap_err();
+    assert_eq!(corruption_at(&e), log, "{design} {what}: verify: {e}");
+    let e = Db::open(DIR, opts(&env, design)).unwrap_err();
+    assert_eq!(corruption_at(&e), log, "{design} {what}: open: {e}");
+    assert!(
+        env.read_all(log, ReadCause::Other).ok() == before,
+        "{design} {what}: the log changed"
+    );
+}
+
+/// Case 2: a zeroed 4 KiB page inside the newest WAL of a cleanly closed store is damage
+/// (not a lost page of an unsynced tail): open and verify report it, and nothing is
+/// deleted; point-in-time recovery opens the writes before it.
+#[test]
+fn a_zeroed_page_in_a_closed_log_is_corruption() {
+    for design in wal_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let (model, log) = build_with_log(&env, &mem, design);
+        let mut bytes = env.read_all(&log, ReadCause::Other).unwrap();
+        assert!(bytes.len() > 3 * 4096, "{design}: {} bytes", bytes.len());
+        bytes[4096..8192].fill(0);
+        rewrite(&mem, &log, &bytes);
+        log_damage_refused(&mem, design, &log, "zeroed page");
+        let mut o = opts(&env, design);
+        o.wal_recovery_mode = shale::WalRecoveryMode::PointInTimeRecovery;
+        let db = Db::open(DIR, o).unwrap();
+        let got = scan(&db);
+        assert!(db.stats().placement.wal_bytes_dropped > 0);
+        // A prefix: the overwrites of the first keys survive, of the last keys not.
+        assert_eq!(got.get(&key(0)), model.get(&key(0)), "{design}");
+        assert_eq!(got.get(&key(199)), Some(&value(199, 0)), "{design}");
+        db.close().unwrap();
+    }
+}
+
+/// Case 3: damage to the last record of a cleanly closed store's WAL (a flipped bit, a
+/// cut, or the log deleted) is not a torn tail.
+#[test]
+fn damage_to_the_last_record_of_a_closed_log_is_corruption() {
+    for design in wal_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let (_, log) = build_with_log(&env, &mem, design);
+        let bytes = env.read_all(&log, ReadCause::Other).unwrap();
+        let n = bytes.len();
+        for (what, damaged) in [
+            ("flipped bit", {
+                let mut b = bytes.clone();
+                b[n - 5] ^= 0x10;
+                Some(b)
+            }),
+            ("cut by one byte", Some(bytes[..n - 1].to_vec())),
+            ("cut by a record", Some(bytes[..n - 60].to_vec())),
+            ("deleted", None),
+        ] {
+            let m = mem.fork();
+            match damaged {
+                Some(b) => rewrite(&m, &log, &b),
+                None => m.remove_file(&log).unwrap(),
+            }
+            log_damage_refused(&m, design, &log, what);
+        }
+        // The undamaged store opens, and verify counts the log.
+        let r = shale::verify(DIR, opts(&env, design)).unwrap();
+        assert!(r.placement.logs >= 1 && r.placement.log_bytes_dropped == 0);
+    }
+}
+
+/// Case 5: the older of two logs deleted (a crash between a log switch and the flush that
+/// retires it leaves two): the newer log's header names it, so open and verify report it.
+/// Untouched, the same crash image opens with every write.
+#[test]
+fn a_deleted_older_log_is_found_missing() {
+    use shale::env::fault::{FailMode, FaultFs};
+    for design in wal_presets() {
+        let fault = FaultFs::new(MemFs::new());
+        let control = fault.control();
+        let env = Env::new(Arc::new(fault.clone()));
+        let mut o = opts(&env, design);
+        o.write_buffer_size = 1 << 20;
+        let db = Db::open(DIR, o).unwrap();
+        let mut model = BTreeMap::new();
+        for i in 0..200 {
+            db.put(&key(i), &value(i, 0)).unwrap();
+            model.insert(key(i), value(i, 0));
+        }
+        // The flush switches logs, then cannot write its table: both logs stay.
+        control.fail_when(
+            Arc::new(|op| op.path.extension().is_some_and(|e| e == "sst")),
+            FailMode::FromThenOn,
+        );
+        assert!(db.flush().is_err());
+        let image = fault.mem().fork();
+        drop(db);
+        let mut logs = names_with(&image, |n| n.ends_with(".log"));
+        logs.sort();
+        assert_eq!(logs.len(), 2, "{design}: {logs:?}");
+        {
+            let m = image.fork();
+            let db = Db::open(DIR, opts(&Env::new(Arc::new(m)), design)).unwrap();
+            assert_eq!(scan(&db), model, "{design}");
+            db.close().unwrap();
+        }
+        image.remove_file(&logs[0]).unwrap();
+        log_damage_refused(&image, design, &logs[0], "older log deleted");
+    }
+}
+
+/// Case 5: a WAL copied in from another store is refused, not replayed.
+#[test]
+fn a_log_from_another_store_is_refused() {
+    for design in wal_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let (_, log) = build_with_log(&env, &mem, design);
+        // Another store with the same history, so its log numbers are the same.
+        let other = MemFs::new();
+        let oenv = Env::new(Arc::new(other.clone()));
+        let (_, other_log) = build_with_log(&oenv, &other, design);
+        let bytes = oenv.read_all(&other_log, ReadCause::Other).unwrap();
+        for target in [log.clone(), Path::new(DIR).join("999999.log")] {
+            let m = mem.fork();
+            rewrite(&m, &target, &bytes);
+            let menv = Env::new(Arc::new(m.clone()));
+            for e in [
+                Db::open(DIR, opts(&menv, design)).unwrap_err(),
+                shale::verify(DIR, opts(&menv, design)).unwrap_err(),
+            ] {
+                assert_eq!(corruption_at(&e), target, "{design}: {e}");
+                assert!(e.to_string().contains("another store"), "{e}");
+            }
+        }
+    }
+}
+
+/// Each WAL recovery mode on a log damaged in the middle: the default and absolute
+/// consistency refuse it, point in time opens the prefix before the damage, skip-any
+/// opens everything but the damaged block's records.
+#[test]
+fn wal_recovery_modes_on_damage_in_the_middle() {
+    use shale::WalRecoveryMode as M;
+    for design in wal_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let mut o = opts(&env, design);
+        o.write_buffer_size = 1 << 20;
+        let db = Db::open(DIR, o).unwrap();
+        let mut model = BTreeMap::new();
+        // About 100 KiB of log: several 32 KiB blocks.
+        for i in 0..1500 {
+            db.put(&key(i), &value(i, 0)).unwrap();
+            model.insert(key(i), value(i, 0));
+        }
+        db.close().unwrap();
+        let log = names_with(&mem, |n| n.ends_with(".log"))
+            .into_iter()
+            .max_by_key(|p| env.read_all(p, ReadCause::Other).unwrap().len())
+            .unwrap();
+        let mut bytes = env.read_all(&log, ReadCause::Other).unwrap();
+        assert!(bytes.len() > 3 * 32768, "{}", bytes.len());
+        bytes[40_000] ^= 0x01;
+        rewrite(&mem, &log, &bytes);
+        for mode in [M::TolerateCorruptedTailRecords, M::AbsoluteConsistency] {
+            let mut o = opts(&env, design);
+            o.wal_recovery_mode = mode;
+            let e = Db::open(DIR, o).unwrap_err();
+            assert_eq!(corruption_at(&e), log, "{design} {mode:?}");
+        }
+        let open_with = |mode| {
+            let m = mem.fork();
+            let mut o = opts(&Env::new(Arc::new(m)), design);
+            o.wal_recovery_mode = mode;
+            let db = Db::open(DIR, o).unwrap();
+            let got = scan(&db);
+            let dropped = db.stats().placement.wal_bytes_dropped;
+            db.close().unwrap();
+            (got, dropped)
+        };
+        let (pit, dropped) = open_with(M::PointInTimeRecovery);
+        assert!(dropped >= bytes.len() as u64 - 40_000, "{dropped}");
+        // A prefix of the writes (keys were written in order).
+        let n = pit.len() as u32;
+        assert!(n > 100 && n < 1500, "{n}");
+        assert!((0..n).all(|i| pit.get(&key(i)) == model.get(&key(i))));
+        let (skip, dropped) = open_with(M::SkipAnyCorruptedRecords);
+        assert!(dropped > 0 && dropped <= 32768, "{dropped}");
+        assert!(
+            skip.len() > pit.len() && skip.len() < 1500,
+            "{}",
+            skip.len()
+        );
+        assert!(skip.iter().all(|(k, v)| model.get(k) == Some(v)));
+        assert!(skip.contains_key(&key(1499)));
+    }
+}

@@ -140,6 +140,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             state: &placement_state,
             names: &names,
             last_sequence: last_seq,
+            store_id: versions.store_id(),
+            wal_recovery_mode: options.wal_recovery_mode,
         };
         let mut mem: Arc<dyn MemTable> = memtables();
         let mut failed: Option<Error> = None;

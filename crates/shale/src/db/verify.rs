@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicU64;
 use super::Wiring;
 use super::store_files::Presence;
 
-use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
 use crate::manifest;
@@ -17,8 +16,6 @@ use crate::options::Options;
 use crate::table::sst::Table;
 use crate::values::{PersistedState, PlacementChecked, VerifyContext};
 use crate::version::Version;
-use crate::wal::LogReader;
-use crate::wal::WriteBatch;
 
 /// What [`crate::verify`] checked.
 #[derive(Clone, Debug, Default)]
@@ -98,36 +95,17 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     let mut names = fs.list_dir(dir)?;
     names.sort();
     for name in &names {
-        let p = dir.join(name);
-        match parse_file_name(name) {
-            Some(FileKind::Log(_)) => {
-                let file = env.open(&p)?;
-                report.bytes += file.len();
-                let mut reader = LogReader::new(file, ReadCause::Other);
-                let mut record = Vec::new();
-                loop {
-                    let offset = reader.valid_end_offset();
-                    if !reader.next_record(&mut record)? {
-                        break;
-                    }
-                    WriteBatch::from_data(std::mem::take(&mut record)).map_err(|d| {
-                        Error::corruption(&p, offset, format!("bad write batch in log: {d}"))
-                    })?;
-                }
-                report.logs += 1;
-            }
-            Some(FileKind::Table(n)) => {
-                let file = env.open(&p)?;
-                report.bytes += file.len();
-                let table = Table::open(file, n, None, true)?;
-                table.verify()?;
-                report.entries += table.properties().num_entries;
-                report.tables += 1;
-                if live_tables.contains(&n) {
-                    tables.push(Arc::new(table));
-                }
-            }
-            _ => {}
+        let Some(FileKind::Table(n)) = parse_file_name(name) else {
+            continue;
+        };
+        let file = env.open(&dir.join(name))?;
+        report.bytes += file.len();
+        let table = Table::open(file, n, None, true)?;
+        table.verify()?;
+        report.entries += table.properties().num_entries;
+        report.tables += 1;
+        if live_tables.contains(&n) {
+            tables.push(Arc::new(table));
         }
     }
     let state = PersistedState {
@@ -140,7 +118,10 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         names: &names,
         state: &state,
         tables: &tables,
+        store_id: edits.iter().rev().find_map(|e| e.store_id).unwrap_or(0),
+        wal_recovery_mode: options.wal_recovery_mode,
     })?;
     report.bytes += report.placement.bytes;
+    report.logs += report.placement.logs;
     Ok(report)
 }
