@@ -62,7 +62,7 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     let mut report = VerifyReport::default();
     let manifest_number = manifest::read_current(env, dir)?;
     let manifest_path = dir.join(manifest::manifest_file_name(manifest_number));
-    let edits = manifest::read_manifest(env, dir, manifest_number)?;
+    let (edits, dropped_tail) = manifest::read_manifest_and_tail(env, dir, manifest_number)?;
     // The placement is built to read its state and check its files; nothing is opened.
     let axes = wiring(&options, dir, Arc::new(AtomicU64::new(0)));
     let expected = super::open::format_tag(axes.layout.as_ref(), axes.values.as_ref());
@@ -87,7 +87,8 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         version = version.apply(e).map_err(bad)?;
         log_number = e.log_number.unwrap_or(log_number);
     }
-    crate::version::check_tables_present(env, dir, &version, &manifest_path)?;
+    crate::version::check_tables_present(env, dir, &version, &manifest_path)
+        .map_err(|e| crate::version::blame_dropped_tail(e, &manifest_path, dropped_tail))?;
     let live_tables: BTreeSet<u64> = version.files().map(|(_, f)| f.number).collect();
     let mut tables = Vec::new();
     report.logs += 1;

@@ -107,6 +107,21 @@ impl ManifestWriter {
 /// log, for a record that does not decode as an edit (naming the record's offset) and for a
 /// missing file (CURRENT names it); the file system's error if the file cannot be read.
 pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEdit>> {
+    read_manifest_and_tail(env, dir, number).map(|(edits, _)| edits)
+}
+
+/// As [`read_manifest`], also returning how many bytes at the end were dropped as an
+/// interrupted append (0 when the MANIFEST ends with a whole record). A caller that finds
+/// the dropped edit's effects on disk (a file it deleted after committing) must report
+/// that, not the store's state without it (`docs/format/manifest.md` §1).
+///
+/// # Errors
+/// As [`read_manifest`].
+pub fn read_manifest_and_tail(
+    env: &Env,
+    dir: &Path,
+    number: u64,
+) -> Result<(Vec<VersionEdit>, u64)> {
     let path = dir.join(manifest_file_name(number));
     let file = match env.open(&path) {
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -144,7 +159,7 @@ pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEd
             ));
         }
     }
-    Ok(edits)
+    Ok((edits, dropped))
 }
 
 #[cfg(test)]
@@ -227,9 +242,13 @@ mod tests {
         let last = spans[39];
         for cut in [last.1 - 1, last.0 + 3, last.0 + 1] {
             fs.modify(path, |b| b.truncate(cut as usize));
-            let edits = read_manifest(&env, Path::new("/db"), 3).unwrap();
+            let (edits, dropped) = read_manifest_and_tail(&env, Path::new("/db"), 3).unwrap();
             assert_eq!(edits.len(), 39, "cut {cut}");
+            assert_eq!(dropped, cut - last.0, "cut {cut}");
         }
+        fs.modify(path, |b| b.truncate(last.0 as usize));
+        let (edits, dropped) = read_manifest_and_tail(&env, Path::new("/db"), 3).unwrap();
+        assert_eq!((edits.len(), dropped), (39, 0));
     }
 
     #[test]

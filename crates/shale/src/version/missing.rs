@@ -61,3 +61,26 @@ pub fn check_tables_present(
         ),
     ))
 }
+
+/// `e`, a missing file found after replaying a MANIFEST whose last `dropped` bytes were
+/// taken for an interrupted append, explained: an edit deletes files only after it
+/// commits, so the dropped record was a committed edit, cut afterwards.
+pub fn blame_dropped_tail(e: Error, manifest: &Path, dropped: u64) -> Error {
+    match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } if dropped > 0 => Error::Corruption {
+            file,
+            offset,
+            detail: format!(
+                "{detail}; the last {dropped} bytes of {} were dropped as an interrupted \
+                 append, but an edit deletes files only once committed: that record was a \
+                 committed edit, cut afterwards",
+                manifest.display()
+            ),
+        },
+        e => e,
+    }
+}

@@ -14,7 +14,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 pub use crate::manifest::{FileMeta, PinnedFilter};
-pub use missing::check_tables_present;
+pub use missing::{blame_dropped_tail, check_tables_present};
 
 use crate::key::compare_internal;
 use crate::manifest::{Axis, AxisRecord, VersionEdit};

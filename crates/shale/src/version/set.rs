@@ -89,7 +89,7 @@ impl VersionSet {
         let min_next_file = file_numbers.load(Ordering::Relaxed);
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
-        let edits = manifest::read_manifest(env, dir, number)?;
+        let (edits, dropped_tail) = manifest::read_manifest_and_tail(env, dir, number)?;
         let mut version = Version::with_layout(num_levels, layout);
         let mut log_number = 0;
         let mut next_file = 2;
@@ -154,7 +154,8 @@ impl VersionSet {
             .max(log_number + 1)
             .max(number + 1);
         // Before anything is written: a store with missing tables is refused unchanged.
-        super::check_tables_present(env, dir, &version, &path)?;
+        super::check_tables_present(env, dir, &version, &path)
+            .map_err(|e| super::blame_dropped_tail(e, &path, dropped_tail))?;
         file_numbers.store(next_file, Ordering::Relaxed);
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
