@@ -25,7 +25,7 @@ mod tail;
 #[cfg(test)]
 mod test_fs;
 
-pub use axis::{Axis, AxisRecord, AxisState, AxisStates, NoState, PersistedState};
+pub use axis::{Axis, AxisRecord, AxisState, AxisStateCopy, AxisStates, NoState, PersistedState};
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };

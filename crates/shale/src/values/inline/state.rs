@@ -11,7 +11,6 @@
 //!
 //! Kinds are on-disk constants: never renumber.
 
-use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::format::{Reader, put_varint64};
@@ -41,22 +40,15 @@ impl WalRecord {
     }
 
     fn encode(self) -> AxisRecord {
-        let mut p = Vec::new();
-        let k = match self {
-            WalRecord::Live(n) => {
-                put_varint64(&mut p, n);
-                kind::LIVE
-            }
-            WalRecord::Sealed(n, len) => {
-                put_varint64(&mut p, n);
-                put_varint64(&mut p, len);
-                kind::SEALED
-            }
-            WalRecord::Retired(n) => {
-                put_varint64(&mut p, n);
-                kind::RETIRED
-            }
+        let (k, fields) = match self {
+            WalRecord::Live(n) => (kind::LIVE, vec![n]),
+            WalRecord::Sealed(n, len) => (kind::SEALED, vec![n, len]),
+            WalRecord::Retired(n) => (kind::RETIRED, vec![n]),
         };
+        let mut p = Vec::new();
+        for f in fields {
+            put_varint64(&mut p, f);
+        }
         AxisRecord::new(Axis::Values, k, p)
     }
 
@@ -142,18 +134,6 @@ impl AxisState for WalState {
             };
             out.push(r.encode());
         }
-    }
-
-    fn clone_box(&self) -> Box<dyn AxisState> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
