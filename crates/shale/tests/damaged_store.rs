@@ -51,6 +51,14 @@ fn build(env: &Env, design: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
     model
 }
 
+/// A fresh in-memory file system holding a store of `design` built by [`build`].
+fn built(design: &str) -> (MemFs, Env, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let mem = MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
+    let model = build(&env, design);
+    (mem, env, model)
+}
+
 /// Every file of the store and its bytes (LOCK excluded).
 fn files(mem: &MemFs) -> BTreeMap<PathBuf, Vec<u8>> {
     let env = Env::new(Arc::new(mem.clone()));
@@ -100,9 +108,7 @@ fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn missing_current_is_a_damaged_store_not_a_new_one() {
     for design in Options::available_presets() {
-        let mem = MemFs::new();
-        let env = Env::new(Arc::new(mem.clone()));
-        let model = build(&env, design);
+        let (mem, env, model) = built(design);
         mem.remove_file(&Path::new(DIR).join("CURRENT")).unwrap();
         let before = files(&mem);
         for create in [true, false] {
@@ -219,18 +225,16 @@ fn an_interrupted_creation_is_created_again() {
     }
 }
 
-/// Open and verify both refuse the store with `Error::Corruption` naming `file`; open
-/// leaves every file as it was when `unchanged`.
-fn open_and_verify_refuse(mem: &MemFs, design: &str, file: &Path, what: &str, unchanged: bool) {
+/// Open and verify both refuse the store with `Error::Corruption` naming `file`, and leave
+/// every file as it was.
+fn open_and_verify_refuse(mem: &MemFs, design: &str, file: &Path, what: &str) {
     let env = Env::new(Arc::new(mem.clone()));
     let before = files(mem);
     let e = shale::verify(DIR, opts(&env, design)).unwrap_err();
     assert_eq!(corruption_at(&e), file, "{design} {what}: verify: {e}");
     let e = Db::open(DIR, opts(&env, design)).unwrap_err();
     assert_eq!(corruption_at(&e), file, "{design} {what}: open: {e}");
-    if unchanged {
-        same_files(mem, &before, &format!("{design} {what}"));
-    }
+    same_files(mem, &before, &format!("{design} {what}"));
 }
 
 /// Case 9: a table the MANIFEST lists is missing: open and verify refuse the store, naming
@@ -238,9 +242,7 @@ fn open_and_verify_refuse(mem: &MemFs, design: &str, file: &Path, what: &str, un
 #[test]
 fn a_missing_table_is_corruption_at_open_and_in_verify() {
     for design in Options::available_presets() {
-        let mem = MemFs::new();
-        let env = Env::new(Arc::new(mem.clone()));
-        build(&env, design);
+        let (mem, _, _) = built(design);
         let tables = names_with(&mem, |n| n.ends_with(".sst"));
         assert!(tables.len() >= 2, "{design}: {tables:?}");
         for gone in [&tables[..1], &tables[..]] {
@@ -248,7 +250,7 @@ fn a_missing_table_is_corruption_at_open_and_in_verify() {
             for t in gone {
                 m.remove_file(t).unwrap();
             }
-            open_and_verify_refuse(&m, design, &gone[0], "missing table", true);
+            open_and_verify_refuse(&m, design, &gone[0], "missing table");
             let e = Db::open(DIR, opts(&Env::new(Arc::new(m.clone())), design)).unwrap_err();
             assert!(
                 e.to_string()
@@ -263,13 +265,11 @@ fn a_missing_table_is_corruption_at_open_and_in_verify() {
 #[test]
 fn a_missing_manifest_is_corruption() {
     for design in Options::available_presets() {
-        let mem = MemFs::new();
-        let env = Env::new(Arc::new(mem.clone()));
-        build(&env, design);
+        let (mem, env, _) = built(design);
         let number = shale::manifest::read_current(&env, Path::new(DIR)).unwrap();
         let path = Path::new(DIR).join(shale::manifest::manifest_file_name(number));
         mem.remove_file(&path).unwrap();
-        open_and_verify_refuse(&mem, design, &path, "missing MANIFEST", true);
+        open_and_verify_refuse(&mem, design, &path, "missing MANIFEST");
     }
 }
 
@@ -277,17 +277,13 @@ fn a_missing_manifest_is_corruption() {
 /// now agrees.
 #[test]
 fn a_missing_sealed_segment_is_corruption_in_verify_too() {
-    let mem = MemFs::new();
-    let env = Env::new(Arc::new(mem.clone()));
-    build(&env, "wisckey");
+    let (mem, _, _) = built("wisckey");
     let segments = names_with(&mem, |n| n.ends_with(".vlog"));
     assert!(segments.len() >= 2, "{segments:?}");
     for s in &segments {
         let m = mem.fork();
         m.remove_file(s).unwrap();
-        // The value log checks its segments after the version set has started a new
-        // MANIFEST (issue 17, case 10: a failed open still leaves one).
-        open_and_verify_refuse(&m, "wisckey", s, "missing segment", false);
+        open_and_verify_refuse(&m, "wisckey", s, "missing segment");
     }
 }
 
@@ -300,49 +296,58 @@ fn wal_presets() -> Vec<&'static str> {
         .collect()
 }
 
-/// A cleanly closed store whose newest WAL holds 200 writes (about 12 KiB). Returns the
-/// model and the log's path.
-fn build_with_log(env: &Env, mem: &MemFs, design: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, PathBuf) {
-    let mut o = opts(env, design);
+/// Put keys `keys` with values of `round`, in the store and the model.
+fn put_all(
+    db: &Db,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    keys: std::ops::Range<u32>,
+    round: u32,
+) {
+    for i in keys {
+        db.put(&key(i), &value(i, round)).unwrap();
+        model.insert(key(i), value(i, round));
+    }
+}
+
+/// The largest WAL of the store.
+fn largest_log(mem: &MemFs) -> PathBuf {
+    let env = Env::new(Arc::new(mem.clone()));
+    names_with(mem, |n| n.ends_with(".log"))
+        .into_iter()
+        .max_by_key(|p| env.read_all(p, ReadCause::Other).unwrap().len())
+        .unwrap()
+}
+
+/// A cleanly closed store of `design` whose memtables hold 1 MiB, after `fill` wrote to
+/// it. Returns the model and the largest log.
+fn closed_store(
+    mem: &MemFs,
+    design: &str,
+    fill: impl FnOnce(&Db, &mut BTreeMap<Vec<u8>, Vec<u8>>),
+) -> (BTreeMap<Vec<u8>, Vec<u8>>, PathBuf) {
+    let mut o = opts(&Env::new(Arc::new(mem.clone())), design);
     o.write_buffer_size = 1 << 20;
     let db = Db::open(DIR, o).unwrap();
     let mut model = BTreeMap::new();
-    for i in 0..300 {
-        db.put(&key(i), &value(i, 0)).unwrap();
-        model.insert(key(i), value(i, 0));
-    }
-    db.flush().unwrap();
-    for i in 0..200 {
-        db.put(&key(i), &value(i, 1)).unwrap();
-        model.insert(key(i), value(i, 1));
-    }
+    fill(&db, &mut model);
     db.close().unwrap();
-    let log = names_with(mem, |n| n.ends_with(".log"))
-        .into_iter()
-        .max_by_key(|p| env.read_all(p, ReadCause::Other).unwrap().len())
-        .unwrap();
-    (model, log)
+    (model, largest_log(mem))
+}
+
+/// A cleanly closed store whose newest WAL holds 200 writes (about 12 KiB). Returns the
+/// model and the log's path.
+fn build_with_log(mem: &MemFs, design: &str) -> (BTreeMap<Vec<u8>, Vec<u8>>, PathBuf) {
+    closed_store(mem, design, |db, model| {
+        put_all(db, model, 0..300, 0);
+        db.flush().unwrap();
+        put_all(db, model, 0..200, 1);
+    })
 }
 
 fn rewrite(mem: &MemFs, path: &Path, bytes: &[u8]) {
     let mut f = mem.create(path).unwrap();
     f.append(bytes).unwrap();
     f.sync().unwrap();
-}
-
-/// Open and verify both fail with `Error::Corruption` naming `log`; the log is still there,
-/// unchanged (a refused open deletes no log).
-fn log_damage_refused(mem: &MemFs, design: &str, log: &Path, what: &str) {
-    let env = Env::new(Arc::new(mem.clone()));
-    let before = env.read_all(log, ReadCause::Other).ok();
-    let e = shale::verify(DIR, opts(&env, design)).unwrap_err();
-    assert_eq!(corruption_at(&e), log, "{design} {what}: verify: {e}");
-    let e = Db::open(DIR, opts(&env, design)).unwrap_err();
-    assert_eq!(corruption_at(&e), log, "{design} {what}: open: {e}");
-    assert!(
-        env.read_all(log, ReadCause::Other).ok() == before,
-        "{design} {what}: the log changed"
-    );
 }
 
 /// Case 2: a zeroed 4 KiB page inside the newest WAL of a cleanly closed store is damage
@@ -353,12 +358,12 @@ fn a_zeroed_page_in_a_closed_log_is_corruption() {
     for design in wal_presets() {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
-        let (model, log) = build_with_log(&env, &mem, design);
+        let (model, log) = build_with_log(&mem, design);
         let mut bytes = env.read_all(&log, ReadCause::Other).unwrap();
         assert!(bytes.len() > 3 * 4096, "{design}: {} bytes", bytes.len());
         bytes[4096..8192].fill(0);
         rewrite(&mem, &log, &bytes);
-        log_damage_refused(&mem, design, &log, "zeroed page");
+        open_and_verify_refuse(&mem, design, &log, "zeroed page");
         let mut o = opts(&env, design);
         o.wal_recovery_mode = shale::WalRecoveryMode::PointInTimeRecovery;
         let db = Db::open(DIR, o).unwrap();
@@ -378,7 +383,7 @@ fn damage_to_the_last_record_of_a_closed_log_is_corruption() {
     for design in wal_presets() {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
-        let (_, log) = build_with_log(&env, &mem, design);
+        let (_, log) = build_with_log(&mem, design);
         let bytes = env.read_all(&log, ReadCause::Other).unwrap();
         let n = bytes.len();
         for (what, damaged) in [
@@ -396,7 +401,7 @@ fn damage_to_the_last_record_of_a_closed_log_is_corruption() {
                 Some(b) => rewrite(&m, &log, &b),
                 None => m.remove_file(&log).unwrap(),
             }
-            log_damage_refused(&m, design, &log, what);
+            open_and_verify_refuse(&m, design, &log, what);
         }
         // The undamaged store opens, and verify counts the log.
         let r = shale::verify(DIR, opts(&env, design)).unwrap();
@@ -440,7 +445,7 @@ fn a_deleted_older_log_is_found_missing() {
             db.close().unwrap();
         }
         image.remove_file(&logs[0]).unwrap();
-        log_damage_refused(&image, design, &logs[0], "older log deleted");
+        open_and_verify_refuse(&image, design, &logs[0], "older log deleted");
     }
 }
 
@@ -449,12 +454,11 @@ fn a_deleted_older_log_is_found_missing() {
 fn a_log_from_another_store_is_refused() {
     for design in wal_presets() {
         let mem = MemFs::new();
-        let env = Env::new(Arc::new(mem.clone()));
-        let (_, log) = build_with_log(&env, &mem, design);
+        let (_, log) = build_with_log(&mem, design);
         // Another store with the same history, so its log numbers are the same.
         let other = MemFs::new();
         let oenv = Env::new(Arc::new(other.clone()));
-        let (_, other_log) = build_with_log(&oenv, &other, design);
+        let (_, other_log) = build_with_log(&other, design);
         let bytes = oenv.read_all(&other_log, ReadCause::Other).unwrap();
         for target in [log.clone(), Path::new(DIR).join("999999.log")] {
             let m = mem.fork();
@@ -480,20 +484,8 @@ fn wal_recovery_modes_on_damage_in_the_middle() {
     for design in wal_presets() {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
-        let mut o = opts(&env, design);
-        o.write_buffer_size = 1 << 20;
-        let db = Db::open(DIR, o).unwrap();
-        let mut model = BTreeMap::new();
         // About 100 KiB of log: several 32 KiB blocks.
-        for i in 0..1500 {
-            db.put(&key(i), &value(i, 0)).unwrap();
-            model.insert(key(i), value(i, 0));
-        }
-        db.close().unwrap();
-        let log = names_with(&mem, |n| n.ends_with(".log"))
-            .into_iter()
-            .max_by_key(|p| env.read_all(p, ReadCause::Other).unwrap().len())
-            .unwrap();
+        let (model, log) = closed_store(&mem, design, |db, model| put_all(db, model, 0..1500, 0));
         let mut bytes = env.read_all(&log, ReadCause::Other).unwrap();
         assert!(bytes.len() > 3 * 32768, "{}", bytes.len());
         bytes[40_000] ^= 0x01;

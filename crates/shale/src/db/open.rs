@@ -168,10 +168,15 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 }
             },
             &mut edit,
-        )?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        );
+        // A refused recovery leaves no table it wrote behind (the store stays as it was).
+        let replayed = match (replayed, failed) {
+            (Ok(r), None) => r,
+            (Err(e), _) | (Ok(_), Some(e)) => {
+                replay.discard(&flushed);
+                return Err(e);
+            }
+        };
         replay.flush(&mem, &mut flushed)?;
         written.push(mem);
         edit.new_files.append(&mut flushed.new_files);
@@ -252,6 +257,16 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
+    /// Remove the tables `edit` adds (best effort: an orphan table is deleted by the next
+    /// open that succeeds).
+    fn discard(&self, edit: &VersionEdit) {
+        for (_, f) in &edit.new_files {
+            self.tables.evict(f.number);
+            let path = self.dir.join(crate::filename::table_file_name(f.number));
+            let _ = self.options.env.fs().remove_file(&path);
+        }
+    }
+
     fn flush(&self, mem: &Arc<dyn MemTable>, edit: &mut VersionEdit) -> Result<()> {
         let version = self.versions.current();
         let new_file = || self.versions.new_file_number();

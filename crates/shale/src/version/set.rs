@@ -23,7 +23,10 @@ pub struct VersionSet {
     dir: PathBuf,
     current: Arc<Version>,
     live: Vec<Weak<Version>>,
-    manifest: ManifestWriter,
+    /// The live MANIFEST's writer; `None` after recovery until the first commit starts a
+    /// new MANIFEST (snapshot, then CURRENT), so an open refused after the MANIFEST was
+    /// read (damaged logs) leaves the store's files as they were.
+    manifest: Option<ManifestWriter>,
     manifest_number: u64,
     log_number: u64,
     next_file: Arc<AtomicU64>,
@@ -51,7 +54,7 @@ impl std::fmt::Debug for VersionSet {
 /// What recovery found in the MANIFEST.
 #[derive(Debug)]
 pub struct Recovered {
-    /// The version set, with a fresh MANIFEST already written and CURRENT pointing at it.
+    /// The version set; its first commit starts a fresh MANIFEST.
     pub set: VersionSet,
     /// WAL files with a number `>= log_number` still hold unflushed writes.
     pub log_number: u64,
@@ -65,9 +68,10 @@ pub struct Recovered {
 }
 
 impl VersionSet {
-    /// Open the version set of the store in `dir`: read CURRENT and the MANIFEST it names,
-    /// replay the edits, then write a fresh MANIFEST holding one snapshot edit and point
-    /// CURRENT at it (so MANIFESTs never grow across restarts).
+    /// Open the version set of the store in `dir`: read CURRENT and the MANIFEST it names and
+    /// replay the edits. Nothing is written: the first commit writes a fresh MANIFEST
+    /// holding one snapshot edit and points CURRENT at it (so MANIFESTs never grow across
+    /// restarts, and a refused open changes nothing).
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
     /// `file_numbers` is the store's file-number counter, holding one more than the largest
@@ -158,29 +162,16 @@ impl VersionSet {
             .map_err(|e| super::blame_dropped_tail(e, &path, dropped_tail))?;
         file_numbers.store(next_file, Ordering::Relaxed);
         let next = file_numbers;
-        let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(version);
         let store_id = store_id.unwrap_or_else(manifest::new_store_id);
-        let manifest = Self::write_new_manifest(
-            env,
-            dir,
-            manifest_number,
-            &current,
-            log_number,
-            &next,
-            last_sequence,
-            format_tag,
-            store_id,
-            &axes,
-        )?;
         Ok(Recovered {
             set: VersionSet {
                 env: env.clone(),
                 dir: dir.to_path_buf(),
                 live: vec![Arc::downgrade(&current)],
                 current,
-                manifest,
-                manifest_number,
+                manifest: None,
+                manifest_number: number,
                 log_number,
                 next_file: next,
                 last_sequence,
@@ -229,7 +220,7 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             live: vec![Arc::downgrade(&current)],
             current,
-            manifest,
+            manifest: Some(manifest),
             manifest_number,
             log_number: 0,
             next_file: next,
@@ -331,10 +322,11 @@ impl VersionSet {
         let manifest_path = self
             .dir
             .join(manifest::manifest_file_name(self.manifest_number));
+        let manifest_len = self.manifest.as_ref().map_or(0, ManifestWriter::len);
         let next = self.current.apply(&edit).map_err(|detail| {
             Error::corruption(
                 &manifest_path,
-                self.manifest.len(),
+                manifest_len,
                 format!("refusing to commit an edit that does not apply: {detail}"),
             )
         })?;
@@ -342,7 +334,7 @@ impl VersionSet {
         axes.absorb(&edit.records).map_err(|detail| {
             Error::corruption(
                 &manifest_path,
-                self.manifest.len(),
+                manifest_len,
                 format!("refusing to commit an edit whose axis records do not fit: {detail}"),
             )
         })?;
@@ -353,7 +345,13 @@ impl VersionSet {
             debug_assert!(n >= self.log_number);
         }
         let next = Arc::new(next);
-        if self.manifest.len() >= self.max_manifest_bytes {
+        let appendable = self
+            .manifest
+            .as_mut()
+            .filter(|m| m.len() < self.max_manifest_bytes);
+        if let Some(m) = appendable {
+            m.append(&edit)?;
+        } else {
             let number = self.new_file_number();
             let log_number = edit.log_number.unwrap_or(self.log_number);
             let writer = Self::write_new_manifest(
@@ -368,10 +366,8 @@ impl VersionSet {
                 self.store_id,
                 &axes,
             )?;
-            self.manifest = writer;
+            self.manifest = Some(writer);
             self.manifest_number = number;
-        } else {
-            self.manifest.append(&edit)?;
         }
         if let Some(n) = edit.log_number {
             self.log_number = self.log_number.max(n);
