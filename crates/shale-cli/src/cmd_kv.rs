@@ -23,6 +23,12 @@ pub struct StoreArgs {
     /// Each axis chosen on its own, over the preset.
     #[command(flatten)]
     pub axes: crate::axes::AxisFlags,
+    /// What opening does with a damaged write-ahead log: tolerate-corrupted-tail-records
+    /// (drop a torn tail, refuse other damage), absolute-consistency (refuse any),
+    /// point-in-time (keep the writes before the first damage), skip-any-corrupted-records
+    /// (salvage everything readable).
+    #[arg(long, default_value = "tolerate-corrupted-tail-records")]
+    pub wal_recovery_mode: String,
 }
 
 impl StoreArgs {
@@ -30,6 +36,7 @@ impl StoreArgs {
         let mut o = Options::preset(&self.design)?;
         self.axes.apply(&mut o)?;
         o.create_if_missing = create;
+        o.wal_recovery_mode = shale::WalRecoveryMode::from_name(&self.wal_recovery_mode)?;
         Ok(o)
     }
 
@@ -330,11 +337,8 @@ pub fn stats(a: &StoreArgs) -> CliResult {
 
 /// Check every checksum of the store.
 pub fn verify(a: &StoreArgs) -> CliResult {
-    let mut o = Options::preset(&a.design)?;
-    a.axes.apply(&mut o)?;
-    o.create_if_missing = false;
     let spinner = crate::progress::spinner("verify");
-    let r = shale::verify(&a.db, o);
+    let r = shale::verify(&a.db, a.options(false)?);
     spinner.finish_and_clear();
     let r = r?;
     let mut out = std::io::stdout().lock();
@@ -352,6 +356,13 @@ pub fn verify(a: &StoreArgs) -> CliResult {
             out,
             "value log: {} segments, {} records, {} value pointers checked",
             r.placement.segments, r.placement.records, r.placement.pointers
+        )?;
+    }
+    if r.placement.log_bytes_dropped > 0 {
+        writeln!(
+            out,
+            "write-ahead log: open would drop {} bytes (a torn tail, or what --wal-recovery-mode cuts)",
+            r.placement.log_bytes_dropped
         )?;
     }
     out.flush()?;

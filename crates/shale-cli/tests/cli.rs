@@ -442,3 +442,100 @@ fn shape_draws_pebblesdb_and_wisckey_stores() {
         );
     }
 }
+
+/// Issue 17, case 1: with CURRENT gone, a write command does not create a new store over
+/// the old one's files, and read commands report the damage instead of "no store".
+#[test]
+fn a_store_without_current_is_reported_damaged_and_left_alone() {
+    for design in ["leveldb", "pebblesdb", "wisckey"] {
+        let tmp = TempDir::new(&format!("nocurrent-{design}"));
+        let input: String = (0..300)
+            .map(|i| format!("key{i:04}\tvalue {i}\n"))
+            .collect();
+        ok(&run_stdin(
+            &["load", "--db", tmp.db(), "--design", design],
+            input.as_bytes(),
+        ));
+        ok(&run(&["compact", "--db", tmp.db(), "--design", design]));
+        std::fs::remove_file(tmp.path().join("CURRENT")).unwrap();
+        let listing = || {
+            let mut v: Vec<(String, u64)> = std::fs::read_dir(tmp.path())
+                .unwrap()
+                .map(|e| e.unwrap())
+                .map(|e| {
+                    (
+                        e.file_name().into_string().unwrap(),
+                        e.metadata().unwrap().len(),
+                    )
+                })
+                .filter(|(n, _)| n != "LOCK")
+                .collect();
+            v.sort();
+            v
+        };
+        let before = listing();
+        for args in [
+            vec!["put", "--db", tmp.db(), "--design", design, "k", "v"],
+            vec!["get", "--db", tmp.db(), "--design", design, "key0001"],
+            vec![
+                "scan",
+                "--db",
+                tmp.db(),
+                "--design",
+                design,
+                "--prefix",
+                "key",
+            ],
+            vec!["verify", "--db", tmp.db(), "--design", design],
+        ] {
+            let o = run(&args);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{design} {args:?}: {}",
+                stderr(&o)
+            );
+            let e = stderr(&o);
+            assert!(
+                e.contains("damaged store") && e.contains("CURRENT"),
+                "{design} {args:?}: {e}"
+            );
+            assert!(!e.contains("no store"), "{e}");
+            assert_eq!(listing(), before, "{design} {args:?} changed the directory");
+        }
+    }
+}
+
+#[test]
+fn wal_recovery_mode_flag_is_checked() {
+    let tmp = TempDir::new("walmode");
+    ok(&run(&[
+        "put",
+        "--db",
+        tmp.db(),
+        "--wal-recovery-mode",
+        "point-in-time",
+        "k",
+        "v",
+    ]));
+    let o = run(&[
+        "get",
+        "--db",
+        tmp.db(),
+        "--wal-recovery-mode",
+        "absolute-consistency",
+        "k",
+    ]);
+    ok(&o);
+    assert_eq!(stdout(&o).trim(), "v");
+    let o = run(&[
+        "get",
+        "--db",
+        tmp.db(),
+        "--wal-recovery-mode",
+        "lenient",
+        "k",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("point-in-time"), "{}", stderr(&o));
+}

@@ -40,6 +40,6 @@ pub use design::verify;
 pub use error::{Error, Result};
 pub use options::{
     Axes, Compression, LayoutKind, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, Options, TableKind,
-    ValuesKind, WriteOptions,
+    ValuesKind, WalRecoveryMode, WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats};

@@ -323,6 +323,11 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Verify block checksums on every read. Default true.
     pub verify_checksums: bool,
+    /// What recovery does with damage in the write-ahead log (RocksDB's
+    /// `wal_recovery_mode`; see [`WalRecoveryMode`]). Default
+    /// [`WalRecoveryMode::TolerateCorruptedTailRecords`]. The value log (`values = vlog`)
+    /// keeps its own rules (`docs/format/vlog.md`).
+    pub wal_recovery_mode: WalRecoveryMode,
     /// Size at which the MANIFEST is rewritten as one snapshot edit into a new file (and
     /// CURRENT switched to it). Default 64 MiB; crash tests use a few KiB to exercise the
     /// switch often.
@@ -395,6 +400,7 @@ impl Default for Options {
             level0_stop_trigger: 36,
             max_background_compactions: 1,
             verify_checksums: true,
+            wal_recovery_mode: WalRecoveryMode::default(),
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             memory: MemoryKind::SkipList,
             values: ValuesKind::Inline,
@@ -411,6 +417,66 @@ impl Default for Options {
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
         }
+    }
+}
+
+/// What recovery does when a write-ahead log is damaged, after RocksDB's
+/// `WALRecoveryMode`. Each log is *known complete* through the length it had when it was
+/// closed (synced at a memtable switch or at `Db::close`, `docs/format/wal.md` §4); bytes
+/// beyond that, in the newest log only, may be a tail a crash tore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum WalRecoveryMode {
+    /// Drop a torn tail (beyond the known-complete length of the newest log, counted in
+    /// `Stats::placement`); any damage inside a known-complete prefix, a missing log the
+    /// MANIFEST or the log chain names, or a log of another store is
+    /// [`crate::Error::Corruption`] naming the file and offset. The default.
+    #[default]
+    TolerateCorruptedTailRecords,
+    /// As the default, but a torn tail is an error too: open succeeds only if every log
+    /// reads to its end (for stores that sync every write and want to hear of any loss).
+    AbsoluteConsistency,
+    /// Replay up to the first damage of any kind and stop there: the store opens with the
+    /// writes before it, a consistent point in time, and drops everything after it (the
+    /// bytes are counted in `Stats::placement`). A log of another store is still refused.
+    PointInTimeRecovery,
+    /// Salvage: skip every damaged record (resuming at the next 32 KiB block) and every
+    /// missing log, and replay all the rest. The result may not be a prefix of the write
+    /// history; for getting data out of a damaged store. A log of another store is still
+    /// refused.
+    SkipAnyCorruptedRecords,
+}
+
+impl WalRecoveryMode {
+    /// Every mode, with the name the command line uses.
+    pub const ALL: [(WalRecoveryMode, &'static str); 4] = [
+        (
+            WalRecoveryMode::TolerateCorruptedTailRecords,
+            "tolerate-corrupted-tail-records",
+        ),
+        (WalRecoveryMode::AbsoluteConsistency, "absolute-consistency"),
+        (WalRecoveryMode::PointInTimeRecovery, "point-in-time"),
+        (
+            WalRecoveryMode::SkipAnyCorruptedRecords,
+            "skip-any-corrupted-records",
+        ),
+    ];
+
+    /// The mode named `name` (as in [`WalRecoveryMode::ALL`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] listing the names.
+    pub fn from_name(name: &str) -> crate::Result<WalRecoveryMode> {
+        Self::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|&(m, _)| m)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|&(_, n)| n).collect();
+                crate::Error::InvalidArgument(format!(
+                    "unknown WAL recovery mode {name:?}; one of: {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 

@@ -150,22 +150,75 @@ fn fill_log(dir: &Path, o: Options) {
     db.close().unwrap();
 }
 
+/// The largest log file of an in-memory store under `dir`, and its bytes.
+fn largest_mem_log(mem: &MemFs, dir: &str) -> (PathBuf, Vec<u8>) {
+    let env = Env::new(Arc::new(mem.clone()));
+    mem.file_names()
+        .into_iter()
+        .filter(|p| p.starts_with(dir) && p.extension().is_some_and(|e| e == "log"))
+        .map(|p| {
+            let b = env.read_all(&p, shale::env::ReadCause::Other).unwrap();
+            (p, b)
+        })
+        .max_by_key(|(_, b)| b.len())
+        .unwrap()
+}
+
+/// Replace a file of an in-memory file system.
+fn rewrite(mem: &MemFs, path: &Path, bytes: &[u8]) {
+    use shale::env::FileSystem;
+    let mut f = mem.create(path).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+}
+
 #[test]
 fn recover_torn_log_tail_and_refuse_middle_corruption() {
-    let tmp = TempDir::new("torn");
-    let env = Env::posix();
-    let o = || {
-        let mut o = opts(&env);
+    let mem = MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
+    let o = |env: &Env| {
+        let mut o = opts(env);
         o.write_buffer_size = 1 << 20; // everything stays in the log
         o
     };
-    fill_log(tmp.path(), o());
+    // A crash while the last record was being written (no clean close, so how far the log
+    // is complete is not recorded): every write but the last comes back.
+    let db = Db::open("/torn", o(&env)).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    let image = mem.fork();
+    db.close().unwrap();
+    let (log, bytes) = largest_mem_log(&image, "/torn");
+    rewrite(&image, &log, &bytes[..bytes.len() - 20]);
+    {
+        let ienv = Env::new(Arc::new(image.clone()));
+        let db = Db::open("/torn", o(&ienv)).unwrap();
+        let got = all(&db);
+        assert_eq!(got.len(), 99);
+        assert!(!got.contains_key(&b"k099"[..]));
+        assert_eq!(db.stats().placement.wal_bytes_dropped, 126 - 20); // one record: 7 + 12 + 2 + 4 + 1 + 100 bytes
+        db.close().unwrap();
+    }
+
+    // After a clean close the log's length is in the MANIFEST: the same cut is damage
+    // (issue 17, case 3), unless the user asks for point-in-time recovery.
+    let tmp = TempDir::new("torn");
+    fill_log(tmp.path(), o(&Env::posix()));
     let log = largest_log(tmp.path());
     let bytes = std::fs::read(&log).unwrap();
-    // Tear the last record: every write but the last comes back.
     std::fs::write(&log, &bytes[..bytes.len() - 20]).unwrap();
+    match Db::open(tmp.path(), o(&Env::posix())) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!(file, log);
+            assert_eq!(offset, bytes.len() as u64 - 126);
+        }
+        other => panic!("expected corruption naming the log, got {other:?}"),
+    }
     {
-        let db = Db::open(tmp.path(), o()).unwrap();
+        let mut pit = o(&Env::posix());
+        pit.wal_recovery_mode = shale::WalRecoveryMode::PointInTimeRecovery;
+        let db = Db::open(tmp.path(), pit).unwrap();
         let got = all(&db);
         assert_eq!(got.len(), 99);
         assert!(!got.contains_key(&b"k099"[..]));
@@ -174,13 +227,13 @@ fn recover_torn_log_tail_and_refuse_middle_corruption() {
 
     // A second store: flip a byte in the middle of its log. Open must report it.
     let tmp2 = TempDir::new("middle");
-    fill_log(tmp2.path(), o());
+    fill_log(tmp2.path(), o(&Env::posix()));
     let log = largest_log(tmp2.path());
     let mut bytes = std::fs::read(&log).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
     std::fs::write(&log, &bytes).unwrap();
-    match Db::open(tmp2.path(), o()) {
+    match Db::open(tmp2.path(), o(&Env::posix())) {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, log),
         other => panic!("expected corruption naming the log, got {other:?}"),
     }
@@ -286,8 +339,8 @@ fn compaction_inputs_are_deleted_promptly() {
 /// the torn tail must be dropped, not taken for damage followed by a valid record.
 #[test]
 fn torn_record_holding_a_framed_record_is_a_torn_tail() {
-    let tmp = TempDir::new("embedded");
-    let env = Env::posix();
+    let mem = MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
     let mut o = opts(&env);
     o.write_buffer_size = 1 << 20;
     let mut framed = shale::wal::LogWriter::with_sink(Vec::new());
@@ -296,16 +349,18 @@ fn torn_record_holding_a_framed_record_is_a_torn_tail() {
     let mut value = vec![b'x'; 100];
     value.extend_from_slice(&framed);
     value.extend_from_slice(&[b'y'; 3000]);
-    {
-        let db = Db::open(tmp.path(), o.clone()).unwrap();
+    // A crash image taken before a clean close: the log's length is not recorded.
+    let image = {
+        let db = Db::open("/db", o.clone()).unwrap();
         db.put(b"a", b"first").unwrap();
         db.put(b"b", &value).unwrap();
+        let image = mem.fork();
         db.close().unwrap();
-    }
-    let log = largest_log(tmp.path());
-    let bytes = std::fs::read(&log).unwrap();
-    std::fs::write(&log, &bytes[..bytes.len() - 1000]).unwrap();
-    let db = Db::open(tmp.path(), o).unwrap();
+        image
+    };
+    let (log, bytes) = largest_mem_log(&image, "/db");
+    rewrite(&image, &log, &bytes[..bytes.len() - 1000]);
+    let db = Db::open("/db", o.with_env(Env::new(Arc::new(image)))).unwrap();
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"first"[..]));
     assert_eq!(db.get(b"b").unwrap(), None);
 }

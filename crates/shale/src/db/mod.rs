@@ -48,6 +48,7 @@ mod parallel_tests;
 mod read;
 mod snapshots;
 mod stats;
+mod store_files;
 mod value_jobs;
 mod verify;
 mod write;

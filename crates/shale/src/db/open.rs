@@ -13,13 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::background::flush_memtable;
+use super::store_files::Presence;
 use super::value_jobs::{Tree, count_superseded_over};
 use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
 use crate::cache::block_cache::BlockCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
-use crate::filename::{CURRENT_FILE, FileKind, LOCK_FILE, parse_file_name};
+use crate::filename::{CURRENT_TMP_FILE, LOCK_FILE, parse_file_name};
 use crate::layout::Layout;
 use crate::manifest::{AxisStates, VersionEdit};
 use crate::memory::MemTable;
@@ -57,7 +58,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         memtables,
         table,
     } = wiring(&options, dir, Arc::clone(&file_numbers));
-    let has_current = fs.exists(&dir.join(CURRENT_FILE))?;
+    // A directory with store files but no CURRENT is a damaged store, never a new one.
+    let has_current = super::store_files::presence(&env, dir)? == Presence::Store;
     let format_tag = format_tag(layout.as_ref(), values.as_ref());
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
@@ -107,11 +109,10 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
 
     versions.set_max_manifest_bytes(options.max_manifest_bytes);
 
-    // Remove leftovers of an interrupted CURRENT update.
-    for name in fs.list_dir(dir)? {
-        if parse_file_name(&name) == Some(FileKind::Temp) {
-            let _ = fs.remove_file(&dir.join(&name));
-        }
+    // Remove the leftover of an interrupted CURRENT update; other `*.tmp` files are not
+    // the store's.
+    if fs.exists(&dir.join(CURRENT_TMP_FILE))? {
+        let _ = fs.remove_file(&dir.join(CURRENT_TMP_FILE));
     }
 
     let block_cache = (options.block_cache_bytes > 0)
@@ -143,6 +144,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             state: &placement_state,
             names: &names,
             last_sequence: last_seq,
+            store_id: versions.store_id(),
+            wal_recovery_mode: options.wal_recovery_mode,
         };
         let mut mem: Arc<dyn MemTable> = memtables();
         let mut failed: Option<Error> = None;
@@ -169,10 +172,15 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 }
             },
             &mut edit,
-        )?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        );
+        // A refused recovery leaves no table it wrote behind (the store stays as it was).
+        let replayed = match (replayed, failed) {
+            (Ok(r), None) => r,
+            (Err(e), _) | (Ok(_), Some(e)) => {
+                replay.discard(&flushed);
+                return Err(e);
+            }
+        };
         replay.flush(&mem, &mut flushed)?;
         written.push(mem);
         edit.extend(flushed);
@@ -260,6 +268,16 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
+    /// Remove the tables `edit` adds (best effort: an orphan table is deleted by the next
+    /// open that succeeds).
+    fn discard(&self, edit: &VersionEdit) {
+        for (_, f) in &edit.new_files {
+            self.tables.evict(f.number);
+            let path = self.dir.join(crate::filename::table_file_name(f.number));
+            let _ = self.options.env.fs().remove_file(&path);
+        }
+    }
+
     /// Flush `mem` through the layout, adding what it wrote to `edit`.
     fn flush(&self, mem: &Arc<dyn MemTable>, edit: &mut VersionEdit) -> Result<()> {
         let version = Arc::clone(&self.version.borrow());

@@ -1,13 +1,13 @@
 //! `verify`: read every byte of every file of a store and check every checksum.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::Wiring;
+use super::store_files::Presence;
 
-use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
 use crate::manifest;
@@ -16,8 +16,6 @@ use crate::options::Options;
 use crate::table::{TableId, TableReadOptions};
 use crate::values::{PersistedState, PlacementChecked, VerifyContext};
 use crate::version::Version;
-use crate::wal::LogReader;
-use crate::wal::WriteBatch;
 
 /// What [`crate::verify`] checked.
 #[derive(Clone, Debug, Default)]
@@ -37,12 +35,12 @@ pub struct VerifyReport {
 }
 
 /// The format tag the store in `dir` records (the design that wrote it), or `None` when
-/// there is no store (no CURRENT) or its MANIFEST holds none.
+/// there is no store (no CURRENT and no store file) or its MANIFEST holds none.
 ///
 /// # Errors
-/// A damaged CURRENT or MANIFEST, or I/O.
+/// A damaged or missing CURRENT (store files without one), a damaged MANIFEST, or I/O.
 pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Option<String>> {
-    if !env.fs().exists(&dir.join(crate::filename::CURRENT_FILE))? {
+    if super::store_files::presence(env, dir)? == Presence::None {
         return Ok(None);
     }
     let number = manifest::read_current(env, dir)?;
@@ -55,7 +53,7 @@ pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Opti
 pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Result<VerifyReport> {
     let env = &options.env;
     let fs = env.fs();
-    if !fs.exists(&dir.join(crate::filename::CURRENT_FILE))? {
+    if super::store_files::presence(env, dir)? == Presence::None {
         return Err(Error::InvalidArgument(format!(
             "no store at {}: CURRENT is missing",
             dir.display()
@@ -64,7 +62,7 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     let mut report = VerifyReport::default();
     let manifest_number = manifest::read_current(env, dir)?;
     let manifest_path = dir.join(manifest::manifest_file_name(manifest_number));
-    let edits = manifest::read_manifest(env, dir, manifest_number)?;
+    let (edits, dropped_tail) = manifest::read_manifest_and_tail(env, dir, manifest_number)?;
     // The placement is built to read its state and check its files; nothing is opened.
     let axes = wiring(&options, dir, Arc::new(AtomicU64::new(0)));
     let expected = super::open::format_tag(axes.layout.as_ref(), axes.values.as_ref());
@@ -89,51 +87,33 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         version = version.apply(e).map_err(bad)?;
         log_number = e.log_number.unwrap_or(log_number);
     }
-    let live_tables: BTreeSet<u64> = version.files().map(|(_, f)| f.number).collect();
+    crate::version::check_tables_present(env, dir, &version, &manifest_path)
+        .map_err(|e| crate::version::blame_dropped_tail(e, &manifest_path, dropped_tail))?;
+    let live_sizes: BTreeMap<u64, u64> = version.files().map(|(_, f)| (f.number, f.size)).collect();
     let mut tables = Vec::new();
     report.logs += 1;
     report.bytes += fs.file_size(&dir.join(manifest::manifest_file_name(manifest_number)))?;
     let mut names = fs.list_dir(dir)?;
     names.sort();
     for name in &names {
-        let p = dir.join(name);
-        match parse_file_name(name) {
-            Some(FileKind::Log(_)) => {
-                let file = env.open(&p)?;
-                report.bytes += file.len();
-                let mut reader = LogReader::new(file, ReadCause::Other);
-                let mut record = Vec::new();
-                loop {
-                    let offset = reader.valid_end_offset();
-                    if !reader.next_record(&mut record)? {
-                        break;
-                    }
-                    WriteBatch::from_data(std::mem::take(&mut record)).map_err(|d| {
-                        Error::corruption(&p, offset, format!("bad write batch in log: {d}"))
-                    })?;
-                }
-                report.logs += 1;
-            }
-            Some(FileKind::Table(n)) => {
-                let file = env.open(&p)?;
-                report.bytes += file.len();
-                let id = TableId {
-                    number: n,
-                    size: file.len(),
-                };
-                let read = TableReadOptions {
-                    block_cache: None,
-                    verify_checksums: true,
-                };
-                let table = axes.table.open(file, id, &read)?;
-                table.verify()?;
-                report.entries += table.properties().num_entries;
-                report.tables += 1;
-                if live_tables.contains(&n) {
-                    tables.push(table);
-                }
-            }
-            _ => {}
+        let Some(FileKind::Table(n)) = parse_file_name(name) else {
+            continue;
+        };
+        let file = env.open(&dir.join(name))?;
+        report.bytes += file.len();
+        // A live table is read as the generation the MANIFEST committed (its recorded size);
+        // a file of another length is corruption, as open would find.
+        let size = live_sizes.get(&n).copied().unwrap_or(file.len());
+        let read = TableReadOptions {
+            block_cache: None,
+            verify_checksums: true,
+        };
+        let table = axes.table.open(file, TableId { number: n, size }, &read)?;
+        table.verify()?;
+        report.entries += table.properties().num_entries;
+        report.tables += 1;
+        if live_sizes.contains_key(&n) {
+            tables.push(table);
         }
     }
     let state = PersistedState {
@@ -146,7 +126,10 @@ pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         names: &names,
         state: &state,
         tables: &tables,
+        store_id: edits.iter().rev().find_map(|e| e.store_id).unwrap_or(0),
+        wal_recovery_mode: options.wal_recovery_mode,
     })?;
     report.bytes += report.placement.bytes;
+    report.logs += report.placement.logs;
     Ok(report)
 }

@@ -90,7 +90,7 @@ impl AxisRecord {
 ///
 /// The version set keeps one per axis and never looks inside; the axis that made it reads
 /// it back with [`AxisState::as_any`].
-pub trait AxisState: Send + Sync + Debug {
+pub trait AxisState: AxisStateCopy + Send + Sync + Debug {
     /// Fold in the records one edit holds for this axis (in the edit's order; an edit with
     /// none is not passed). A record that does not fit (unknown kind or version, a bad
     /// payload) is an error describing it.
@@ -98,15 +98,33 @@ pub trait AxisState: Send + Sync + Debug {
 
     /// Records that rebuild this state from nothing, for the first edit of a new MANIFEST.
     fn snapshot(&self, out: &mut Vec<AxisRecord>);
+}
 
+/// Copying and downcasting an [`AxisState`]: implemented for every state that is `Clone`,
+/// so an axis writes only `absorb` and `snapshot`.
+pub trait AxisStateCopy {
     /// A copy (the version set applies an edit to a copy and keeps it once committed).
     fn clone_box(&self) -> Box<dyn AxisState>;
 
     /// The concrete state, for the axis that made it.
     fn as_any(&self) -> &dyn Any;
 
-    /// As [`AxisState::as_any`], mutable.
+    /// As [`AxisStateCopy::as_any`], mutable.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: AxisState + Clone + 'static> AxisStateCopy for T {
+    fn clone_box(&self) -> Box<dyn AxisState> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
 impl Clone for Box<dyn AxisState> {
@@ -133,18 +151,6 @@ impl AxisState for NoState {
     }
 
     fn snapshot(&self, _out: &mut Vec<AxisRecord>) {}
-
-    fn clone_box(&self) -> Box<dyn AxisState> {
-        Box::new(*self)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
 }
 
 /// What the MANIFEST says about the value placement: the engine's log number and the

@@ -52,6 +52,9 @@ mod tag {
     /// A record of one axis: `axis: u8`, `kind: varint32`, `version: u8`, then the owner's
     /// bytes (the rest of the payload).
     pub const AXIS_RECORD: u64 = 16;
+    /// The store's identity, a random u64 drawn when the store was created (in the first
+    /// edit of each MANIFEST); logs carry it so that another store's log is refused.
+    pub const STORE_ID: u64 = 17;
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -76,6 +79,9 @@ pub struct VersionEdit {
     pub format_tag: Option<String>,
     /// What the axes persist with this edit, in order (see [`super::axis`]).
     pub records: Vec<AxisRecord>,
+    /// The store's identity (the first edit of each MANIFEST; stores written before it
+    /// existed have none until their next open).
+    pub store_id: Option<u64>,
 }
 
 impl VersionEdit {
@@ -83,7 +89,7 @@ impl VersionEdit {
     /// own, so that applying the result equals applying this edit and then `later` when
     /// `later` deletes nothing this edit adds (recovery gathers several flushes into the
     /// one edit it commits). Scalars and the
-    /// format tag are taken from `later` where it sets them.
+    /// format tag and the store id are taken from `later` where it sets them.
     pub fn extend(&mut self, later: VersionEdit) {
         let VersionEdit {
             log_number,
@@ -93,6 +99,7 @@ impl VersionEdit {
             deleted_files,
             compact_pointers,
             format_tag,
+            store_id,
             records,
         } = later;
         self.log_number = log_number.or(self.log_number);
@@ -102,12 +109,18 @@ impl VersionEdit {
         self.deleted_files.extend(deleted_files);
         self.compact_pointers.extend(compact_pointers);
         self.format_tag = format_tag.or(self.format_tag.take());
+        self.store_id = store_id.or(self.store_id);
         self.records.extend(records);
     }
 
     /// Append the encoding of this edit to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        let scalars = [self.log_number, self.next_file_number, self.last_sequence];
+        let scalars = [
+            self.log_number,
+            self.next_file_number,
+            self.last_sequence,
+            self.store_id,
+        ];
         let count = usize::from(self.format_tag.is_some())
             + scalars.iter().filter(|v| v.is_some()).count()
             + self.compact_pointers.len()
@@ -123,6 +136,7 @@ impl VersionEdit {
             (tag::LOG_NUMBER, self.log_number),
             (tag::NEXT_FILE_NUMBER, self.next_file_number),
             (tag::LAST_SEQUENCE, self.last_sequence),
+            (tag::STORE_ID, self.store_id),
         ] {
             if let Some(v) = v {
                 p.clear();
@@ -231,6 +245,7 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
         tag::LOG_NUMBER => once(&mut e.log_number, r.varint64()?, "log number")?,
         tag::NEXT_FILE_NUMBER => once(&mut e.next_file_number, r.varint64()?, "next file number")?,
         tag::LAST_SEQUENCE => once(&mut e.last_sequence, r.varint64()?, "last sequence")?,
+        tag::STORE_ID => once(&mut e.store_id, r.varint64()?, "store id")?,
         tag::COMPACT_POINTER => {
             let level = r.varint32()?;
             let key = r.bytes(r.remaining())?;
@@ -394,6 +409,7 @@ mod tests {
                 },
                 rec(Axis::Memory, 0, &[0xff; 40]),
             ],
+            store_id: Some(0x1234_5678_9abc_def0),
         }
     }
 

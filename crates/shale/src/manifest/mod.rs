@@ -20,16 +20,18 @@ pub mod axis;
 mod current;
 mod edit;
 mod file_meta;
+mod store_id;
 mod tail;
 #[cfg(test)]
 mod test_fs;
 
-pub use axis::{Axis, AxisRecord, AxisState, AxisStates, NoState, PersistedState};
+pub use axis::{Axis, AxisRecord, AxisState, AxisStateCopy, AxisStates, NoState, PersistedState};
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };
 pub use edit::{LEGACY_AXIS_TAGS, VersionEdit};
 pub use file_meta::{FileMeta, PinnedFilter};
+pub use store_id::new_store_id;
 
 /// Appends edits to one MANIFEST file, syncing each.
 ///
@@ -102,11 +104,35 @@ impl ManifestWriter {
 ///
 /// # Errors
 /// [`crate::Error::Corruption`] naming the file and offset for damage in the middle of the
-/// log, and for a record that does not decode as an edit (naming the record's offset); the
-/// file system's error if the file cannot be read.
+/// log, for a record that does not decode as an edit (naming the record's offset) and for a
+/// missing file (CURRENT names it); the file system's error if the file cannot be read.
 pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEdit>> {
+    read_manifest_and_tail(env, dir, number).map(|(edits, _)| edits)
+}
+
+/// As [`read_manifest`], also returning how many bytes at the end were dropped as an
+/// interrupted append (0 when the MANIFEST ends with a whole record). A caller that finds
+/// the dropped edit's effects on disk (a file it deleted after committing) must report
+/// that, not the store's state without it (`docs/format/manifest.md` §1).
+///
+/// # Errors
+/// As [`read_manifest`].
+pub fn read_manifest_and_tail(
+    env: &Env,
+    dir: &Path,
+    number: u64,
+) -> Result<(Vec<VersionEdit>, u64)> {
     let path = dir.join(manifest_file_name(number));
-    let file = env.open(&path)?;
+    let file = match env.open(&path) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "CURRENT names this MANIFEST, but the file is missing",
+            ));
+        }
+        r => r?,
+    };
     let mut reader = LogReader::new(file.clone(), ReadCause::Recovery);
     let mut edits = Vec::new();
     let mut record = Vec::new();
@@ -133,7 +159,7 @@ pub fn read_manifest(env: &Env, dir: &Path, number: u64) -> Result<Vec<VersionEd
             ));
         }
     }
-    Ok(edits)
+    Ok((edits, dropped))
 }
 
 #[cfg(test)]
@@ -216,9 +242,13 @@ mod tests {
         let last = spans[39];
         for cut in [last.1 - 1, last.0 + 3, last.0 + 1] {
             fs.modify(path, |b| b.truncate(cut as usize));
-            let edits = read_manifest(&env, Path::new("/db"), 3).unwrap();
+            let (edits, dropped) = read_manifest_and_tail(&env, Path::new("/db"), 3).unwrap();
             assert_eq!(edits.len(), 39, "cut {cut}");
+            assert_eq!(dropped, cut - last.0, "cut {cut}");
         }
+        fs.modify(path, |b| b.truncate(last.0 as usize));
+        let (edits, dropped) = read_manifest_and_tail(&env, Path::new("/db"), 3).unwrap();
+        assert_eq!((edits.len(), dropped), (39, 0));
     }
 
     #[test]
@@ -281,10 +311,13 @@ mod tests {
     }
 
     #[test]
-    fn missing_manifest_is_an_io_error() {
+    fn missing_manifest_is_corruption() {
         let (_fs, env) = TestFs::env();
         let e = read_manifest(&env, Path::new("/db"), 9).unwrap_err();
-        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(
+            matches!(&e, Error::Corruption { file, offset: 0, .. } if file == Path::new("/db/MANIFEST-000009")),
+            "{e}"
+        );
     }
 
     #[test]

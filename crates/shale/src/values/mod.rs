@@ -50,6 +50,13 @@ impl std::fmt::Display for PlacementStats {
     /// segment.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mb = |b: u64| b as f64 / 1e6;
+        if self.wal_bytes_dropped > 0 {
+            writeln!(
+                f,
+                "recovery dropped {} bytes of write-ahead log (a torn tail, or damage the WAL recovery mode cut)",
+                self.wal_bytes_dropped
+            )?;
+        }
         if self.segments.is_empty() {
             return Ok(());
         }
@@ -93,6 +100,10 @@ pub struct RecoverContext<'a> {
     /// The last sequence number the MANIFEST records (new writes continue after it and
     /// after every replayed one).
     pub last_sequence: SeqNo,
+    /// The store's id (MANIFEST tag 17): a log must carry it.
+    pub store_id: u64,
+    /// What to do with damage in the write-ahead log ([`crate::Options::wal_recovery_mode`]).
+    pub wal_recovery_mode: crate::options::WalRecoveryMode,
 }
 
 /// Receives each entry as the memory component must store it: key, sequence number, kind,
@@ -116,6 +127,9 @@ pub struct PlacementStats {
     pub gc_runs: u64,
     /// Records garbage collection skipped without a lookup: a flush had superseded them.
     pub gc_records_skipped: u64,
+    /// Bytes of write-ahead log that recovery dropped at open: torn tails, and what the
+    /// WAL recovery mode cut or skipped.
+    pub wal_bytes_dropped: u64,
 }
 
 /// A value placement and its durability log.
@@ -326,6 +340,10 @@ pub struct VerifyContext<'a> {
     pub state: &'a PersistedState,
     /// The live tables, opened.
     pub tables: &'a [Arc<dyn crate::table::TableReader>],
+    /// The store's id (MANIFEST tag 17).
+    pub store_id: u64,
+    /// The WAL recovery mode open would use.
+    pub wal_recovery_mode: crate::options::WalRecoveryMode,
 }
 
 /// What a placement's checks found, for [`crate::VerifyReport`].
@@ -339,4 +357,9 @@ pub struct PlacementChecked {
     pub records: u64,
     /// Value pointers in live tables checked against the record they name.
     pub pointers: u64,
+    /// Write-ahead logs replayed as recovery would.
+    pub logs: usize,
+    /// Bytes of those logs that recovery would drop (a torn tail, or what the WAL recovery
+    /// mode cuts or skips).
+    pub log_bytes_dropped: u64,
 }

@@ -5,6 +5,7 @@
 //! iterators hold an `Arc<Version>`, so the files they read cannot be deleted under them:
 //! [`set::VersionSet`] deletes a file only when no live version lists it.
 
+mod missing;
 pub mod set;
 #[cfg(test)]
 pub(crate) mod text;
@@ -13,6 +14,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 pub use crate::manifest::{FileMeta, PinnedFilter};
+pub use missing::{blame_dropped_tail, check_tables_present};
 
 use crate::key::compare_internal;
 use crate::manifest::{Axis, AxisRecord, VersionEdit};

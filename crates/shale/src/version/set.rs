@@ -23,12 +23,17 @@ pub struct VersionSet {
     dir: PathBuf,
     current: Arc<Version>,
     live: Vec<Weak<Version>>,
-    manifest: ManifestWriter,
+    /// The live MANIFEST's writer; `None` after recovery until the first commit starts a
+    /// new MANIFEST (snapshot, then CURRENT), so an open refused after the MANIFEST was
+    /// read (damaged logs) leaves the store's files as they were.
+    manifest: Option<ManifestWriter>,
     manifest_number: u64,
     log_number: u64,
     next_file: Arc<AtomicU64>,
     last_sequence: SeqNo,
     format_tag: String,
+    /// The store's identity (MANIFEST tag 17), written in every snapshot edit.
+    store_id: u64,
     max_manifest_bytes: u64,
     /// What the edits recorded for the axes other than the layout (whose state is in each
     /// version).
@@ -49,7 +54,7 @@ impl std::fmt::Debug for VersionSet {
 /// What recovery found in the MANIFEST.
 #[derive(Debug)]
 pub struct Recovered {
-    /// The version set, with a fresh MANIFEST already written and CURRENT pointing at it.
+    /// The version set; its first commit starts a fresh MANIFEST.
     pub set: VersionSet,
     /// WAL files with a number `>= log_number` still hold unflushed writes.
     pub log_number: u64,
@@ -57,12 +62,16 @@ pub struct Recovered {
     pub last_sequence: SeqNo,
     /// What the MANIFEST recorded for the axes other than the layout.
     pub axes: AxisStates,
+    /// The store's identity: the MANIFEST's, or a fresh one for a store written before
+    /// store ids existed (recorded in the new MANIFEST from now on).
+    pub store_id: u64,
 }
 
 impl VersionSet {
-    /// Open the version set of the store in `dir`: read CURRENT and the MANIFEST it names,
-    /// replay the edits, then write a fresh MANIFEST holding one snapshot edit and point
-    /// CURRENT at it (so MANIFESTs never grow across restarts).
+    /// Open the version set of the store in `dir`: read CURRENT and the MANIFEST it names and
+    /// replay the edits. Nothing is written: the first commit writes a fresh MANIFEST
+    /// holding one snapshot edit and points CURRENT at it (so MANIFESTs never grow across
+    /// restarts, and a refused open changes nothing).
     ///
     /// `format_tag` names the layout; a store made with another layout is refused.
     /// `file_numbers` is the store's file-number counter, holding one more than the largest
@@ -84,11 +93,12 @@ impl VersionSet {
         let min_next_file = file_numbers.load(Ordering::Relaxed);
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
-        let edits = manifest::read_manifest(env, dir, number)?;
+        let (edits, dropped_tail) = manifest::read_manifest_and_tail(env, dir, number)?;
         let mut version = Version::with_layout(num_levels, layout);
         let mut log_number = 0;
         let mut next_file = 2;
         let mut last_sequence = 0;
+        let mut store_id = None;
         // The design first: another design's records would not fit this one's states.
         if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
             && t != format_tag
@@ -112,6 +122,7 @@ impl VersionSet {
             if let Some(n) = edit.next_file_number {
                 next_file = n;
             }
+            store_id = edit.store_id.or(store_id);
             if let Some(n) = edit.last_sequence {
                 if n > crate::key::MAX_SEQNO {
                     return Err(Error::corruption(
@@ -146,39 +157,33 @@ impl VersionSet {
             .max(max_file + 1)
             .max(log_number + 1)
             .max(number + 1);
+        // Before anything is written: a store with missing tables is refused unchanged.
+        super::check_tables_present(env, dir, &version, &path)
+            .map_err(|e| super::blame_dropped_tail(e, &path, dropped_tail))?;
         file_numbers.store(next_file, Ordering::Relaxed);
         let next = file_numbers;
-        let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(version);
-        let manifest = Self::write_new_manifest(
-            env,
-            dir,
-            manifest_number,
-            &current,
-            log_number,
-            &next,
-            last_sequence,
-            format_tag,
-            &axes,
-        )?;
+        let store_id = store_id.unwrap_or_else(manifest::new_store_id);
         Ok(Recovered {
             set: VersionSet {
                 env: env.clone(),
                 dir: dir.to_path_buf(),
                 live: vec![Arc::downgrade(&current)],
                 current,
-                manifest,
-                manifest_number,
+                manifest: None,
+                manifest_number: number,
                 log_number,
                 next_file: next,
                 last_sequence,
                 format_tag: format_tag.to_string(),
+                store_id,
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
                 axes: axes.clone(),
             },
             log_number,
             last_sequence,
             axes,
+            store_id,
         })
     }
 
@@ -197,6 +202,7 @@ impl VersionSet {
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::with_layout(num_levels, layout));
+        let store_id = manifest::new_store_id();
         let manifest = Self::write_new_manifest(
             env,
             dir,
@@ -206,6 +212,7 @@ impl VersionSet {
             &next,
             0,
             format_tag,
+            store_id,
             &axes,
         )?;
         Ok(VersionSet {
@@ -213,12 +220,13 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             live: vec![Arc::downgrade(&current)],
             current,
-            manifest,
+            manifest: Some(manifest),
             manifest_number,
             log_number: 0,
             next_file: next,
             last_sequence: 0,
             format_tag: format_tag.to_string(),
+            store_id,
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             axes,
         })
@@ -234,6 +242,7 @@ impl VersionSet {
         next_file: &AtomicU64,
         last_sequence: SeqNo,
         format_tag: &str,
+        store_id: u64,
         axes: &AxisStates,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
@@ -243,6 +252,7 @@ impl VersionSet {
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(last_sequence);
         edit.format_tag = Some(format_tag.to_string());
+        edit.store_id = Some(store_id);
         writer.append(&edit)?;
         // The new MANIFEST's directory entry must be durable before CURRENT names it;
         // write_current syncs the directory after its rename, which covers both.
@@ -263,6 +273,11 @@ impl VersionSet {
     /// Draw a new file number.
     pub fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The store's identity (see [`Recovered::store_id`]).
+    pub fn store_id(&self) -> u64 {
+        self.store_id
     }
 
     /// WAL files below this number are obsolete.
@@ -307,10 +322,11 @@ impl VersionSet {
         let manifest_path = self
             .dir
             .join(manifest::manifest_file_name(self.manifest_number));
+        let manifest_len = self.manifest.as_ref().map_or(0, ManifestWriter::len);
         let next = self.current.apply(&edit).map_err(|detail| {
             Error::corruption(
                 &manifest_path,
-                self.manifest.len(),
+                manifest_len,
                 format!("refusing to commit an edit that does not apply: {detail}"),
             )
         })?;
@@ -318,7 +334,7 @@ impl VersionSet {
         axes.absorb(&edit.records).map_err(|detail| {
             Error::corruption(
                 &manifest_path,
-                self.manifest.len(),
+                manifest_len,
                 format!("refusing to commit an edit whose axis records do not fit: {detail}"),
             )
         })?;
@@ -329,7 +345,13 @@ impl VersionSet {
             debug_assert!(n >= self.log_number);
         }
         let next = Arc::new(next);
-        if self.manifest.len() >= self.max_manifest_bytes {
+        let appendable = self
+            .manifest
+            .as_mut()
+            .filter(|m| m.len() < self.max_manifest_bytes);
+        if let Some(m) = appendable {
+            m.append(&edit)?;
+        } else {
             let number = self.new_file_number();
             let log_number = edit.log_number.unwrap_or(self.log_number);
             let writer = Self::write_new_manifest(
@@ -341,12 +363,11 @@ impl VersionSet {
                 &self.next_file,
                 self.last_sequence,
                 &self.format_tag,
+                self.store_id,
                 &axes,
             )?;
-            self.manifest = writer;
+            self.manifest = Some(writer);
             self.manifest_number = number;
-        } else {
-            self.manifest.append(&edit)?;
         }
         if let Some(n) = edit.log_number {
             self.log_number = self.log_number.max(n);

@@ -125,6 +125,9 @@ pub struct LogReader<S: LogSource = FileSource> {
     /// Whether damage containing a zero-filled page ends the log (see
     /// [`LogReader::tolerate_lost_pages`]).
     tolerate_lost_pages: bool,
+    /// Set by [`LogReader::skip_past_damage`] until the next FULL or FIRST fragment: the
+    /// MIDDLE and LAST fragments of a record begun before the skip are dropped quietly.
+    resyncing: bool,
 }
 
 /// A file system loses writeback of unsynced data in pages of this size; a lost page of an
@@ -158,6 +161,7 @@ impl<S: LogSource> LogReader<S> {
             done: false,
             failed: None,
             tolerate_lost_pages: false,
+            resyncing: false,
         }
     }
 
@@ -222,9 +226,13 @@ impl<S: LogSource> LogReader<S> {
                             ),
                         );
                     }
-                    if fragment_start.is_none()
-                        && matches!(typ, RecordType::Middle | RecordType::Last)
-                    {
+                    let orphan = fragment_start.is_none()
+                        && matches!(typ, RecordType::Middle | RecordType::Last);
+                    if orphan && self.resyncing {
+                        continue;
+                    }
+                    self.resyncing = false;
+                    if orphan {
                         self.bad(
                             offset,
                             format!("{typ:?} fragment without a preceding FIRST fragment"),
@@ -290,6 +298,24 @@ impl<S: LogSource> LogReader<S> {
         } else {
             0
         }
+    }
+
+    /// Salvage: after [`LogReader::next_record`] reported corruption at `offset`, go on
+    /// reading at the next block boundary after it, dropping what lies between (a record
+    /// that started before it is lost with it). Returns the bytes dropped.
+    pub fn skip_past_damage(&mut self, offset: u64) -> u64 {
+        let block = BLOCK_SIZE as u64;
+        let next = (offset / block + 1)
+            .saturating_mul(block)
+            .min(self.file_len);
+        self.failed = None;
+        self.done = false;
+        self.block_start = next - next % block;
+        self.pos = (next % block) as usize;
+        self.block_loaded = false;
+        self.valid_end = next;
+        self.resyncing = true;
+        next.saturating_sub(offset)
     }
 
     fn fail<T>(&mut self, offset: u64, detail: String) -> Result<T> {

@@ -205,16 +205,7 @@ pub(crate) fn replay(
         .collect();
     numbers.sort_unstable();
     let sealed = &state.sealed;
-    // Only garbage collection removes a sealed segment, and its drop erases the record.
-    if let Some((&n, &e)) = sealed.iter().find(|(n, _)| !numbers.contains(n)) {
-        return Err(Error::corruption(
-            vlog.segment_path(n),
-            0,
-            format!(
-                "the MANIFEST records segment {n} as sealed with {e} bytes, but its file is missing"
-            ),
-        ));
-    }
+    check_sealed_present(state, &numbers, ctx.dir)?;
     let mut sizes = Vec::with_capacity(numbers.len());
     for &n in &numbers {
         sizes.push(fs.file_size(&vlog.segment_path(n))?);
@@ -514,4 +505,23 @@ pub(crate) fn torn_tail(file: &ReadFile, at: u64, size: u64) -> Result<bool> {
         page += LOST_PAGE_SIZE;
     }
     Ok(false)
+}
+
+/// Only garbage collection removes a sealed segment, and its drop erases the record: a
+/// sealed segment missing from `numbers` (the segments in `dir`) is damage.
+pub(super) fn check_sealed_present(
+    state: &super::state::VlogState,
+    numbers: &[u64],
+    dir: &std::path::Path,
+) -> Result<()> {
+    match state.sealed.iter().find(|(n, _)| !numbers.contains(n)) {
+        Some((&n, &e)) => Err(Error::corruption(
+            dir.join(super::format::segment_file_name(n)),
+            0,
+            format!(
+                "the MANIFEST records segment {n} as sealed with {e} bytes, but its file is missing"
+            ),
+        )),
+        None => Ok(()),
+    }
 }

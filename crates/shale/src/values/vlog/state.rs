@@ -13,7 +13,6 @@
 //! | 14 | sealed segment | segment, end |
 //! | 15 | head sequence | sequence number of the first write at the head |
 
-use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::format::{Reader, put_varint64};
@@ -265,18 +264,6 @@ impl AxisState for VlogState {
         for (&s, &e) in &self.sealed {
             out.push(VlogRecord::Sealed(s, e).encode());
         }
-    }
-
-    fn clone_box(&self) -> Box<dyn AxisState> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 

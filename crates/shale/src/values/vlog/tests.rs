@@ -32,6 +32,8 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
         state: &state,
         names: &[],
         last_sequence: 0,
+        store_id: 1,
+        wal_recovery_mode: Default::default(),
     };
     let mut edit = VersionEdit::default();
     p.recover(&ctx, &mut |_, _, _, _| {}, &mut edit).unwrap();
@@ -179,6 +181,8 @@ fn recover_at(
         state,
         names: &names,
         last_sequence: 0,
+        store_id: 1,
+        wal_recovery_mode: Default::default(),
     };
     q.recover(&ctx, apply, edit)
 }

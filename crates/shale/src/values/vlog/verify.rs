@@ -36,6 +36,7 @@ fn check_segments(
         .filter(|n| !state.dropped.contains(n))
         .collect();
     numbers.sort_unstable();
+    super::reader::check_sealed_present(state, &numbers, dir)?;
     let mut sizes = Vec::with_capacity(numbers.len());
     for &n in &numbers {
         sizes.push(

@@ -1,0 +1,294 @@
+//! Inline placement (LevelDB): the tree stores values as written, and the durability log is
+//! the write-ahead log, one `NNNNNN.log` file per memtable (`docs/format/wal.md`).
+//!
+//! Thread-safety: the log writer sits behind a mutex that only the write leader (`append`,
+//! `freeze`) and `sync` take; resolution touches no state.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::{
+    Apply, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
+    ValueStore, VerifyContext,
+};
+use crate::env::{Env, WriteCause};
+use crate::error::{Error, Result};
+use crate::filename::{FileKind, parse_file_name};
+use crate::key::{SeqNo, ValueKind};
+use crate::manifest::{AxisState, VersionEdit};
+use crate::wal::{LogWriter, WriteBatch, log_file_name};
+
+mod header;
+mod replay;
+mod state;
+
+use header::LogHeader;
+use replay::{ReplayInput, replay};
+use state::{WalRecord, WalState};
+
+/// The open WAL.
+struct OpenLog {
+    log: LogWriter,
+    /// Its number.
+    number: u64,
+    /// The store's id, written in the header of every new log.
+    store_id: u64,
+    /// Logs closed at a memtable switch that a committed edit may not have retired yet,
+    /// with the length each was synced at (recorded as sealed by the next flush's edit).
+    closed: Vec<(u64, u64)>,
+    /// Set by `close`: the log synced in full at this length, recorded by the next edit.
+    seal: Option<(u64, u64)>,
+}
+
+/// See the module documentation.
+pub struct InlinePlacement {
+    env: Env,
+    dir: PathBuf,
+    file_numbers: Arc<AtomicU64>,
+    /// `None` until recovery opened the first log.
+    log: Mutex<Option<OpenLog>>,
+    /// Bytes of the logs recovery dropped (torn tails, or what the recovery mode cut).
+    dropped: AtomicU64,
+}
+
+impl std::fmt::Debug for InlinePlacement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlinePlacement")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl InlinePlacement {
+    /// A placement for the store in `dir`; [`ValueStore::recover`] opens its log.
+    pub fn new(env: Env, dir: &Path, file_numbers: Arc<AtomicU64>) -> InlinePlacement {
+        InlinePlacement {
+            env,
+            dir: dir.to_path_buf(),
+            file_numbers,
+            log: Mutex::new(None),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Create the log `header` names, write the header and make its directory entry
+    /// durable.
+    fn create_log(&self, header: &LogHeader) -> Result<LogWriter> {
+        let path = self.dir.join(log_file_name(header.number));
+        let file = self.env.create(&path, WriteCause::Wal)?;
+        let mut log = LogWriter::new(file);
+        log.add_record(&header.encode())?;
+        log.flush()?;
+        self.env.fs().sync_dir(&self.dir)?;
+        Ok(log)
+    }
+}
+
+impl ValueStore for InlinePlacement {
+    fn name(&self) -> &'static str {
+        "inline"
+    }
+
+    fn empty_state(&self) -> Box<dyn AxisState> {
+        Box::new(WalState::default())
+    }
+
+    fn recover(
+        &self,
+        ctx: &RecoverContext<'_>,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<SeqNo> {
+        let replayed = replay(
+            &ReplayInput {
+                env: &self.env,
+                dir: &self.dir,
+                names: ctx.names,
+                floor: ctx.state.log_number,
+                state: WalState::of(ctx.state.state.as_ref()),
+                store_id: ctx.store_id,
+                mode: ctx.wal_recovery_mode,
+            },
+            apply,
+        )?;
+        self.dropped.fetch_add(replayed.dropped, Ordering::Relaxed);
+        // A fresh log for new writes, chained to the newest one; the edit retires every
+        // replayed log.
+        let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        let (prev, prev_len) = replayed.newest.unwrap_or((0, 0));
+        let log = self.create_log(&LogHeader {
+            store_id: ctx.store_id,
+            number,
+            prev,
+            prev_len,
+        })?;
+        *self.log.lock() = Some(OpenLog {
+            log,
+            number,
+            store_id: ctx.store_id,
+            closed: Vec::new(),
+            seal: None,
+        });
+        edit.log_number = Some(number);
+        WalRecord::Retired(number).push(edit);
+        WalRecord::Live(number).push(edit);
+        Ok(replayed.last_seq)
+    }
+
+    fn stores_entries_as_written(&self) -> bool {
+        true
+    }
+
+    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
+        {
+            let mut guard = self.log.lock();
+            let open = guard.as_mut().ok_or(Error::Closed)?;
+            open.log.add_record(batch.data())?;
+            open.log.flush()?;
+            if sync {
+                open.log.sync()?;
+            }
+        }
+        let seq = batch.sequence();
+        for (i, e) in batch.iter().enumerate() {
+            apply(e.key, seq + i as u64, e.kind, e.value);
+        }
+        Ok(())
+    }
+
+    /// Start a new log: the frozen memtable's writes are exactly the old log's.
+    ///
+    /// The old log is synced first: a later synced write in the new log must never survive
+    /// a crash that loses an earlier unsynced write in the old one (recovery yields a prefix).
+    ///
+    /// The new log's header records the old one's synced length: from then on the old log
+    /// is known complete through it.
+    fn freeze(&self) -> Result<LogPosition> {
+        let mut guard = self.log.lock();
+        let open = guard.as_mut().ok_or(Error::Closed)?;
+        open.log.sync()?;
+        let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        let header = LogHeader {
+            store_id: open.store_id,
+            number,
+            prev: open.number,
+            prev_len: open.log.len(),
+        };
+        open.log = self.create_log(&header)?;
+        open.closed.push((header.prev, header.prev_len));
+        open.number = number;
+        Ok(LogPosition {
+            file: number,
+            offset: 0,
+        })
+    }
+
+    /// The tables hold the values; nothing else must be made durable. The edit records
+    /// the logs still live: the ones closed since `end.file` began, sealed at their synced
+    /// lengths, and the open one.
+    fn flushed(&self, end: LogPosition, edit: &mut VersionEdit) -> Result<()> {
+        edit.log_number = Some(end.file);
+        WalRecord::Retired(end.file).push(edit);
+        let mut guard = self.log.lock();
+        if let Some(open) = guard.as_mut() {
+            open.closed.retain(|&(n, _)| n >= end.file);
+            for &(n, len) in &open.closed {
+                WalRecord::Sealed(n, len).push(edit);
+            }
+            WalRecord::Live(open.number).push(edit);
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        let mut guard = self.log.lock();
+        match guard.as_mut() {
+            Some(open) => open.log.flush().and_then(|()| open.log.sync()),
+            None => Ok(()),
+        }
+    }
+
+    /// Sync the log and seal it at its length (recorded by the closing edit): the next
+    /// open then knows the whole log was written, and reports any damage in it.
+    fn close(&self) -> Result<()> {
+        let mut guard = self.log.lock();
+        if let Some(open) = guard.as_mut() {
+            open.log.flush()?;
+            open.log.sync()?;
+            open.seal = Some((open.number, open.log.len()));
+        }
+        Ok(())
+    }
+
+    fn note_edit(&self, edit: &mut VersionEdit) {
+        if let Some((n, len)) = self.log.lock().as_mut().and_then(|o| o.seal.take()) {
+            WalRecord::Sealed(n, len).push(edit);
+        }
+    }
+
+    fn stats(&self) -> PlacementStats {
+        PlacementStats {
+            wal_bytes_dropped: self.dropped.load(Ordering::Relaxed),
+            ..PlacementStats::default()
+        }
+    }
+
+    fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
+        for name in names {
+            if let Some(FileKind::Log(n)) = parse_file_name(name)
+                && n < state.log_number
+            {
+                let _ = self.env.fs().remove_file(&self.dir.join(name));
+            }
+        }
+    }
+
+    /// A store that keeps values inline holds no pointer to a value elsewhere: a live table
+    /// that counts one is damaged (or written by another design).
+    /// Also replays the logs as recovery would, applying nothing.
+    fn verify(&self, ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
+        let replayed = replay(
+            &ReplayInput {
+                env: ctx.env,
+                dir: ctx.dir,
+                names: ctx.names,
+                floor: ctx.state.log_number,
+                state: WalState::of(ctx.state.state.as_ref()),
+                store_id: ctx.store_id,
+                mode: ctx.wal_recovery_mode,
+            },
+            &mut |_, _, _, _| {},
+        )?;
+        for t in ctx.tables {
+            let n = t.properties().num_value_pointers;
+            if n > 0 {
+                return Err(Error::corruption(
+                    t.path(),
+                    0,
+                    format!(
+                        "the table holds {n} value pointers, but this store keeps values inline"
+                    ),
+                ));
+            }
+        }
+        Ok(PlacementChecked {
+            logs: replayed.logs,
+            bytes: replayed.bytes,
+            log_bytes_dropped: replayed.dropped,
+            ..PlacementChecked::default()
+        })
+    }
+
+    fn resolve<'a>(&self, _key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match kind {
+            ValueKind::Value => Ok(Cow::Borrowed(stored)),
+            other => Err(Error::Unsupported(format!(
+                "found a {other:?} entry, but this store keeps values inline"
+            ))),
+        }
+    }
+}
