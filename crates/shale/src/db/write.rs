@@ -329,7 +329,7 @@ pub(crate) fn log_and_apply(
     let mem = &wal.mem;
     let mut insert = |key: &[u8], seq, kind, value: &[u8]| mem.insert(key, seq, kind, value);
     let logged = if concurrent {
-        inner.values.append(batch, sync, &mut |_, _, _, _| {})
+        inner.values.log_only(batch, sync)
     } else if user {
         inner.values.append(batch, sync, &mut insert)
     } else {

@@ -88,8 +88,8 @@ impl VersionEdit {
     /// Add `later`'s file changes, compaction pointers and axis records after this edit's
     /// own, so that applying the result equals applying this edit and then `later` when
     /// `later` deletes nothing this edit adds (recovery gathers several flushes into the
-    /// one edit it commits). Scalars and the
-    /// format tag and the store id are taken from `later` where it sets them.
+    /// one edit it commits). Scalars, the format tag and the store id are taken from
+    /// `later` where it sets them.
     pub fn extend(&mut self, later: VersionEdit) {
         let VersionEdit {
             log_number,

@@ -194,11 +194,18 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
 
     /// True when `append` passes `apply` exactly the batch's entries, in order, with the
     /// batch's sequence numbers (the memory component stores values as written). The engine
-    /// then lets each writer of a group insert its own batch, concurrently, after the group
-    /// is logged, and `apply` is not called. Default: false (the write leader inserts every
+    /// then logs a group with [`ValueStore::log_only`] and lets each writer of the group
+    /// insert its own batch, concurrently. Default: false (the write leader inserts every
     /// entry `append` hands it, one at a time).
     fn stores_entries_as_written(&self) -> bool {
         false
+    }
+
+    /// [`ValueStore::append`] without handing the entries back (for a placement that stores
+    /// entries as written: the writers insert them). Default: `append` with an `apply` that
+    /// does nothing.
+    fn log_only(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+        self.append(batch, sync, &mut |_, _, _, _| {})
     }
 
     /// As [`ValueStore::append`], for a batch that garbage collection rewrites (its bytes are

@@ -143,16 +143,19 @@ impl ValueStore for InlinePlacement {
         true
     }
 
-    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
-        {
-            let mut guard = self.log.lock();
-            let open = guard.as_mut().ok_or(Error::Closed)?;
-            open.log.add_record(batch.data())?;
-            open.log.flush()?;
-            if sync {
-                open.log.sync()?;
-            }
+    fn log_only(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+        let mut guard = self.log.lock();
+        let open = guard.as_mut().ok_or(Error::Closed)?;
+        open.log.add_record(batch.data())?;
+        open.log.flush()?;
+        if sync {
+            open.log.sync()?;
         }
+        Ok(())
+    }
+
+    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
+        self.log_only(batch, sync)?;
         let seq = batch.sequence();
         for (i, e) in batch.iter().enumerate() {
             apply(e.key, seq + i as u64, e.kind, e.value);
