@@ -62,6 +62,8 @@ thread_local! {
         state: AtomicU8::new(SIGNAL_IDLE),
         thread: std::thread::current(),
     });
+    /// A leader's list of signals to set once it has released the queue.
+    static WAKE: std::cell::RefCell<Vec<Arc<Signal>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Signal {
@@ -180,9 +182,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         if q.leader_active {
             // Signalled by the leader that writes our batch (or by the one before us, when
             // we are to lead next).
-            let signal = SIGNAL.with(Arc::clone);
             drop(q);
-            signal.wait();
+            SIGNAL.with(|s| s.wait());
             q = inner.queue.lock();
             continue;
         }
@@ -201,7 +202,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             }
         }
         drop(q);
-        let counts: Vec<u64> = group.iter().map(|p| p.batch.len() as u64).collect();
+        // The leader's batch becomes the group's: its own entries are its first ones.
+        let head_count = group.first().map_or(0, |p| p.batch.len() as u64);
         // A panic here is a bug; it must not leave `leader_active` set, which would stop
         // every later writer for good. The store turns read-only instead.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -220,8 +222,17 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         q.leader_active = false;
         let mut mine = None;
         let mut first = result.as_ref().map_or(0, |(f, _)| *f);
-        let mut wake = Vec::with_capacity(group.len());
-        for (p, count) in group.into_iter().zip(counts) {
+        // Wake only the writers of this group and the one to lead next: waking every queued
+        // writer at each group (a condition variable's notify_all) costs a wakeup per writer
+        // per group, which halved the throughput of a server with many connections. The
+        // list is the thread's own, reused, so a write allocates nothing here.
+        let mut wake = WAKE.with(|w| std::mem::take(&mut *w.borrow_mut()));
+        for (i, p) in group.into_iter().enumerate() {
+            let count = if i == 0 {
+                head_count
+            } else {
+                p.batch.len() as u64
+            };
             let r = match &result {
                 Ok((_, mem)) => Ok(Some(Logged {
                     mem: mem.clone(),
@@ -239,25 +250,22 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
                 wake.push(p.signal);
             }
         }
-        // Wake only the writers of this group and the one to lead next: waking every queued
-        // writer at each group (a condition variable's notify_all) costs a wakeup per writer
-        // per group, which halved the throughput of a server with many connections.
         if let Some(next) = q.waiting.front() {
             wake.push(Arc::clone(&next.signal));
         }
         drop(q);
-        for s in wake {
+        for s in wake.drain(..) {
             s.notify();
         }
-        q = inner.queue.lock();
+        WAKE.with(|w| *w.borrow_mut() = wake);
         if let Some(r) = mine {
-            drop(q);
             return match (r, result) {
                 // Our own error, not a copy of it.
                 (Err(_), Err(e)) => Err(e),
                 (r, _) => r.map(|l| finish(inner, l)),
             };
         }
+        q = inner.queue.lock();
     }
 }
 
