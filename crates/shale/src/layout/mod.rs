@@ -481,18 +481,17 @@ mod tests {
         }
     }
 
+    /// A table cache of `sst` tables under `/db`.
+    fn cache(env: Env) -> Arc<TableCache> {
+        let format = Arc::new(crate::table::SstFormat);
+        Arc::new(TableCache::new(env, "/db".into(), 10, format, None, true))
+    }
+
     #[test]
     fn a_probe_keeps_filters_and_then_opens_only_the_tables_they_let_through() {
         let (_fs, env) = TestFs::env();
         let files: Vec<FileMeta> = (1..=3).map(|n| table(&env, n)).collect();
-        let tables = Arc::new(TableCache::new(
-            env,
-            "/db".into(),
-            10,
-            Arc::new(crate::table::SstFormat),
-            None,
-            true,
-        ));
+        let tables = cache(env);
         let ctx = ReadContext {
             tables: &tables,
             cause: crate::env::ReadCause::Get,
@@ -542,14 +541,7 @@ mod tests {
         let (_fs, env) = TestFs::env();
         let mut missing = table(&env, 1);
         missing.number = 9;
-        let tables = Arc::new(TableCache::new(
-            env,
-            "/db".into(),
-            10,
-            Arc::new(crate::table::SstFormat),
-            None,
-            true,
-        ));
+        let tables = cache(env);
         let ctx = ReadContext {
             tables: &tables,
             cause: crate::env::ReadCause::Get,
