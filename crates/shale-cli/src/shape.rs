@@ -1,11 +1,12 @@
 //! `shale shape DIR [--svg FILE]`: the store's tree as a picture, from the engine's public
-//! counters only: each level's files and bytes (drawn to scale), the guards a layout
-//! reports per level (`shale.num-guards-at-level<N>`, answered by the FLSM layout and by
-//! no other), and the value placement's segments with their garbage. Each part comes from
-//! the axis that owns it (layout property, placement stats), so a design with none of a
-//! part simply draws none; the CLI has no case per design.
+//! calls only: each level's files drawn to scale by their sizes and the level's key range
+//! (`Db::live_files`), the guards a layout reports per level
+//! (`shale.num-guards-at-level<N>`, answered by the FLSM layout and by no other), and the
+//! value placement's segments with their garbage. Each part comes from the axis that owns
+//! it (layout property, placement stats), so a design with none of a part simply draws
+//! none; the CLI has no case per design.
 //!
-//! Not shown yet: each file's key range (the public API gives no per-file key ranges).
+//! Not shown yet: where each guard sits (the layout reports how many, not which keys).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use clap::Args;
 use plotters::prelude::*;
 
 use crate::cmd_kv::StoreArgs;
+use crate::escape::escape;
 use crate::{CliError, CliResult};
 
 /// `shale shape` flags.
@@ -34,6 +36,10 @@ pub struct LevelShape {
     pub files: usize,
     /// Bytes of those files.
     pub bytes: u64,
+    /// Each file's size, in the level's order.
+    pub file_sizes: Vec<u64>,
+    /// The smallest and largest user key of the level's files (`None` when empty).
+    pub range: Option<(Vec<u8>, Vec<u8>)>,
     /// Guards the layout keeps in this level (`None`: the layout has no guards).
     pub guards: Option<u64>,
 }
@@ -53,6 +59,7 @@ impl Shape {
     /// The shape of an open store.
     pub fn of(db: &shale::Db) -> Shape {
         let stats = db.stats();
+        let files = db.live_files();
         let mut levels: Vec<LevelShape> = stats
             .levels
             .iter()
@@ -60,6 +67,12 @@ impl Shape {
             .map(|(i, l)| LevelShape {
                 files: l.files,
                 bytes: l.bytes,
+                file_sizes: files
+                    .iter()
+                    .filter(|f| f.level == i)
+                    .map(|f| f.size)
+                    .collect(),
+                range: level_range(&files, i),
                 guards: db
                     .property(&format!("shale.num-guards-at-level{i}"))
                     .and_then(|g| g.parse().ok()),
@@ -97,9 +110,12 @@ impl Shape {
             let guards = l
                 .guards
                 .map_or_else(String::new, |g| format!("  {g} guards"));
+            let range = l.range.as_ref().map_or_else(String::new, |(lo, hi)| {
+                format!("  [{} .. {}]", escape(lo), escape(hi))
+            });
             let _ = writeln!(
                 s,
-                "L{i:<2} {:>5} files {:>10} |{bar:<40}|{guards}",
+                "L{i:<2} {:>5} files {:>10} |{bar:<40}|{guards}{range}",
                 l.files,
                 mib(l.bytes)
             );
@@ -159,9 +175,14 @@ impl Shape {
                     BLUE.mix(0.6).filled(),
                 ))
                 .map_err(|e| err(&e))?;
-                // Files as equal slices of the bar: how many, not each one's size.
-                for f in 1..l.files.min(200) {
-                    let fx = x0 + (w as usize * f / l.files) as i32;
+                // Each file a slice of the bar as wide as its share of the level's bytes.
+                let mut at = 0u64;
+                for size in l.file_sizes.iter().take(500) {
+                    at += size;
+                    if at >= l.bytes {
+                        break;
+                    }
+                    let fx = x0 + scaled(at, l.bytes, w.max(0) as usize) as i32;
                     root.draw(&PathElement::new(vec![(fx, y), (fx, y + 26)], WHITE))
                         .map_err(|e| err(&e))?;
                 }
@@ -219,6 +240,14 @@ impl Shape {
     }
 }
 
+/// The smallest and largest user key over the files of `level`.
+fn level_range(files: &[shale::LiveFile], level: usize) -> Option<(Vec<u8>, Vec<u8>)> {
+    let at = files.iter().filter(|f| f.level == level);
+    let lo = at.clone().map(|f| &f.smallest_key).min()?;
+    let hi = at.map(|f| &f.largest_key).max()?;
+    Some((lo.clone(), hi.clone()))
+}
+
 fn scaled(n: u64, of: u64, width: usize) -> usize {
     ((n as f64 / of.max(1) as f64) * width as f64)
         .round()
@@ -261,11 +290,15 @@ mod tests {
                 LevelShape {
                     files: 2,
                     bytes: 2 << 20,
+                    file_sizes: vec![1 << 20, 1 << 20],
+                    range: Some((b"a".to_vec(), b"z".to_vec())),
                     guards: Some(0),
                 },
                 LevelShape {
                     files: 6,
                     bytes: 8 << 20,
+                    file_sizes: vec![3 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20],
+                    range: Some((b"b".to_vec(), b"y\x00".to_vec())),
                     guards: Some(3),
                 },
             ],
@@ -280,7 +313,8 @@ mod tests {
         assert_eq!(lines[0], "design: layout=flsm values=vlog");
         assert_eq!(lines[1].matches('#').count(), 10, "{t}");
         assert_eq!(lines[2].matches('#').count(), 40, "{t}");
-        assert!(lines[2].ends_with("3 guards"), "{t}");
+        assert!(lines[1].ends_with("[a .. z]"), "{t}");
+        assert!(lines[2].ends_with("3 guards  [b .. y\\x00]"), "{t}");
         assert!(
             lines[3].starts_with("value log: 2 segments, 8.0 MiB, 12% garbage"),
             "{t}"

@@ -34,7 +34,8 @@ pub mod fuzzing;
 pub mod options;
 
 pub use db::{
-    Cursor, Db, DbIterator, IterOptions, LevelStats, Snapshot, Stats, VerifyReport, WriteBatch,
+    Cursor, Db, DbIterator, IterOptions, LevelStats, LiveFile, Snapshot, Stats, VerifyReport,
+    WriteBatch,
 };
 pub use design::verify;
 pub use error::{Error, Result};

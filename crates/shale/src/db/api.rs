@@ -6,6 +6,29 @@ use crate::env::{ReadCause, WriteCause};
 use crate::key::SeqNo;
 use crate::values::PlacementStats;
 
+/// One table file of the store's current version (RocksDB's `LiveFileMetaData`), from
+/// [`crate::Db::live_files`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LiveFile {
+    /// The level the layout keeps it in.
+    pub level: usize,
+    /// The file number (the file is `{number:06}.sst` in the store's directory).
+    pub number: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The smallest user key it holds.
+    pub smallest_key: Vec<u8>,
+    /// The largest user key it holds.
+    pub largest_key: Vec<u8>,
+    /// The smallest and largest sequence numbers of its entries.
+    pub seq_range: (SeqNo, SeqNo),
+    /// Entries (puts, pointers and tombstones).
+    pub entries: u64,
+    /// Tombstones among the entries.
+    pub tombstones: u64,
+}
+
 /// Options of an iterator.
 #[derive(Clone, Debug, Default)]
 pub struct IterOptions {

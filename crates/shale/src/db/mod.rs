@@ -61,7 +61,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub use api::{IterOptions, LevelStats, Snapshot, Stats};
+pub use api::{IterOptions, LevelStats, LiveFile, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
@@ -497,6 +497,13 @@ impl Db {
     #[cfg(test)]
     pub(crate) fn run_value_job(&self, force: bool) -> Result<u64> {
         value_jobs::run(&self.inner, force)
+    }
+
+    /// The table files of the current version, level by level (level 0 newest first, other
+    /// levels in key order): what each holds and its key range, as RocksDB's
+    /// `GetLiveFilesMetaData` reports. A snapshot of the moment; compactions change it.
+    pub fn live_files(&self) -> Vec<LiveFile> {
+        stats::live_files(&self.inner)
     }
 
     /// Counters: bytes by cause, levels, write amplification.

@@ -5,6 +5,23 @@ use std::sync::atomic::Ordering;
 use super::{DbInner, LevelStats, Stats};
 use crate::env::{ReadCause, WriteCause};
 
+pub(crate) fn live_files(inner: &DbInner) -> Vec<super::LiveFile> {
+    let sv = inner.super_version();
+    sv.version
+        .files()
+        .map(|(level, f)| super::LiveFile {
+            level,
+            number: f.number,
+            size: f.size,
+            smallest_key: f.smallest_user_key().to_vec(),
+            largest_key: f.largest_user_key().to_vec(),
+            seq_range: (f.smallest_seq, f.largest_seq),
+            entries: f.entries,
+            tombstones: f.tombstones,
+        })
+        .collect()
+}
+
 pub(crate) fn stats(inner: &DbInner) -> Stats {
     let io = inner.env.io();
     let sv = inner.super_version();
