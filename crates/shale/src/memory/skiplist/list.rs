@@ -390,7 +390,7 @@ impl SkipList {
         let mut splice = [(HEAD, 0); MAX_HEIGHT];
         self.find_ge(&t, &mut splice);
         self.max_height.fetch_max(height, Relaxed);
-        for (level, &(p, dp)) in splice.iter().enumerate().take(height) {
+        'levels: for (level, &(p, dp)) in splice.iter().enumerate().take(height) {
             let (mut x, mut dx) = (p, dp);
             loop {
                 let (pred, dpred, old) = self.last_before(&t, level, x, dx);
@@ -405,7 +405,9 @@ impl SkipList {
                     hint,
                 };
                 let Some(slot) = self.node(pred).link_slot(level) else {
-                    break;
+                    // Unreachable for a node of this list; stop here rather than link a
+                    // level above one the node is missing from.
+                    break 'levels;
                 };
                 // Release: publishes the node's words (and link `level`) to whoever reads
                 // this link. Acquire on failure: the new successor is then read whole.
