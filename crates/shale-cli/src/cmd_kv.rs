@@ -17,9 +17,11 @@ pub struct StoreArgs {
     /// Directory of the store.
     #[arg(long)]
     pub db: PathBuf,
-    /// Design preset (see `shale bench --list-designs`).
-    #[arg(long, default_value = "leveldb")]
-    pub design: String,
+    /// Design preset (see `shale bench --list-designs`). Needed only to create a store:
+    /// an existing store opens with the options it records (default for a new store:
+    /// leveldb).
+    #[arg(long)]
+    pub design: Option<String>,
     /// Each axis chosen on its own, over the preset.
     #[command(flatten)]
     pub axes: crate::axes::AxisFlags,
@@ -32,8 +34,17 @@ pub struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// The options to open with: the `--design` preset when one is given, else the
+    /// store's own (its options record) when a store exists, else `leveldb`'s; then each
+    /// axis flag over them.
     fn options(&self, create: bool) -> CliResult<Options> {
-        let mut o = Options::preset(&self.design)?;
+        let mut o = match &self.design {
+            Some(d) => Options::preset(d)?,
+            None if self.db.join("CURRENT").exists() => {
+                shale::load_options(&self.db, Options::default())?
+            }
+            None => Options::preset("leveldb")?,
+        };
         self.axes.apply(&mut o)?;
         o.create_if_missing = create;
         o.wal_recovery_mode = shale::WalRecoveryMode::from_name(&self.wal_recovery_mode)?;

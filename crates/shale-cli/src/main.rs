@@ -181,7 +181,7 @@ mod tests {
         match c.command {
             Command::Get(a) => {
                 assert_eq!(a.store.db.to_str(), Some("/d"));
-                assert_eq!(a.store.design, "leveldb");
+                assert_eq!(a.store.design, None);
                 assert_eq!(a.key, "k\\x00");
             }
             other => panic!("{other:?}"),

@@ -179,6 +179,37 @@ fn put_get_delete_round_trip_binary_keys() {
     );
 }
 
+/// `--design` is needed only to create a store: every later command reads the design and
+/// the other recorded options from the store, and a conflicting one is refused with the
+/// flag to pass.
+#[test]
+fn the_design_is_needed_only_to_create_a_store() {
+    for design in ["pebblesdb", "wisckey"] {
+        let d = TempDir::new(&format!("design-{design}"));
+        ok(&run(&["put", "--db", d.db(), "--design", design, "k", "v"]));
+        ok(&run(&["put", "--db", d.db(), "k2", "v2"]));
+        let o = run(&["get", "--db", d.db(), "k"]);
+        ok(&o);
+        assert_eq!(stdout(&o), "v\n");
+        let o = run(&["stats", "--db", d.db()]);
+        ok(&o);
+        let want = if design == "pebblesdb" {
+            "flsm"
+        } else {
+            "vlog"
+        };
+        assert!(stdout(&o).contains(want), "{design}: {}", stdout(&o));
+        ok(&run(&["verify", "--db", d.db()]));
+        let o = run(&["get", "--db", d.db(), "--design", "leveldb", "k"]);
+        assert_eq!(o.status.code(), Some(2), "{design}");
+        let e = stderr(&o);
+        assert!(
+            e.contains(&format!("--design {design}")) && e.contains("but the options ask for"),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn get_on_a_missing_store_is_an_error() {
     let d = TempDir::new("missing");

@@ -122,7 +122,8 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `max_file_size`, `compression`, `bloom_filter_bits`) and Shale's: `design` (a name from
 /// `available_designs()`), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
 /// `memory` (`skiplist`), `min_separated_value_size`, `max_background_compactions`.
-/// Options not given come from the design (or, without one, `Options::default()`).
+/// Options not given come from the design; without one, from the store's own record when
+/// the store exists, else `Options::default()`.
 ///
 /// All methods may be called from several threads; each call that reaches the store
 /// releases the GIL.
@@ -196,7 +197,7 @@ impl PyDb {
             min_separated_value_size,
             max_background_compactions,
         };
-        let options = args.to_options(py)?;
+        let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py
             .detach(|| Db::open(&path, options))
             .map_err(|e| crate::errors::to_py(py, e))?;

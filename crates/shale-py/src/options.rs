@@ -64,8 +64,10 @@ pub(crate) struct OpenArgs<'py> {
 }
 
 impl OpenArgs<'_> {
-    /// The engine options: the design's (or `Options::default()`), then each option given.
-    pub(crate) fn to_options(&self, py: Python<'_>) -> PyResult<Options> {
+    /// The engine options for the store at `path`: the design's; without one, the store's
+    /// own (its options record) when a store exists there, else `Options::default()`;
+    /// then each option given.
+    pub(crate) fn to_options(&self, py: Python<'_>, path: &std::path::Path) -> PyResult<Options> {
         if self.comparator.is_some() != self.comparator_name.is_some() {
             return Err(PyValueError::new_err(
                 "'comparator' and 'comparator_name' must be specified together",
@@ -81,6 +83,9 @@ impl OpenArgs<'_> {
         }
         let mut o = match &self.design {
             Some(d) => Options::preset(d).map_err(|e| to_py(py, e))?,
+            None if path.join("CURRENT").exists() => {
+                shale::load_options(path, Options::default()).map_err(|e| to_py(py, e))?
+            }
             None => Options::default(),
         };
         o.create_if_missing = self.create_if_missing;

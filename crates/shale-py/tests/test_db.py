@@ -180,6 +180,18 @@ def test_designs_listed():
     assert {"leveldb", "pebblesdb", "wisckey"} <= set(designs)
 
 
+def test_a_store_reopens_with_its_own_design(path, design):
+    with shale.DB(path, create_if_missing=True, design=design, bloom_filter_bits=16) as db:
+        db.put(b"k", b"v")
+        created = db.get_property(b"shale.design")
+    with shale.DB(path) as db:
+        assert db.get(b"k") == b"v"
+        assert db.get_property(b"shale.design") == created
+    other = "leveldb" if design != "leveldb" else "wisckey"
+    with pytest.raises(shale.InvalidArgumentError, match="but the options ask for"):
+        shale.DB(path, design=other)
+
+
 def test_design_property(path, design):
     with shale.DB(path, create_if_missing=True, design=design) as db:
         d = db.get_property(b"shale.design")

@@ -20,8 +20,9 @@ struct Args {
     /// The store's directory (created if missing).
     #[arg(long)]
     dir: PathBuf,
-    /// Design preset: leveldb, pebblesdb or wisckey (default: the engine's defaults, the
-    /// leveldb design with 64 MiB memtables).
+    /// Design preset: leveldb, pebblesdb or wisckey. Default: an existing store opens with
+    /// the options it records; a new one gets the engine's defaults (the leveldb design
+    /// with 64 MiB memtables).
     #[arg(long)]
     design: Option<String>,
     /// TCP port.

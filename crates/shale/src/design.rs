@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicU64;
 use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
-use crate::memory::{MemTable, MemTableFactory, skiplist::SkipListMemTable};
+use crate::memory::{MemoryComponent, skiplist::SkipListMemory};
 use crate::options::{Axes, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
 use crate::table::{SstFormat, TableFormat};
 use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
@@ -35,8 +35,8 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
         }
         ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
     };
-    let memtables: MemTableFactory = match options.memory {
-        MemoryKind::SkipList => Arc::new(|| Arc::new(SkipListMemTable::new()) as Arc<dyn MemTable>),
+    let memory: Arc<dyn MemoryComponent> = match options.memory {
+        MemoryKind::SkipList => Arc::new(SkipListMemory),
     };
     let table: Arc<dyn TableFormat> = match options.table_format {
         TableKind::Sst => Arc::new(SstFormat),
@@ -44,7 +44,7 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     Parts {
         layout,
         values,
-        memtables,
+        memory,
         table,
     }
 }
@@ -77,11 +77,50 @@ impl Db {
 /// this build does not have.
 pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
     let dir = path.as_ref();
-    let options = match crate::db::store_format_tag(dir, &options.env)? {
-        Some(tag) => options_for_tag(&tag, options)?,
+    let options = match crate::db::describe(dir, &options.env)? {
+        Some(d) => stored_options(d, options)?,
         None => options,
     };
     crate::db::verify_with(dir, options, &parts)
+}
+
+/// The options the store in `path` was created with (its options record): `base` with the
+/// choice on each axis and every option that shapes the store's files (table, level and
+/// value-log sizes, bloom bits, compression, FLSM guards) replaced by the recorded ones,
+/// and the rest (file system, caches, threads, `create_if_missing`) kept, as RocksDB's
+/// `LoadLatestOptions`. Opening with the result never conflicts with the store. A store
+/// written before options records existed gives its design's axes (from its format tag)
+/// over `base`.
+///
+/// ```no_run
+/// let options = shale::load_options("/tmp/store", shale::Options::default())?;
+/// let db = shale::Db::open("/tmp/store", options)?;
+/// # Ok::<(), shale::Error>(())
+/// ```
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] when `path` holds no store or its record names a
+/// choice this build does not have; [`crate::Error::Corruption`] for a damaged CURRENT,
+/// MANIFEST or record; [`crate::Error::Io`].
+pub fn load_options(path: impl AsRef<Path>, base: Options) -> Result<Options> {
+    let dir = path.as_ref();
+    match crate::db::describe(dir, &base.env)? {
+        Some(d) => stored_options(d, base),
+        None => Err(crate::Error::InvalidArgument(format!(
+            "no store at {}: CURRENT is missing",
+            dir.display()
+        ))),
+    }
+}
+
+/// `base` as the store described by `d` was made: its options record, or for an older
+/// store its format tag's axes.
+fn stored_options(d: crate::db::Description, base: Options) -> Result<Options> {
+    match (d.options, d.format_tag) {
+        (Some(record), _) => record.apply(base),
+        (None, Some(tag)) => options_for_tag(&tag, base),
+        (None, None) => Ok(base),
+    }
 }
 
 /// `options` with the axes of the design whose format tag is `tag`: the caller's own first
@@ -98,4 +137,143 @@ fn options_for_tag(tag: &str, options: Options) -> Result<Options> {
     Err(crate::Error::InvalidArgument(format!(
         "the store was written by a design this build does not have (format tag {tag:?})"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::env::Env;
+    use crate::iter::InternalIterator;
+    use crate::key::{SeqNo, ValueKind};
+    use crate::memory::{MemLookup, MemTable, MemoryServices, skiplist::SkipListMemTable};
+
+    type Staged = (Vec<u8>, SeqNo, ValueKind, Vec<u8>);
+
+    /// A memtable that stages inserts in an unsorted buffer and moves them into its
+    /// skiplist only when sealed, as FloDB's membuffer does in its drain. Its `iter` yields
+    /// the skiplist alone: a flush of a memtable the engine did not seal would lose the
+    /// staged writes (so the test below can fail). Gets see both.
+    #[derive(Default)]
+    struct StagedTable {
+        buffer: Mutex<Vec<Staged>>,
+        list: Arc<SkipListMemTable>,
+    }
+
+    impl MemTable for StagedTable {
+        fn insert(&self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+            self.buffer
+                .lock()
+                .push((key.to_vec(), seq, kind, value.to_vec()));
+        }
+        fn get(&self, key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+            let buffer = self.buffer.lock();
+            let staged = buffer
+                .iter()
+                .filter(|(k, s, _, _)| k == key && *s <= snapshot)
+                .max_by_key(|(_, s, _, _)| *s);
+            match staged {
+                Some((_, _, ValueKind::Delete, _)) => Some(MemLookup::Deleted),
+                Some((_, _, kind, v)) => Some(MemLookup::Found(*kind, v.clone())),
+                None => self.list.get(key, snapshot),
+            }
+        }
+        fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+            MemTable::iter(Arc::clone(&self.list))
+        }
+        fn approximate_bytes(&self) -> usize {
+            let staged: usize = self
+                .buffer
+                .lock()
+                .iter()
+                .map(|(k, _, _, v)| k.len() + v.len() + 16)
+                .sum();
+            staged + self.list.approximate_bytes()
+        }
+        fn len(&self) -> usize {
+            self.buffer.lock().len() + self.list.len()
+        }
+        fn seal(&self) {
+            for (k, s, kind, v) in self.buffer.lock().drain(..) {
+                self.list.insert(&k, s, kind, &v);
+            }
+        }
+    }
+
+    /// The memory component of [`StagedTable`]s; it records what the engine gives it.
+    #[derive(Default)]
+    struct StagedMemory {
+        services: Mutex<Option<MemoryServices>>,
+        made: AtomicUsize,
+        stopped: AtomicBool,
+    }
+
+    impl MemoryComponent for StagedMemory {
+        fn new_memtable(&self) -> Arc<dyn MemTable> {
+            self.made.fetch_add(1, Ordering::Relaxed);
+            Arc::new(StagedTable::default())
+        }
+        fn start(&self, services: MemoryServices) -> Result<()> {
+            *self.services.lock() = Some(services);
+            Ok(())
+        }
+        fn stop(&self) {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn key(i: u32) -> Vec<u8> {
+        format!("key{i:06}").into_bytes()
+    }
+
+    /// The engine seals every memtable before it flushes it (at runtime and in recovery),
+    /// starts the component's work with the oldest snapshot, and stops it at close.
+    #[test]
+    fn the_engine_seals_memtables_and_serves_the_memory_component() {
+        let memory = Arc::new(StagedMemory::default());
+        let wiring = {
+            let memory = Arc::clone(&memory);
+            move |o: &Options, d: &Path, n: Arc<AtomicU64>| {
+                let mut p = parts(o, d, n);
+                p.memory = Arc::clone(&memory) as Arc<dyn MemoryComponent>;
+                p
+            }
+        };
+        let mut options = Options::default().with_env(Env::memory());
+        options.write_buffer_size = 16 << 10;
+        let db = Db::open_with(Path::new("/db"), options.clone(), &wiring).unwrap();
+        let oldest = {
+            let services = memory.services.lock();
+            Arc::clone(&services.as_ref().unwrap().oldest_snapshot)
+        };
+        db.put(b"first", b"1").unwrap();
+        let snapshot = db.snapshot();
+        assert_eq!(oldest(), snapshot.sequence());
+        for i in 0..3000 {
+            db.put(&key(i), &[b'v'; 40]).unwrap();
+        }
+        assert_eq!(oldest(), snapshot.sequence(), "held snapshot");
+        drop(snapshot);
+        assert_eq!(oldest(), 3001, "no snapshot: the last published sequence");
+        db.flush().unwrap();
+        assert!(memory.made.load(Ordering::Relaxed) > 5, "several switches");
+        // A write left in the log: recovery replays it into a memtable and flushes it.
+        db.put(b"last", b"2").unwrap();
+        db.close().unwrap();
+        assert!(memory.stopped.load(Ordering::Relaxed));
+        let db = Db::open_with(Path::new("/db"), options, &wiring).unwrap();
+        // Every key is read from a table: nothing the engine flushed was left staged.
+        db.flush().unwrap();
+        for i in (0..3000).step_by(7) {
+            assert_eq!(db.get(&key(i)).unwrap(), Some(vec![b'v'; 40]), "{i}");
+        }
+        assert_eq!(db.get(b"first").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"last").unwrap(), Some(b"2".to_vec()));
+        let scanned = db.iter(crate::db::IterOptions::default()).unwrap().count();
+        assert_eq!(scanned, 3002);
+        db.close().unwrap();
+    }
 }

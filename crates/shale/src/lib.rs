@@ -37,7 +37,7 @@ pub use db::{
     Cursor, Db, DbIterator, IterOptions, LevelStats, LiveFile, Snapshot, Stats, VerifyReport,
     WriteBatch,
 };
-pub use design::verify;
+pub use design::{load_options, verify};
 pub use error::{Error, Result};
 pub use options::{
     Axes, Compression, LayoutKind, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, Options, TableKind,

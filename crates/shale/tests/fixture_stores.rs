@@ -132,6 +132,34 @@ fn v0_stores_open_and_read_back() {
     }
 }
 
+/// A store written before options records existed has none: `load_options` gives its
+/// design's axes from its format tag, and the first open records the options it ran with.
+#[test]
+fn v0_stores_load_their_design_then_record_their_options() {
+    for design in DESIGNS {
+        let dir = temp(&format!("load-{design}"));
+        copy_dir(&fixture_dir(design), &dir);
+        let loaded = shale::load_options(&dir, Options::default()).unwrap();
+        assert_eq!(
+            loaded.axes(),
+            Options::preset(design).unwrap().axes(),
+            "{design}"
+        );
+        // Nothing else is recorded yet: the rest is the base's.
+        assert_eq!(
+            loaded.write_buffer_size,
+            Options::default().write_buffer_size
+        );
+        let db = Db::open(&dir, options(design)).unwrap();
+        db.close().unwrap();
+        let loaded = shale::load_options(&dir, Options::default()).unwrap();
+        assert_eq!(loaded.write_buffer_size, 16 * 1024, "{design}");
+        assert_eq!(loaded.flsm.top_level_bits, 6, "{design}");
+        assert_eq!(loaded.min_separated_value_size, 64, "{design}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 /// The fixtures hold what their comments promise: otherwise the test above proves less.
 #[test]
 fn v0_fixtures_hold_the_state_they_are_meant_to_test() {

@@ -93,11 +93,18 @@ fn a_layout_record_the_layout_does_not_know_fails_verify_as_it_fails_open() {
 fn value_pointers_in_a_store_that_claims_inline_values_fail_verify() {
     let env = Env::memory();
     build(&env, "wisckey");
-    // The same tables under the format tag of the inline placement.
+    // The same tables under the format tag and options record of the inline placement.
     rewrite_manifest(&env, |edits| {
         for e in edits.iter_mut() {
             if e.format_tag.is_some() {
                 e.format_tag = Some("leveled".into());
+            }
+            if let Some(o) = &mut e.store_options {
+                let text = String::from_utf8(o.clone()).unwrap();
+                assert!(text.contains("values=vlog\n"), "{text}");
+                *o = text
+                    .replace("values=vlog\n", "values=inline\n")
+                    .into_bytes();
             }
             e.records.retain(|r| r.axis != Axis::Values);
         }

@@ -201,8 +201,10 @@ impl Keyspace {
     /// The engine's, or [`Error::NotServerStore`] for a store with keys but without the
     /// server's format marker.
     pub fn open(dir: &Path, design: Option<&str>, sync: SyncMode) -> Result<Keyspace> {
+        // Without a design, an existing store opens with the options it records.
         let options = match design {
             Some(p) => Options::preset(p)?,
+            None if dir.join("CURRENT").exists() => shale::load_options(dir, Options::default())?,
             None => Options::default(),
         };
         let db = Db::open(dir, options)?;

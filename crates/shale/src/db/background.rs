@@ -16,13 +16,14 @@ use crate::layout::{PickContext, Plan, PlanKind};
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 
-/// Hand a frozen memtable to the layout's flush (nothing for an empty one): the edit adding
-/// the files it wrote, synced.
+/// Seal a frozen memtable whose inserts have all returned and hand it to the layout's flush
+/// (nothing for an empty one): the edit adding the files it wrote, synced.
 pub(crate) fn flush_memtable(
     layout: &dyn crate::layout::Layout,
     mem: &Arc<dyn MemTable>,
     ctx: &CompactionContext<'_>,
 ) -> Result<VersionEdit> {
+    mem.seal();
     if mem.is_empty() {
         return Ok(VersionEdit::default());
     }
@@ -368,24 +369,15 @@ pub(crate) fn compact_range(
     flush_and_wait(inner)?;
     let _c = inner.compaction_lock.lock();
     let _manual = ManualGuard::enter(inner)?;
-    let levels = inner.options.num_levels;
-    // The deepest level holding anything in the range: compaction stops there.
-    let deepest = {
+    let steps = {
         let v = inner.super_version().version.clone();
-        (0..levels)
-            .rev()
-            .find(|&l| !v.overlapping(l, begin, end).is_empty())
+        inner.layout.range_steps(&v, begin, end)
     };
-    let Some(deepest) = deepest else {
-        return Ok(());
-    };
-    // Push the range from every level above the deepest one holding it into the next
-    // (as LevelDB does); level-0 data goes at least to level 1.
-    for level in 0..deepest.max(1).min(levels - 1) {
+    for step in steps {
         inner.check_writable()?;
         let plan = inner
             .layout
-            .pick_range(&inner.super_version().version, level, begin, end);
+            .pick_range(&inner.super_version().version, step, begin, end);
         if let Some(plan) = plan {
             run_plan(inner, &plan, None)?;
         }

@@ -42,6 +42,7 @@
 
 mod api;
 mod background;
+mod describe;
 mod open;
 #[cfg(test)]
 mod parallel_tests;
@@ -65,7 +66,8 @@ pub use api::{IterOptions, LevelStats, LiveFile, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
-pub(crate) use verify::{store_format_tag, verify_with};
+pub(crate) use describe::{Description, describe};
+pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
 use crate::env::{Env, FileLock};
@@ -73,7 +75,7 @@ use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
 use crate::key::SeqNo;
 use crate::layout::{Layout, Plan};
-use crate::memory::{MemTable, MemTableFactory};
+use crate::memory::{MemTable, MemoryComponent};
 use crate::options::{Options, WriteOptions};
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
@@ -192,7 +194,7 @@ pub(crate) struct LevelCounters {
 pub(crate) struct Parts {
     pub(crate) layout: Arc<dyn Layout>,
     pub(crate) values: Arc<dyn ValueStore>,
-    pub(crate) memtables: MemTableFactory,
+    pub(crate) memory: Arc<dyn MemoryComponent>,
     pub(crate) table: Arc<dyn crate::table::TableFormat>,
 }
 
@@ -207,8 +209,8 @@ pub(crate) struct DbInner {
     pub(crate) env: Env,
     pub(crate) layout: Arc<dyn Layout>,
     pub(crate) values: Arc<dyn ValueStore>,
-    /// Makes the empty memtable of every switch.
-    pub(crate) memtables: MemTableFactory,
+    /// Makes the empty memtable of every switch, and runs its own background work.
+    pub(crate) memory: Arc<dyn MemoryComponent>,
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     pub(crate) snapshots: Arc<SnapshotList>,
@@ -322,6 +324,14 @@ impl Db {
             prefetch,
         };
         db.start_threads()?;
+        let weak = Arc::downgrade(&db.inner);
+        let services = crate::memory::MemoryServices {
+            oldest_snapshot: Arc::new(move || {
+                weak.upgrade()
+                    .map_or(0, |i| i.snapshots.oldest(&i.last_seq))
+            }),
+        };
+        db.inner.memory.start(services)?;
         Ok(db)
     }
 
@@ -554,6 +564,7 @@ impl Db {
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }
+        self.inner.memory.stop();
         // Iterators may outlive the store; after this they resolve their values themselves.
         self.prefetch.shutdown();
         let result = {

@@ -28,7 +28,8 @@ use crate::options::Options;
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::values::{PersistedState, RecoverContext};
-use crate::version::set::VersionSet;
+use crate::options::stored::StoredOptions;
+use crate::version::set::{Makeup, VersionSet};
 
 /// Open the store in `dir` with the parts `wiring` builds from `options`.
 pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<DbInner>> {
@@ -55,12 +56,19 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     let Parts {
         layout,
         values,
-        memtables,
+        memory,
         table,
     } = wiring(&options, dir, Arc::clone(&file_numbers));
     // A directory with store files but no CURRENT is a damaged store, never a new one.
     let has_current = super::store_files::presence(&env, dir)? == Presence::Store;
-    let format_tag = format_tag(layout.as_ref(), values.as_ref());
+    let makeup = Makeup {
+        num_levels: options.num_levels,
+        format_tag: format_tag(layout.as_ref(), values.as_ref()),
+        options: StoredOptions::of(&options),
+        file_numbers: Arc::clone(&file_numbers),
+        layout: layout.empty_state(),
+        axes: AxisStates::with_values(values.empty_state()),
+    };
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -68,15 +76,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(
-            &env,
-            dir,
-            options.num_levels,
-            &format_tag,
-            Arc::clone(&file_numbers),
-            layout.empty_state(),
-            AxisStates::with_values(values.empty_state()),
-        )?;
+        let r = VersionSet::recover(&env, dir, makeup)?;
         let placement = PersistedState {
             log_number: r.log_number,
             state: r.axes.values,
@@ -90,15 +90,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             )));
         }
         (
-            VersionSet::create(
-                &env,
-                dir,
-                options.num_levels,
-                &format_tag,
-                Arc::clone(&file_numbers),
-                layout.empty_state(),
-                AxisStates::with_values(values.empty_state()),
-            )?,
+            VersionSet::create(&env, dir, makeup)?,
             PersistedState {
                 log_number: 0,
                 state: values.empty_state(),
@@ -147,7 +139,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             store_id: versions.store_id(),
             wal_recovery_mode: options.wal_recovery_mode,
         };
-        let mut mem: Arc<dyn MemTable> = memtables();
+        let mut mem: Arc<dyn MemTable> = memory.new_memtable();
         let mut failed: Option<Error> = None;
         let mut flushed = VersionEdit::default();
         // The memtables written out, oldest first, kept to count what they supersede once
@@ -165,7 +157,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                     if let Err(e) = replay.flush(&mem, &mut flushed) {
                         failed = Some(e);
                     }
-                    let full = std::mem::replace(&mut mem, memtables());
+                    let full = std::mem::replace(&mut mem, memory.new_memtable());
                     if counts {
                         written.push(full);
                     }
@@ -202,12 +194,12 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     fs.sync_dir(dir)?;
     let version = versions.log_and_apply(edit, last_seq)?;
 
-    let mem = memtables();
+    let mem = memory.new_memtable();
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         values,
         layout,
-        memtables,
+        memory,
         env: env.clone(),
         tables,
         block_cache,

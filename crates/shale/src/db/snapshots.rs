@@ -43,6 +43,17 @@ impl SnapshotList {
         }
     }
 
+    /// The oldest live snapshot, or the current value of `last_seq` when none is held (read
+    /// under the lock, as [`SnapshotList::acquire_current`], so that a snapshot taken
+    /// meanwhile is at or above the answer).
+    pub(crate) fn oldest(&self, last_seq: &AtomicU64) -> SeqNo {
+        let live = self.live.lock();
+        live.keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| last_seq.load(Ordering::Acquire))
+    }
+
     /// The sequence numbers of all live snapshots, ascending.
     pub(crate) fn all(&self) -> Vec<SeqNo> {
         self.live.lock().keys().copied().collect()

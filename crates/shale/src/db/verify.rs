@@ -34,20 +34,6 @@ pub struct VerifyReport {
     pub placement: PlacementChecked,
 }
 
-/// The format tag the store in `dir` records (the design that wrote it), or `None` when
-/// there is no store (no CURRENT and no store file) or its MANIFEST holds none.
-///
-/// # Errors
-/// A damaged or missing CURRENT (store files without one), a damaged MANIFEST, or I/O.
-pub(crate) fn store_format_tag(dir: &Path, env: &crate::env::Env) -> Result<Option<String>> {
-    if super::store_files::presence(env, dir)? == Presence::None {
-        return Ok(None);
-    }
-    let number = manifest::read_current(env, dir)?;
-    let edits = manifest::read_manifest(env, dir, number)?;
-    Ok(edits.into_iter().find_map(|e| e.format_tag))
-}
-
 /// `verify` with the parts `wiring` builds (the public [`crate::verify`] is in
 /// `crate::design`): see there.
 pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Result<VerifyReport> {

@@ -452,14 +452,16 @@ pub(crate) fn log_and_apply(
 }
 
 /// Make sure the mutable memtable has room, switching to a new one when it is full (or when
-/// `force` is set and it holds anything). Throttles and stops the writer while level 0 or the
-/// frozen memtables are over their limits. Requires the `wal` lock (passed in).
+/// `force` is set and it holds anything). Throttles and stops the writer while the layout's
+/// flush backlog (level 0) or the frozen memtables are over their limits. Requires the `wal` lock (passed in).
 pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -> Result<()> {
     let opts = &inner.options;
     let mut delayed = false;
     loop {
-        let l0 = inner.super_version.read().version.level(0).len();
-        if !delayed && !force && l0 >= opts.level0_slowdown_trigger {
+        let backlog = inner
+            .layout
+            .flush_backlog(&inner.super_version.read().version);
+        if !delayed && !force && backlog >= opts.level0_slowdown_trigger {
             // Delay each write by a millisecond rather than stopping writes for seconds
             // later: this hands the compaction thread some of the CPU.
             let t = Instant::now();
@@ -484,8 +486,10 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let l0 = inner.super_version.read().version.level(0).len();
-        if bg.imms.len() >= opts.max_immutable_memtables || l0 >= opts.level0_stop_trigger {
+        let backlog = inner
+            .layout
+            .flush_backlog(&inner.super_version.read().version);
+        if bg.imms.len() >= opts.max_immutable_memtables || backlog >= opts.level0_stop_trigger {
             let t = Instant::now();
             inner.bg_cv.wait(&mut bg);
             add_stall(inner, t);
@@ -513,7 +517,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
             return Err(e);
         }
     };
-    let new_mem = (inner.memtables)();
+    let new_mem = inner.memory.new_memtable();
     let old_mem = std::mem::replace(&mut wal.mem, Arc::clone(&new_mem));
     let mut bg = inner.bg.lock();
     bg.imms.push_back(Imm {

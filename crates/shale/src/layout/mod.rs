@@ -422,17 +422,46 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     /// the module documentation for the rules a plan must obey). Pure.
     fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan>;
 
-    /// Plans that push every file overlapping `[begin, end]` down the tree (manual
-    /// compaction), one level at a time: the engine calls this repeatedly with the version
-    /// that results from the previous plan, passing the level to continue from. The engine
-    /// runs manual plans alone (no background plan in flight), so no context is needed.
+    /// The steps of a manual compaction of `[begin, end]` over `version`, in order: the
+    /// engine picks each step's plan with [`Layout::pick_range`] against the version the
+    /// previous step left. Default (layouts of levels): every level from 0 to the one above
+    /// the deepest level holding part of the range (at least level 0 when anything
+    /// overlaps), as LevelDB's `CompactRange`; none when nothing overlaps.
+    fn range_steps(
+        &self,
+        version: &Version,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<usize> {
+        let levels = version.num_levels();
+        let deepest = (0..levels)
+            .rev()
+            .find(|&l| !version.overlapping(l, begin, end).is_empty());
+        match deepest {
+            Some(d) => (0..d.max(1).min(levels - 1)).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The plan of one step of a manual compaction ([`Layout::range_steps`]; for layouts
+    /// of levels the step is the level whose files overlapping `[begin, end]` are pushed
+    /// into the next), or `None` when the step has nothing to do. The engine runs manual
+    /// plans alone (no background plan in flight), so no context is needed.
     fn pick_range(
         &self,
         version: &Version,
-        level: usize,
+        step: usize,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Option<Plan>;
+
+    /// Flushed files that wait for their first compaction (for layouts of levels: the files
+    /// of level 0). The engine delays writes while it is at
+    /// [`crate::options::Options::level0_slowdown_trigger`] and stops them at
+    /// [`crate::options::Options::level0_stop_trigger`]. Default: level 0's file count.
+    fn flush_backlog(&self, version: &Version) -> usize {
+        version.level(0).len()
+    }
 
     /// Carry out a plan that writes data ([`PlanKind::Merge`]; the engine executes moves
     /// itself): write new files and describe the change as an edit (not committed).

@@ -55,6 +55,10 @@ mod tag {
     /// The store's identity, a random u64 drawn when the store was created (in the first
     /// edit of each MANIFEST); logs carry it so that another store's log is refused.
     pub const STORE_ID: u64 = 17;
+    /// The store's options record (`docs/format/options.md`): how it was made, as
+    /// `shale-options 1` and `key=value` lines (first edit of each MANIFEST, and any edit
+    /// that changes it).
+    pub const STORE_OPTIONS: u64 = 18;
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -82,13 +86,17 @@ pub struct VersionEdit {
     /// The store's identity (the first edit of each MANIFEST; stores written before it
     /// existed have none until their next open).
     pub store_id: Option<u64>,
+    /// The store's options record, encoded ([`crate::options::stored::StoredOptions`]):
+    /// in the first edit of each MANIFEST and in an edit that changes it. Stores written
+    /// before it existed have none until their next open.
+    pub store_options: Option<Vec<u8>>,
 }
 
 impl VersionEdit {
     /// Add `later`'s file changes, compaction pointers and axis records after this edit's
     /// own, so that applying the result equals applying this edit and then `later` when
     /// `later` deletes nothing this edit adds (recovery gathers several flushes into the
-    /// one edit it commits). Scalars, the format tag and the store id are taken from
+    /// one edit it commits). Scalars, the format tag, the store id and the options record are taken from
     /// `later` where it sets them.
     pub fn extend(&mut self, later: VersionEdit) {
         let VersionEdit {
@@ -100,6 +108,7 @@ impl VersionEdit {
             compact_pointers,
             format_tag,
             store_id,
+            store_options,
             records,
         } = later;
         self.log_number = log_number.or(self.log_number);
@@ -110,6 +119,7 @@ impl VersionEdit {
         self.compact_pointers.extend(compact_pointers);
         self.format_tag = format_tag.or(self.format_tag.take());
         self.store_id = store_id.or(self.store_id);
+        self.store_options = store_options.or(self.store_options.take());
         self.records.extend(records);
     }
 
@@ -122,6 +132,7 @@ impl VersionEdit {
             self.store_id,
         ];
         let count = usize::from(self.format_tag.is_some())
+            + usize::from(self.store_options.is_some())
             + scalars.iter().filter(|v| v.is_some()).count()
             + self.compact_pointers.len()
             + self.deleted_files.len()
@@ -131,6 +142,9 @@ impl VersionEdit {
         let mut p = Vec::new();
         if let Some(t) = &self.format_tag {
             field(buf, tag::FORMAT_TAG, t.as_bytes());
+        }
+        if let Some(o) = &self.store_options {
+            field(buf, tag::STORE_OPTIONS, o);
         }
         for (t, v) in [
             (tag::LOG_NUMBER, self.log_number),
@@ -246,6 +260,10 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
         tag::NEXT_FILE_NUMBER => once(&mut e.next_file_number, r.varint64()?, "next file number")?,
         tag::LAST_SEQUENCE => once(&mut e.last_sequence, r.varint64()?, "last sequence")?,
         tag::STORE_ID => once(&mut e.store_id, r.varint64()?, "store id")?,
+        tag::STORE_OPTIONS => {
+            let o = r.bytes(payload.len())?.to_vec();
+            once(&mut e.store_options, o, "options record")?;
+        }
         tag::COMPACT_POINTER => {
             let level = r.varint32()?;
             let key = r.bytes(r.remaining())?;
@@ -410,6 +428,7 @@ mod tests {
                 rec(Axis::Memory, 0, &[0xff; 40]),
             ],
             store_id: Some(0x1234_5678_9abc_def0),
+            store_options: Some(b"shale-options 1\nlayout=leveled\n".to_vec()),
         }
     }
 

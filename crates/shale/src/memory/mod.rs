@@ -4,8 +4,15 @@
 //! Writers insert concurrently (each writer of a logged group inserts its own batch, see
 //! `db/write.rs`); reads and iterators run concurrently with them and see each entry either
 //! whole or not at all. Which entries a reader may use is decided by sequence numbers, which
-//! the engine publishes in order once the inserts below them finished. When a memtable is full, the engine freezes it (no more inserts), flushes it
-//! to a table in the background and drops it once the flush has committed.
+//! the engine publishes in order once the inserts below them finished. When a memtable is
+//! full, the engine freezes it (no more inserts), waits until every insert into it has
+//! returned, [seals](MemTable::seal) it, hands it to the layout's flush in the background
+//! and drops it once the flush has committed.
+//!
+//! A store's [`MemoryComponent`] makes its memtables and may run background work of its
+//! own (FloDB's drain threads move a hash membuffer's entries into a sorted memtable),
+//! started with the [`MemoryServices`] the engine offers once the store is open and
+//! stopped at close.
 
 use std::sync::Arc;
 
@@ -40,7 +47,49 @@ pub trait MemTable: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Called after the memtable was frozen and every insert into it has returned, before
+    /// it is iterated for a flush (at runtime and in recovery): a memtable that stages
+    /// writes outside its sorted part (FloDB's membuffer) moves them in here, so that
+    /// [`MemTable::iter`] yields every entry. May be called more than once; later calls
+    /// find nothing to do. Default: nothing.
+    fn seal(&self) {}
 }
 
-/// Makes the empty memtables of one store (the engine asks for one at every switch).
-pub type MemTableFactory = Arc<dyn Fn() -> Arc<dyn MemTable> + Send + Sync>;
+/// What the engine offers a memory component's background work.
+#[derive(Clone)]
+pub struct MemoryServices {
+    /// The sequence number of the oldest snapshot a reader holds, or the newest published
+    /// sequence number when no snapshot is held: a memory component that updates entries
+    /// in place (FloDB) may overwrite a version only when no snapshot at or above it and
+    /// below its successor exists, which holds for every version below the one visible at
+    /// this sequence number.
+    pub oldest_snapshot: Arc<dyn Fn() -> SeqNo + Send + Sync>,
+}
+
+impl std::fmt::Debug for MemoryServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryServices")
+            .field("oldest_snapshot", &(self.oldest_snapshot)())
+            .finish()
+    }
+}
+
+/// One store's memory component (the memory axis): it makes the store's memtables and runs
+/// its own background work. Implementations: [`skiplist::SkipListMemory`].
+pub trait MemoryComponent: Send + Sync {
+    /// A new, empty memtable (the engine asks for one at open, at every switch and for
+    /// each memtable recovery fills).
+    fn new_memtable(&self) -> Arc<dyn MemTable>;
+    /// Start the component's background work, once the store is open. Default: none.
+    ///
+    /// # Errors
+    /// A thread that could not be started; the open fails with it.
+    fn start(&self, services: MemoryServices) -> crate::error::Result<()> {
+        let _ = services;
+        Ok(())
+    }
+    /// Stop the background work and wait for it, at close (after the engine's own
+    /// background threads stopped; the memtables are not flushed at close, their writes
+    /// are in the log). Default: nothing.
+    fn stop(&self) {}
+}

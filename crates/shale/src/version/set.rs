@@ -14,6 +14,7 @@ use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::manifest::{self, AxisStates, ManifestWriter, VersionEdit};
+use crate::options::stored::StoredOptions;
 
 pub use crate::options::MAX_MANIFEST_BYTES;
 
@@ -31,9 +32,7 @@ pub struct VersionSet {
     log_number: u64,
     next_file: Arc<AtomicU64>,
     last_sequence: SeqNo,
-    format_tag: String,
-    /// The store's identity (MANIFEST tag 17), written in every snapshot edit.
-    store_id: u64,
+    identity: Identity,
     max_manifest_bytes: u64,
     /// What the edits recorded for the axes other than the layout (whose state is in each
     /// version).
@@ -51,6 +50,34 @@ impl std::fmt::Debug for VersionSet {
     }
 }
 
+/// What a version set is made with: the design (its format tag and its options record)
+/// and the axes' empty states, which the edits' axis records are replayed into.
+pub struct Makeup {
+    /// Levels of a version.
+    pub num_levels: usize,
+    /// The design's format tag: a store written by another design is refused.
+    pub format_tag: String,
+    /// The options record of this open: checked against the store's (its fixed options
+    /// must match) and written in every new MANIFEST.
+    pub options: StoredOptions,
+    /// The store's file-number counter, holding one more than the largest file number
+    /// found in the directory.
+    pub file_numbers: Arc<AtomicU64>,
+    /// The layout's empty state.
+    pub layout: Arc<dyn LayoutState>,
+    /// The other axes' empty states.
+    pub axes: AxisStates,
+}
+
+/// What every snapshot edit records about the store itself.
+struct Identity {
+    format_tag: String,
+    /// The store's identity (MANIFEST tag 17).
+    store_id: u64,
+    /// The options record, encoded (MANIFEST tag 18).
+    options: Vec<u8>,
+}
+
 /// What recovery found in the MANIFEST.
 #[derive(Debug)]
 pub struct Recovered {
@@ -65,6 +92,9 @@ pub struct Recovered {
     /// The store's identity: the MANIFEST's, or a fresh one for a store written before
     /// store ids existed (recorded in the new MANIFEST from now on).
     pub store_id: u64,
+    /// The options record the MANIFEST held (`None` for a store written before records
+    /// existed); the new MANIFEST records the open's own.
+    pub stored_options: Option<StoredOptions>,
 }
 
 impl VersionSet {
@@ -73,23 +103,21 @@ impl VersionSet {
     /// holding one snapshot edit and points CURRENT at it (so MANIFESTs never grow across
     /// restarts, and a refused open changes nothing).
     ///
-    /// `format_tag` names the layout; a store made with another layout is refused.
-    /// `file_numbers` is the store's file-number counter, holding one more than the largest
-    /// file number found in the directory: logs created after the last edit are not in the
-    /// MANIFEST, and their numbers must not be handed out again (a new log would truncate an
-    /// old one before it is retired). Recovery moves it past every number the MANIFEST
-    /// knows.
-    /// `layout` and `axes` are the axes' empty states, which the edits' axis records are
-    /// replayed into.
-    pub fn recover(
-        env: &Env,
-        dir: &Path,
-        num_levels: usize,
-        format_tag: &str,
-        file_numbers: Arc<AtomicU64>,
-        layout: Arc<dyn LayoutState>,
-        axes: AxisStates,
-    ) -> Result<Recovered> {
+    /// A store whose options record differs from `makeup.options` in a fixed option, or
+    /// (for a store without a record) whose format tag differs from `makeup.format_tag`, is
+    /// refused. `makeup.file_numbers` holds one more than the largest file number in the
+    /// directory: logs created after the last edit are not in the MANIFEST, and their
+    /// numbers must not be handed out again (a new log would truncate an old one before it
+    /// is retired). Recovery moves it past every number the MANIFEST knows.
+    pub fn recover(env: &Env, dir: &Path, makeup: Makeup) -> Result<Recovered> {
+        let Makeup {
+            num_levels,
+            format_tag,
+            options,
+            file_numbers,
+            layout,
+            axes,
+        } = makeup;
         let min_next_file = file_numbers.load(Ordering::Relaxed);
         let number = manifest::read_current(env, dir)?;
         let path = dir.join(manifest::manifest_file_name(number));
@@ -100,8 +128,17 @@ impl VersionSet {
         let mut last_sequence = 0;
         let mut store_id = None;
         // The design first: another design's records would not fit this one's states.
+        let stored_options = match edits.iter().rev().find_map(|e| e.store_options.as_ref()) {
+            Some(bytes) => {
+                let stored = StoredOptions::decode(bytes)
+                    .map_err(|detail| Error::corruption(&path, 0, detail))?;
+                stored.check(&options, dir)?;
+                Some(stored)
+            }
+            None => None,
+        };
         if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
-            && t != format_tag
+            && *t != format_tag
         {
             return Err(Error::InvalidArgument(format!(
                 "the store in {} was created with the {t} design, but the options ask for {format_tag}",
@@ -175,8 +212,11 @@ impl VersionSet {
                 log_number,
                 next_file: next,
                 last_sequence,
-                format_tag: format_tag.to_string(),
-                store_id,
+                identity: Identity {
+                    format_tag,
+                    store_id,
+                    options: options.encode(),
+                },
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
                 axes: axes.clone(),
             },
@@ -184,25 +224,30 @@ impl VersionSet {
             last_sequence,
             axes,
             store_id,
+            stored_options,
         })
     }
 
-    /// Create the version set of a new, empty store in `dir`, with the axes' empty states;
-    /// `file_numbers` as for [`VersionSet::recover`].
-    pub fn create(
-        env: &Env,
-        dir: &Path,
-        num_levels: usize,
-        format_tag: &str,
-        file_numbers: Arc<AtomicU64>,
-        layout: Arc<dyn LayoutState>,
-        axes: AxisStates,
-    ) -> Result<VersionSet> {
+    /// Create the version set of a new, empty store in `dir` (`makeup` as for
+    /// [`VersionSet::recover`]).
+    pub fn create(env: &Env, dir: &Path, makeup: Makeup) -> Result<VersionSet> {
+        let Makeup {
+            num_levels,
+            format_tag,
+            options,
+            file_numbers,
+            layout,
+            axes,
+        } = makeup;
         file_numbers.fetch_max(1, Ordering::Relaxed);
         let next = file_numbers;
         let manifest_number = next.fetch_add(1, Ordering::Relaxed);
         let current = Arc::new(Version::with_layout(num_levels, layout));
-        let store_id = manifest::new_store_id();
+        let identity = Identity {
+            format_tag,
+            store_id: manifest::new_store_id(),
+            options: options.encode(),
+        };
         let manifest = Self::write_new_manifest(
             env,
             dir,
@@ -211,8 +256,7 @@ impl VersionSet {
             0,
             &next,
             0,
-            format_tag,
-            store_id,
+            &identity,
             &axes,
         )?;
         Ok(VersionSet {
@@ -225,8 +269,7 @@ impl VersionSet {
             log_number: 0,
             next_file: next,
             last_sequence: 0,
-            format_tag: format_tag.to_string(),
-            store_id,
+            identity,
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             axes,
         })
@@ -241,8 +284,7 @@ impl VersionSet {
         log_number: u64,
         next_file: &AtomicU64,
         last_sequence: SeqNo,
-        format_tag: &str,
-        store_id: u64,
+        identity: &Identity,
         axes: &AxisStates,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
@@ -251,8 +293,9 @@ impl VersionSet {
         edit.log_number = Some(log_number);
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
         edit.last_sequence = Some(last_sequence);
-        edit.format_tag = Some(format_tag.to_string());
-        edit.store_id = Some(store_id);
+        edit.format_tag = Some(identity.format_tag.clone());
+        edit.store_id = Some(identity.store_id);
+        edit.store_options = Some(identity.options.clone());
         writer.append(&edit)?;
         // The new MANIFEST's directory entry must be durable before CURRENT names it;
         // write_current syncs the directory after its rename, which covers both.
@@ -277,7 +320,7 @@ impl VersionSet {
 
     /// The store's identity (see [`Recovered::store_id`]).
     pub fn store_id(&self) -> u64 {
-        self.store_id
+        self.identity.store_id
     }
 
     /// WAL files below this number are obsolete.
@@ -362,8 +405,7 @@ impl VersionSet {
                 log_number,
                 &self.next_file,
                 self.last_sequence,
-                &self.format_tag,
-                self.store_id,
+                &self.identity,
                 &axes,
             )?;
             self.manifest = Some(writer);

@@ -27,10 +27,21 @@ use std::sync::Arc;
 
 pub use iter::SkipListIter;
 
-use super::{MemLookup, MemTable};
+use super::{MemLookup, MemTable, MemoryComponent};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
 use list::SkipList;
+
+/// The skiplist memory component (LevelDB's): one skiplist memtable at a time, no
+/// background work.
+#[derive(Debug, Default)]
+pub struct SkipListMemory;
+
+impl MemoryComponent for SkipListMemory {
+    fn new_memtable(&self) -> Arc<dyn MemTable> {
+        Arc::new(SkipListMemTable::new())
+    }
+}
 
 /// A memtable backed by a concurrent-read skiplist. See the module docs.
 pub struct SkipListMemTable {

@@ -3,6 +3,8 @@
 use crate::env::Env;
 use crate::error::{Error, Result};
 
+pub(crate) mod stored;
+
 /// The largest user key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// The largest value the engine accepts, in bytes.
@@ -28,6 +30,14 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// `none` or `lz4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+        }
+    }
+
     /// Parse `none` or `lz4`.
     pub fn parse(s: &str) -> Result<Compression> {
         match s {
