@@ -21,6 +21,12 @@ from collections import defaultdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE = os.path.join(ROOT, "crates/shale/src")
 CLI = os.path.join(ROOT, "crates/shale-cli/src")
+# Crates whose top-level modules must not import each other in a circle.
+ACYCLIC = [
+    CLI,
+    os.path.join(ROOT, "crates/shale-server/src"),
+    os.path.join(ROOT, "crates/shale-py/src"),
+]
 DOC = os.path.join(ROOT, "docs/architecture.md")
 
 
@@ -253,9 +259,11 @@ def check_engine(errors):
                 )
 
 
-def check_cli(errors):
-    edges = imports(CLI)
-    mods = modules(CLI)
+def check_acyclic(crate_dir, errors):
+    """No two top-level modules of the crate import each other, directly or through others."""
+    edges = imports(crate_dir)
+    mods = modules(crate_dir)
+    shown = os.path.relpath(crate_dir, ROOT)
 
     def reaches(a, b, seen):
         if a == b:
@@ -267,7 +275,7 @@ def check_cli(errors):
         for b, files in sorted(targets.items()):
             if b in mods and reaches(b, a, set()):
                 errors.append(
-                    f"crates/shale-cli/src/{files[0]}: {a} imports {b}, which imports {a} "
+                    f"{shown}/{files[0]}: {a} imports {b}, which imports {a} "
                     "back (directly or through others)"
                 )
 
@@ -275,7 +283,8 @@ def check_cli(errors):
 def main():
     errors = []
     check_engine(errors)
-    check_cli(errors)
+    for crate in ACYCLIC:
+        check_acyclic(crate, errors)
     for e in errors:
         print(e)
     if errors:

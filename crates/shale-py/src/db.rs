@@ -13,28 +13,8 @@ use crate::iter::RawIterator;
 use crate::options::{OpenArgs, opt_text, path_arg};
 use crate::range::{RangeArgs, RangeIterator};
 use crate::snapshot::Snapshot;
-use crate::store::Store;
+use crate::store::{Store, get};
 use crate::{concat, value_bytes};
-
-/// The value of `key` (at `snapshot` if given), or `default`.
-pub(crate) fn get(
-    py: Python<'_>,
-    store: &Store,
-    key: &[u8],
-    default: Option<Py<PyAny>>,
-    snapshot: Option<&shale::Snapshot>,
-) -> PyResult<Py<PyAny>> {
-    let found = store.run(py, |db| {
-        Ok(match snapshot {
-            Some(s) => db.get_at(key, s)?,
-            None => db.get(key)?,
-        })
-    })?;
-    Ok(match found {
-        Some(v) => PyBytes::new(py, &v).into_any().unbind(),
-        None => default.unwrap_or_else(|| py.None()),
-    })
-}
 
 fn put(
     py: Python<'_>,

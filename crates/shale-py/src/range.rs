@@ -1,4 +1,5 @@
-//! `Iterator`: plyvel's range iterator, a position between two entries of a range, moved by
+//! The cursor slot every iterator steps under ([`CursorSlot`], registered with its store so
+//! that `close()` releases it) and `Iterator`: plyvel's range iterator, a position between two entries of a range, moved by
 //! `next()`, `prev()`, `seek()`, `seek_to_start()` and `seek_to_stop()`.
 //!
 //! The range is given to the engine as bounds (`IterOptions`), so the cursor never leaves
@@ -18,15 +19,108 @@
 
 use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard};
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use shale::{Cursor, IterOptions};
 
 use crate::concat;
-use crate::errors::iterator_closed;
-use crate::iter::{CursorSlot, open_cursor};
-use crate::store::Store;
+use crate::errors::{Failure, iterator_closed, to_py};
+use crate::store::{Release, Store};
+
+/// An iterator's engine cursor, with a range iterator's position and read-ahead.
+pub(crate) struct CursorSlot {
+    inner: Mutex<Slot>,
+}
+
+pub(crate) struct Slot {
+    /// `None` once the iterator or its store is closed.
+    pub(crate) cursor: Option<Cursor>,
+    pub(crate) state: State,
+    pub(crate) ahead: ReadAhead,
+}
+
+impl CursorSlot {
+    fn new(cursor: Cursor, state: State) -> Arc<CursorSlot> {
+        Arc::new(CursorSlot {
+            inner: Mutex::new(Slot {
+                cursor: Some(cursor),
+                state,
+                ahead: ReadAhead::default(),
+            }),
+        })
+    }
+
+    /// Drop the cursor (and the tables and memtables it pins).
+    pub(crate) fn release(&self) {
+        let mut slot = self.inner.lock();
+        let cursor = slot.cursor.take();
+        slot.ahead = ReadAhead::default();
+        drop(slot);
+        drop(cursor);
+    }
+
+    /// The slot, if no other thread holds it. For use with the GIL held, to hand out what
+    /// was read ahead: the guard must be dropped before the GIL is next released.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, Slot>> {
+        self.inner.try_lock()
+    }
+
+    /// Run `f` on the slot without the GIL; `RuntimeError` once closed.
+    pub(crate) fn with_slot<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Cursor, &mut State, &mut ReadAhead) -> shale::Result<R> + Send,
+    ) -> PyResult<R> {
+        let r = py.detach(|| {
+            let mut slot = self.inner.lock();
+            let Slot {
+                cursor,
+                state,
+                ahead,
+            } = &mut *slot;
+            match cursor.as_mut() {
+                Some(c) => f(c, state, ahead).map_err(Failure::Engine),
+                None => Err(Failure::Closed),
+            }
+        });
+        r.map_err(|e| match e {
+            Failure::Engine(e) => to_py(py, e),
+            Failure::Closed => iterator_closed(),
+        })
+    }
+
+    /// Run `f` on the cursor without the GIL; `RuntimeError` once closed.
+    pub(crate) fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Cursor) -> shale::Result<R> + Send,
+    ) -> PyResult<R> {
+        self.with_slot(py, |c, _, _| f(c))
+    }
+}
+
+/// Open a cursor on `store` and register it so that closing the store drops it. Registered
+/// under the store's read lock: a concurrent `close()` either drops it or came first.
+pub(crate) fn open_cursor(
+    py: Python<'_>,
+    store: &Arc<Store>,
+    options: IterOptions,
+    state: State,
+) -> PyResult<Arc<CursorSlot>> {
+    store.run(py, |db| {
+        let slot = CursorSlot::new(db.cursor(options)?, state);
+        store.register(&slot);
+        Ok(slot)
+    })
+}
+
+impl Release for CursorSlot {
+    fn release(&self) {
+        CursorSlot::release(self);
+    }
+}
 
 /// Where a range iterator stands, as plyvel defines it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

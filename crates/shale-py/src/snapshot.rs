@@ -7,11 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::concat;
-use crate::db::get;
 use crate::errors::snapshot_closed;
 use crate::iter::RawIterator;
 use crate::range::{RangeArgs, RangeIterator};
-use crate::store::Store;
+use crate::store::{Store, get};
 
 /// A consistent point-in-time view of the store: `get` and iterators read the state of the
 /// moment `DB.snapshot()` was called. Keeps the store open while it lives; `close()` (or

@@ -16,10 +16,18 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use shale::Db;
 
 use crate::errors::{Failure, closed, to_py};
-use crate::iter::CursorSlot;
+
+/// What `close()` does to each live cursor: drop the engine cursor (and what it pins).
+/// Implemented by the iterators' cursor slot (`range.rs`), so this module needs to know
+/// nothing of iterators.
+pub(crate) trait Release: Send + Sync {
+    /// Drop the engine cursor; later steps raise `RuntimeError`.
+    fn release(&self);
+}
 
 /// A store and the cursors opened on it.
 pub(crate) struct Store {
@@ -30,7 +38,7 @@ pub(crate) struct Store {
     closed: AtomicBool,
     /// The cursors of live iterators, dropped by `close()` so that their tables are released
     /// with the store (plyvel closes its iterators the same way).
-    cursors: Mutex<Vec<Weak<CursorSlot>>>,
+    cursors: Mutex<Vec<Weak<dyn Release>>>,
 }
 
 impl Store {
@@ -82,13 +90,14 @@ impl Store {
     }
 
     /// Remember a cursor so that `close()` can drop it.
-    pub(crate) fn register(&self, slot: &Arc<CursorSlot>) {
+    pub(crate) fn register<T: Release + 'static>(&self, slot: &Arc<T>) {
         let mut cursors = self.cursors.lock();
         // Forget the iterators that are gone; amortized, since the list at most doubles.
         if cursors.len() >= 64 && cursors.len().is_power_of_two() {
             cursors.retain(|w| w.strong_count() > 0);
         }
-        cursors.push(Arc::downgrade(slot));
+        let weak: Weak<T> = Arc::downgrade(slot);
+        cursors.push(weak);
     }
 
     /// Close: drop every live cursor, then close the engine. Idempotent.
@@ -107,4 +116,25 @@ impl Store {
         });
         r.map_err(|e| to_py(py, e))
     }
+}
+
+/// `get` of a `DB`, a `PrefixedDB` or a `Snapshot`: the value of `key` (at `snapshot` if
+/// given), or `default`.
+pub(crate) fn get(
+    py: Python<'_>,
+    store: &Store,
+    key: &[u8],
+    default: Option<Py<PyAny>>,
+    snapshot: Option<&shale::Snapshot>,
+) -> PyResult<Py<PyAny>> {
+    let found = store.run(py, |db| {
+        Ok(match snapshot {
+            Some(s) => db.get_at(key, s)?,
+            None => db.get(key)?,
+        })
+    })?;
+    Ok(match found {
+        Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+        None => default.unwrap_or_else(|| py.None()),
+    })
 }

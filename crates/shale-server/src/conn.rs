@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::commands::{self, Ctx, Flow};
 use crate::resp::reply::ReplyWriter;
 use crate::resp::request::{Limits, RequestParser};
-use crate::server::{ClientState, Shared};
+use crate::state::{ClientState, Shared};
 
 /// Size of one read.
 const READ_SIZE: usize = 16 << 10;

@@ -23,6 +23,7 @@ pub mod keyspace;
 pub mod number;
 pub mod resp;
 pub mod server;
+pub mod state;
 
 pub use config::{Config, SyncMode};
 pub use server::{Server, ServerError, ShutdownHandle};

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 
 use crate::keyspace::{self, Keyspace, Writes};
 use crate::resp::reply::ReplyWriter;
-use crate::server::{ClientState, Shared};
+use crate::state::{ClientState, Shared};
 use table::Command;
 
 /// What the connection does after a command.

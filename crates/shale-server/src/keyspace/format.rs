@@ -19,8 +19,8 @@ pub const DATA: u8 = b'k';
 pub const FORMAT_KEY: &[u8] = b"mformat";
 /// The format marker's value.
 pub const FORMAT_VALUE: &[u8] = b"shale-server 1";
-/// The engine key deleted with `sync` to make everything written before it durable.
-pub const SYNC_KEY: &[u8] = b"s";
+// Retired: `s` was the engine key whose synced deletion made earlier writes durable,
+// before the engine had `sync_wal`. Never reuse it.
 
 /// Tag of a string without expiry.
 pub const TAG_STRING: u8 = 0;

@@ -399,15 +399,12 @@ impl Keyspace {
         Ok(self.sync == SyncMode::Batch)
     }
 
-    /// Make every write committed so far durable: a synced deletion of the sync marker
-    /// (the log is synced up to it; concurrent callers share the sync).
+    /// Make every write committed so far durable (the engine's `sync_wal`).
     ///
     /// # Errors
     /// The engine's.
     pub fn sync_log(&self) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(format::SYNC_KEY);
-        Ok(self.db.write_opt(b, WriteOptions { sync: true })?)
+        Ok(self.db.sync_wal()?)
     }
 
     /// Entries (expired ones included) whose key starts with `prefix`, from the first key
@@ -443,10 +440,10 @@ impl Keyspace {
                 self.db.write(std::mem::take(&mut batch))?;
             }
         }
-        // The last batch (even an empty one: its marker) carries the sync for the rest.
-        batch.delete(format::SYNC_KEY);
-        let sync = self.sync != SyncMode::None;
-        self.db.write_opt(batch, WriteOptions { sync })?;
+        self.db.write(batch)?;
+        if self.sync != SyncMode::None {
+            self.db.sync_wal()?;
+        }
         Ok(deleted)
     }
 }

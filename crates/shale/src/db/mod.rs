@@ -481,6 +481,20 @@ impl Db {
         background::flush_and_wait(&self.inner)
     }
 
+    /// Make every write acknowledged so far durable (RocksDB's `SyncWAL`): the log is
+    /// synced through the last logged write. For writers that write with `sync: false` and
+    /// choose their own sync points (a server syncing once per batch of replies); a crash
+    /// after this returns keeps every write made before it was called.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] after an earlier failure, [`Error::Closed`], [`Error::Io`] from the
+    /// sync (the store then turns read-only: what reached the log is unknown).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.check_writable()?;
+        let _wal = self.inner.wal.lock();
+        self.inner.values.sync().inspect_err(|e| self.inner.set_error(e))
+    }
+
     /// Compact every table overlapping `[begin, end]` (open ends: everything) down the tree.
     ///
     /// # Errors
