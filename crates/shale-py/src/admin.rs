@@ -1,4 +1,5 @@
-//! `destroy_db` and `repair_db`, over the engine's public API: the engine has neither.
+//! `destroy_db` (the engine's, and the directory removed when left empty) and `repair_db`
+//! (over the engine's `verify`: the engine has no repair).
 //!
 //! Both take the store's lock through the engine's file system (`Options::env`), so they
 //! fail with `LockedError` while a handle has the store open, as LevelDB's do.
@@ -11,38 +12,8 @@ use shale::{Error, Options};
 use crate::errors::{Kind, new_err, to_py};
 use crate::options::path_arg;
 
-/// Whether `name` is a file the engine writes into a store directory: `CURRENT`, `LOCK`,
-/// `MANIFEST-N`, `N.sst`, `N.log`, `N.vlog` or `*.tmp`. Mirrors the engine's (private)
-/// `parse_file_name`; anything else is left alone.
-fn is_store_file(name: &str) -> bool {
-    if name == "CURRENT" || name == "LOCK" || name.ends_with(".tmp") {
-        return true;
-    }
-    if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
-    }
-    match name.rsplit_once('.') {
-        Some((stem, "sst" | "log" | "vlog")) => {
-            !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit())
-        }
-        _ => false,
-    }
-}
-
 fn destroy(dir: &Path) -> shale::Result<()> {
-    let env = Options::default().env;
-    let fs = env.fs();
-    if !fs.exists(dir)? {
-        return Ok(());
-    }
-    let lock = fs.lock(&dir.join("LOCK"))?;
-    for name in fs.list_dir(dir)? {
-        if is_store_file(&name) && name != "LOCK" {
-            fs.remove_file(&dir.join(&name))?;
-        }
-    }
-    drop(lock);
-    fs.remove_file(&dir.join("LOCK"))?;
+    shale::destroy_db(dir, &Options::default())?;
     // Like LevelDB: the directory goes if nothing else is in it, and stays otherwise.
     let _ = std::fs::remove_dir(dir);
     Ok(())

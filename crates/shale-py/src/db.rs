@@ -8,7 +8,6 @@ use pyo3::types::{PyBytes, PyTuple};
 use shale::{Db, WriteOptions};
 
 use crate::batch::WriteBatch;
-use crate::errors::Failure;
 use crate::iter::RawIterator;
 use crate::options::{OpenArgs, opt_text, path_arg};
 use crate::range::{RangeArgs, RangeIterator};
@@ -40,8 +39,8 @@ fn delete(py: Python<'_>, store: &Store, key: &[u8], sync: bool) -> PyResult<()>
     })
 }
 
-/// plyvel's `approximate_sizes`: here the key and value bytes of the live entries in each
-/// `[start, stop)`, counted by a scan (the engine has no size estimate from its index).
+/// plyvel's `approximate_sizes`: the engine's estimate (`Db::approximate_sizes`) of the
+/// table bytes each `[start, stop)` takes, from the tables' indexes, as LevelDB's.
 fn approximate_sizes(
     py: Python<'_>,
     store: &Store,
@@ -60,24 +59,9 @@ fn approximate_sizes(
         }
     }
     store.run(py, |db| {
-        rs.iter()
-            .map(|(start, stop)| range_bytes(db, start, stop))
-            .collect::<Result<Vec<u64>, Failure>>()
+        let ranges: Vec<(&[u8], &[u8])> = rs.iter().map(|(a, b)| (&a[..], &b[..])).collect();
+        Ok(db.approximate_sizes(&ranges)?)
     })
-}
-
-fn range_bytes(db: &Db, start: &[u8], stop: &[u8]) -> Result<u64, Failure> {
-    if start >= stop {
-        return Ok(0);
-    }
-    let mut c = db.cursor(shale::IterOptions::range(start, stop))?;
-    c.seek_to_first()?;
-    let mut n = 0u64;
-    while c.valid() {
-        n += (c.key().len() + c.value().len()) as u64;
-        c.next()?;
-    }
-    Ok(n)
 }
 
 /// plyvel's property names mapped to Shale's, and Shale's own.
@@ -363,7 +347,7 @@ impl PyDb {
         self.store.run(py, |db| Ok(db.compact_range(start, stop)?))
     }
 
-    /// The bytes of the keys and values in `[start, stop)`; see `approximate_sizes`.
+    /// About how many table bytes `[start, stop)` takes; see `approximate_sizes`.
     fn approximate_size(&self, py: Python<'_>, start: &[u8], stop: &[u8]) -> PyResult<u64> {
         let r = PyTuple::new(py, [(PyBytes::new(py, start), PyBytes::new(py, stop))])?;
         Ok(approximate_sizes(py, &self.store, &r)?
@@ -372,9 +356,10 @@ impl PyDb {
             .unwrap_or(0))
     }
 
-    /// For each `(start, stop)` range, the key and value bytes of the entries in
-    /// `[start, stop)`. Unlike LevelDB's estimate from its index, Shale counts them with a
-    /// scan: exact, including unflushed writes, and proportional to the range's size.
+    /// For each `(start, stop)` range, about how many bytes of table files hold the keys in
+    /// `[start, stop)`: as LevelDB's, an estimate from the tables' indexes, at data-block
+    /// granularity, without the writes still in memory (and, for the `wisckey` design,
+    /// without the values in its value log).
     #[pyo3(signature = (*ranges))]
     fn approximate_sizes(&self, py: Python<'_>, ranges: &Bound<'_, PyTuple>) -> PyResult<Vec<u64>> {
         approximate_sizes(py, &self.store, ranges)

@@ -23,10 +23,11 @@ def test_destroy(path, design):
 
 def test_destroy_keeps_foreign_files(path):
     shale.DB(path, create_if_missing=True).close()
-    with open(os.path.join(path, "notes.txt"), "w") as f:
-        f.write("mine")
+    for name in ["notes.txt", "draft.tmp", "7.sst.bak"]:
+        with open(os.path.join(path, name), "w") as f:
+            f.write("mine")
     shale.destroy_db(path)
-    assert os.listdir(path) == ["notes.txt"]
+    assert sorted(os.listdir(path)) == ["7.sst.bak", "draft.tmp", "notes.txt"]
 
 
 def test_destroy_bad_name():

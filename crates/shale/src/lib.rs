@@ -35,7 +35,7 @@ pub mod options;
 
 pub use db::{
     Cursor, Db, DbIterator, IterOptions, LevelStats, LiveFile, Snapshot, Stats, VerifyReport,
-    WriteBatch,
+    WriteBatch, destroy_db,
 };
 pub use design::{load_options, verify};
 pub use error::{Error, Result};

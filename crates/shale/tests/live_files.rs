@@ -65,3 +65,49 @@ fn live_files_list_every_table_with_its_level_size_and_range() {
         );
     }
 }
+
+/// `approximate_sizes` sums the tables' bytes over a key range from their indexes: the
+/// whole key space is every table's bytes (within the footers and filters), half of it
+/// about half, a range outside the keys or inverted 0.
+#[test]
+fn approximate_sizes_follow_the_tables() {
+    for design in Options::available_presets() {
+        let env = Env::memory();
+        let mut o = Options::preset(design).unwrap();
+        o.env = env.clone();
+        o.write_buffer_size = 64 * 1024;
+        o.target_file_size = 32 * 1024;
+        o.min_separated_value_size = 1 << 20; // values inline, so tables hold the bytes
+        let db = Db::open("/db", o).unwrap();
+        for i in 0..20000u32 {
+            db.put(format!("key{i:05}").as_bytes(), &[b'v'; 100])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let total: u64 = db.live_files().iter().map(|f| f.size).sum();
+        let sizes = db
+            .approximate_sizes(&[
+                (b"key", b"kez"),
+                (b"key00000", b"key10000"),
+                (b"key10000", b"key20000"),
+                (b"a", b"b"),
+                (b"kez", b"key"),
+                (b"key05000", b"key05000"),
+            ])
+            .unwrap();
+        assert!(
+            sizes[0] <= total && sizes[0] * 10 >= total * 9,
+            "{design}: all {} of {total}",
+            sizes[0]
+        );
+        for half in &sizes[1..3] {
+            assert!(
+                *half * 10 >= total * 4 && *half * 10 <= total * 6,
+                "{design}: half {half} of {total}"
+            );
+        }
+        assert_eq!(&sizes[3..], &[0, 0, 0], "{design}");
+        db.close().unwrap();
+    }
+}

@@ -43,6 +43,7 @@
 mod api;
 mod background;
 mod describe;
+mod destroy;
 mod open;
 #[cfg(test)]
 mod parallel_tests;
@@ -67,6 +68,7 @@ pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
 pub(crate) use describe::{Description, describe};
+pub use destroy::destroy_db;
 pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
@@ -479,6 +481,30 @@ impl Db {
     /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::Io`].
     pub fn flush(&self) -> Result<()> {
         background::flush_and_wait(&self.inner)
+    }
+
+    /// About how many bytes of table files each range `[start, limit)` takes (RocksDB's
+    /// `GetApproximateSizes`, LevelDB's `GetApproximateSizes`): from the tables' indexes in
+    /// memory, without reading data. Entries still in memtables and values in a value log
+    /// are not counted; an empty or inverted range is 0.
+    ///
+    /// # Errors
+    /// A table that cannot be opened ([`Error::Io`]) or a damaged index
+    /// ([`Error::Corruption`]).
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        let sv = self.inner.super_version();
+        let ctx = crate::layout::ReadContext {
+            tables: &self.inner.tables,
+            cause: crate::env::ReadCause::Other,
+        };
+        ranges
+            .iter()
+            .map(|(start, limit)| {
+                self.inner
+                    .layout
+                    .approximate_size(&sv.version, &ctx, start, limit)
+            })
+            .collect()
     }
 
     /// Make every write acknowledged so far durable (RocksDB's `SyncWAL`): the log is

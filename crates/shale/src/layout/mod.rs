@@ -455,6 +455,47 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         end: Option<&[u8]>,
     ) -> Option<Plan>;
 
+    /// About how many bytes of table files hold the user keys in `[start, limit)` in
+    /// `version` (RocksDB's `GetApproximateSizes` over files; value-log bytes are not
+    /// counted). Default (files with byte-order key ranges): for each file whose range
+    /// meets `[start, limit)`, the distance between where `start` and `limit` fall in it
+    /// ([`crate::table::TableReader::approximate_offset_of`]).
+    ///
+    /// # Errors
+    /// A table that cannot be opened, or a damaged index.
+    fn approximate_size(
+        &self,
+        version: &Version,
+        ctx: &ReadContext<'_>,
+        start: &[u8],
+        limit: &[u8],
+    ) -> Result<u64> {
+        if start >= limit {
+            return Ok(0);
+        }
+        let lo = crate::key::seek_key(start, crate::key::MAX_SEQNO);
+        let hi = crate::key::seek_key(limit, crate::key::MAX_SEQNO);
+        let mut total = 0;
+        for (_, f) in version.files() {
+            if f.largest_user_key() < start || f.smallest_user_key() >= limit {
+                continue;
+            }
+            let t = ctx.tables.table(f.table_id())?;
+            let from = if f.smallest_user_key() >= start {
+                0
+            } else {
+                t.approximate_offset_of(&lo)?
+            };
+            let to = if f.largest_user_key() < limit {
+                f.size
+            } else {
+                t.approximate_offset_of(&hi)?
+            };
+            total += to.saturating_sub(from);
+        }
+        Ok(total)
+    }
+
     /// Flushed files that wait for their first compaction (for layouts of levels: the files
     /// of level 0). The engine delays writes while it is at
     /// [`crate::options::Options::level0_slowdown_trigger`] and stops them at

@@ -164,6 +164,14 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// An iterator over every entry in internal-key order, its reads counted under `cause`.
     fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator>;
 
+    /// About where in the file the entries at or after internal key `ikey` start (LevelDB's
+    /// `ApproximateOffsetOf`): 0 before the first entry, the end of the data past the last.
+    /// Reads nothing but what the reader keeps in memory.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming file and offset.
+    fn approximate_offset_of(&self, ikey: &[u8]) -> Result<u64>;
+
     /// Read every byte and check every checksum and invariant the format has.
     ///
     /// # Errors

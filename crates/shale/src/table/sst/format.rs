@@ -113,4 +113,8 @@ impl TableReader for Table {
     fn verify(&self) -> Result<()> {
         Table::verify(self)
     }
+
+    fn approximate_offset_of(&self, ikey: &[u8]) -> Result<u64> {
+        Table::approximate_offset_of(self, ikey)
+    }
 }

@@ -246,6 +246,25 @@ impl Table {
         Ok(None)
     }
 
+    /// The offset of the data block holding the first entry `>= ikey`, or where the data
+    /// ends (the index block's offset) when every entry is below `ikey`. From the index in
+    /// memory, no read.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for a bad index entry.
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> Result<u64> {
+        let index_off = self.footer.index.offset;
+        let i = self
+            .index_search
+            .find(&self.index, ikey)
+            .at(&self.path, index_off)?;
+        if i >= self.index_search.len() {
+            return Ok(index_off);
+        }
+        let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
+        Ok(self.decode_handle(hv)?.offset)
+    }
+
     /// A two-level iterator over every entry; blocks are fetched through the block cache and
     /// their bytes counted under `cause`.
     pub fn iter(self: &Arc<Self>, cause: ReadCause) -> TableIter {
