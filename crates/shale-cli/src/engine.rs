@@ -222,7 +222,7 @@ pub struct EngineFlags {
     /// Memtable bytes (default: the design's, 4 MiB for every preset; 64 MiB for the peers).
     #[arg(long = "write-buffer-size", alias = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
-    /// Block compression: none or lz4.
+    /// Block compression: none, lz4 or zstd.
     #[arg(long, alias = "compression_type", default_value = "none")]
     pub compression: String,
     /// Bloom filter bits per key.

@@ -145,18 +145,19 @@ fn choice(what: &str, got: &str, expected: &str) -> PyErr {
 
 /// plyvel's `compression`: `None` (no compression, also every design's default) or
 /// `'snappy'`; Shale has no Snappy and uses LZ4, the codec of the same kind, for it and for
-/// `'lz4'`.
+/// `'lz4'`; `'zstd'` is Zstandard.
 pub(crate) fn compression(v: Option<&Bound<'_, PyAny>>) -> PyResult<Compression> {
     let Some(v) = v else {
         return Ok(Compression::None);
     };
     match text_arg("compression", v)?.as_str() {
         "snappy" | "lz4" => Ok(Compression::Lz4),
+        "zstd" => Ok(Compression::Zstd),
         "none" => Ok(Compression::None),
         other => Err(choice(
             "compression",
             other,
-            "None, 'none', 'snappy' or 'lz4'",
+            "None, 'none', 'snappy', 'lz4' or 'zstd'",
         )),
     }
 }

@@ -37,6 +37,8 @@ fn keyspace_options(t: &Tuning) -> (KeyspaceCreateOptions, Vec<String>) {
     let (compression, compression_name) = match c.compression {
         Compression::None => (CompressionType::None, "none"),
         Compression::Lz4 => (CompressionType::Lz4, "lz4"),
+        // fjall's zstd needs its `zstd` feature (C); the peer runs LZ4 in its place.
+        Compression::Zstd => (CompressionType::Lz4, "lz4 (fjall without zstd)"),
     };
     let filter = if c.bloom_bits > 0 {
         FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(c.bloom_bits as f32))

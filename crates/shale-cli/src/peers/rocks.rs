@@ -54,6 +54,7 @@ fn options(t: &Tuning) -> (Options, Vec<String>) {
     let compression = match c.compression {
         Compression::None => DBCompressionType::None,
         Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
     };
     o.set_compression_type(compression);
     o.set_bottommost_compression_type(compression);
@@ -84,6 +85,7 @@ fn options(t: &Tuning) -> (Options, Vec<String>) {
     let compression_name = match c.compression {
         Compression::None => "none",
         Compression::Lz4 => "lz4",
+        Compression::Zstd => "zstd",
     };
     let describe = vec![
         "  layout:   leveled, level_compaction_dynamic_level_bytes=false (static level sizes, as Shale)"

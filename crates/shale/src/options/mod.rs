@@ -27,24 +27,29 @@ pub enum Compression {
     /// Blocks are compressed with LZ4 (block format); a block that does not shrink by at
     /// least 1/8 is stored uncompressed.
     Lz4 = 1,
+    /// Blocks are compressed with Zstandard at its level 1 (the pure-Rust `ruzstd`
+    /// encoder); a block that does not shrink by at least 1/8 is stored uncompressed.
+    Zstd = 2,
 }
 
 impl Compression {
-    /// `none` or `lz4`.
+    /// `none`, `lz4` or `zstd`.
     pub fn name(self) -> &'static str {
         match self {
             Compression::None => "none",
             Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
         }
     }
 
-    /// Parse `none` or `lz4`.
+    /// Parse `none`, `lz4` or `zstd`.
     pub fn parse(s: &str) -> Result<Compression> {
         match s {
             "none" => Ok(Compression::None),
             "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown compression {s:?}: expected none or lz4"
+                "unknown compression {s:?}: expected none, lz4 or zstd"
             ))),
         }
     }

@@ -140,6 +140,7 @@ impl TableProperties {
                     p.compression = match int()? {
                         0 => Compression::None,
                         1 => Compression::Lz4,
+                        2 => Compression::Zstd,
                         c => return Err(format!("unknown compression {c} in properties")),
                     }
                 }

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Type 0 stores the block as it is. Type 1 stores `varint(uncompressed length)` followed by
-//! an LZ4 block (`lz4_flex::block` format).
+//! an LZ4 block (`lz4_flex::block` format). Type 2 stores `varint(uncompressed length)`
+//! followed by one Zstandard frame (RFC 8878; written by `ruzstd` at zstd's level 1).
 
 use std::sync::Arc;
 
@@ -32,24 +33,35 @@ pub fn encode_block<'a>(
     compression: Compression,
     scratch: &'a mut Vec<u8>,
 ) -> (&'a [u8], u8) {
-    if compression == Compression::Lz4 && raw.len() <= MAX_UNCOMPRESSED_BLOCK {
-        let prefix = varint_len(raw.len() as u64);
-        scratch.clear();
-        put_varint64(scratch, raw.len() as u64);
-        scratch.resize(
-            prefix + lz4_flex::block::get_maximum_output_size(raw.len()),
-            0,
-        );
-        if let Some(out) = scratch.get_mut(prefix..)
-            && let Ok(n) = lz4_flex::block::compress_into(raw, out)
-        {
-            let total = prefix + n;
-            // Compression must save at least 1/8 to be worth a decompression on every read.
-            if total <= raw.len() - raw.len() / 8 {
-                scratch.truncate(total);
-                return (scratch.as_slice(), Compression::Lz4 as u8);
+    if compression == Compression::None || raw.len() > MAX_UNCOMPRESSED_BLOCK {
+        return (raw, Compression::None as u8);
+    }
+    let prefix = varint_len(raw.len() as u64);
+    scratch.clear();
+    put_varint64(scratch, raw.len() as u64);
+    let compressed = match compression {
+        Compression::Lz4 => {
+            scratch.resize(
+                prefix + lz4_flex::block::get_maximum_output_size(raw.len()),
+                0,
+            );
+            match scratch.get_mut(prefix..) {
+                Some(out) => lz4_flex::block::compress_into(raw, out)
+                    .ok()
+                    .map(|n| scratch.truncate(prefix + n))
+                    .is_some(),
+                None => false,
             }
         }
+        Compression::Zstd => {
+            ruzstd::encoding::compress(raw, &mut *scratch, ruzstd::encoding::CompressionLevel::Fastest);
+            true
+        }
+        Compression::None => false,
+    };
+    // Compression must save at least 1/8 to be worth a decompression on every read.
+    if compressed && scratch.len() <= raw.len() - raw.len() / 8 {
+        return (scratch.as_slice(), compression as u8);
     }
     (raw, Compression::None as u8)
 }
@@ -84,6 +96,7 @@ pub fn decode_block(buf: &[u8], verify: bool) -> std::result::Result<Arc<[u8]>, 
     match ty {
         t if t == Compression::None as u8 => Ok(Arc::from(stored)),
         t if t == Compression::Lz4 as u8 => decompress_lz4(stored),
+        t if t == Compression::Zstd as u8 => decompress_zstd(stored),
         t => Err(format!("unknown block compression type {t}")),
     }
 }
@@ -120,6 +133,42 @@ fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
     Ok(out)
 }
 
+thread_local! {
+    static ZSTD_DECODER: std::cell::RefCell<ruzstd::decoding::FrameDecoder> =
+        std::cell::RefCell::new(ruzstd::decoding::FrameDecoder::new());
+}
+
+fn decompress_zstd(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+    let (len, n) = decode_varint64(stored)?;
+    let payload = stored.get(n..).unwrap_or_default();
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l <= MAX_UNCOMPRESSED_BLOCK)
+        .ok_or_else(|| {
+            format!(
+                "compressed block of {} bytes claims an uncompressed size of {len} (limit {MAX_UNCOMPRESSED_BLOCK})",
+                payload.len()
+            )
+        })?;
+    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    let dst = Arc::get_mut(&mut out).ok_or_else(|| "block buffer is shared".to_string())?;
+    // The decoder returns errors for damaged frames; a panic in it on some input it does
+    // not expect must still not take the reader down with it.
+    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // One decoder per thread, reused: a new one allocates its window buffers, which
+        // cost more than decoding a 4 KiB block.
+        ZSTD_DECODER.with(|d| d.borrow_mut().decode_all(payload, dst))
+    }))
+    .map_err(|_| "zstd decompression failed (the decoder panicked)".to_string())?
+    .map_err(|e| format!("zstd decompression failed: {e}"))?;
+    if got != len {
+        return Err(format!(
+            "zstd block decompressed to {got} bytes, its header says {len}"
+        ));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,29 +194,37 @@ mod tests {
             })
             .collect();
         for raw in [&compressible[..], &random[..], b""] {
-            for c in [Compression::None, Compression::Lz4] {
+            for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
                 let s = stored(raw, c);
                 assert_eq!(&*decode_block(&s, true).unwrap(), raw);
             }
         }
-        assert!(stored(&compressible, Compression::Lz4).len() < 2000);
-        // incompressible data is stored as is
-        let s = stored(&random, Compression::Lz4);
-        assert_eq!(s[random.len()], Compression::None as u8);
+        for c in [Compression::Lz4, Compression::Zstd] {
+            let s = stored(&compressible, c);
+            assert!(s.len() < 2000, "{c:?}: {}", s.len());
+            assert_eq!(s[s.len() - BLOCK_TRAILER_LEN], c as u8);
+            // incompressible data is stored as is
+            let s = stored(&random, c);
+            assert_eq!(s[random.len()], Compression::None as u8);
+        }
     }
 
     #[test]
     fn bad_blocks_rejected() {
-        let raw = vec![3u8; 4000];
-        let s = stored(&raw, Compression::Lz4);
-        for i in 0..s.len() {
-            let mut bad = s.clone();
-            bad[i] ^= 0x04;
-            assert!(decode_block(&bad, true).is_err(), "flip at {i} accepted");
-            // without checksums: an error or some bytes, never a panic
-            let _ = decode_block(&bad, false);
+        let raw: Vec<u8> = (0..4000u32).map(|i| (i % 13) as u8).collect();
+        for c in [Compression::Lz4, Compression::Zstd] {
+            let s = stored(&raw, c);
+            for i in 0..s.len() {
+                for bit in [0x01, 0x04, 0x80] {
+                    let mut bad = s.clone();
+                    bad[i] ^= bit;
+                    assert!(decode_block(&bad, true).is_err(), "{c:?}: flip at {i} accepted");
+                    // without checksums: an error or some bytes, never a panic
+                    let _ = decode_block(&bad, false);
+                }
+            }
         }
-        assert!(decode_block(&s[..3], true).is_err());
+        assert!(decode_block(&stored(&raw, Compression::Lz4)[..3], true).is_err());
         // an absurd uncompressed length is refused before allocating
         let mut huge = Vec::new();
         put_varint64(&mut huge, 1 << 40);

@@ -90,7 +90,7 @@ fn collect_forward(t: &Arc<Table>) -> crate::Result<Entries> {
 
 #[test]
 fn get_every_key_and_absent_keys() {
-    for c in [Compression::None, Compression::Lz4] {
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
         for cached in [false, true] {
             let (_fs, env, path, es) = setup(10_000, c);
             let cache = cached.then(|| Arc::new(BlockCache::new(1 << 20)));
@@ -144,7 +144,7 @@ fn get_every_key_and_absent_keys() {
 
 #[test]
 fn iterate_both_ways_and_seek() {
-    for c in [Compression::None, Compression::Lz4] {
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
         let (_fs, env, path, es) = setup(10_000, c);
         let t = open(&env, &path, Some(Arc::new(BlockCache::new(1 << 20))), true).unwrap();
         assert_eq!(collect_forward(&t).unwrap(), es);
@@ -413,7 +413,7 @@ fn check_damaged(env: &Env, path: &Path, es: &Entries, verify: bool) -> bool {
 
 #[test]
 fn flipped_bytes_give_errors_or_the_truth() {
-    for c in [Compression::None, Compression::Lz4] {
+    for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
         let (fs, env, path, es) = setup(400, c);
         let good = fs.get(&path);
         let mut detected = 0;
