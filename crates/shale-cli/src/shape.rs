@@ -1,12 +1,10 @@
 //! `shale shape DIR [--svg FILE]`: the store's tree as a picture, from the engine's public
 //! calls only: each level's files drawn to scale by their sizes and the level's key range
-//! (`Db::live_files`), the guards a layout reports per level
-//! (`shale.num-guards-at-level<N>`, answered by the FLSM layout and by no other), and the
-//! value placement's segments with their garbage. Each part comes from the axis that owns
-//! it (layout property, placement stats), so a design with none of a part simply draws
-//! none; the CLI has no case per design.
-//!
-//! Not shown yet: where each guard sits (the layout reports how many, not which keys).
+//! (`Db::live_files`), the guards a layout reports per level (`shale.guards-at-level<N>`,
+//! answered by the FLSM layout and by no other), each drawn where its key falls among the
+//! level's files, and the value placement's segments with their garbage. Each part comes
+//! from the axis that owns it (layout property, placement stats), so a design with none of
+//! a part simply draws none; the CLI has no case per design.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -40,8 +38,10 @@ pub struct LevelShape {
     pub file_sizes: Vec<u64>,
     /// The smallest and largest user key of the level's files (`None` when empty).
     pub range: Option<(Vec<u8>, Vec<u8>)>,
-    /// Guards the layout keeps in this level (`None`: the layout has no guards).
-    pub guards: Option<u64>,
+    /// Where each guard the layout keeps in this level sits, as a fraction of the level's
+    /// bytes before it (the files whose keys all lie below the guard); `None`: the layout
+    /// has no guards.
+    pub guards: Option<Vec<f64>>,
 }
 
 /// The shape of a store.
@@ -73,9 +73,14 @@ impl Shape {
                     .map(|f| f.size)
                     .collect(),
                 range: level_range(&files, i),
-                guards: db
-                    .property(&format!("shale.num-guards-at-level{i}"))
-                    .and_then(|g| g.parse().ok()),
+                guards: db.property(&format!("shale.guards-at-level{i}")).map(|g| {
+                    let at: Vec<(&[u8], u64)> = files
+                        .iter()
+                        .filter(|f| f.level == i)
+                        .map(|f| (f.largest_key.as_slice(), f.size))
+                        .collect();
+                    guard_positions(&g, &at)
+                }),
             })
             .collect();
         let deepest = levels
@@ -109,7 +114,8 @@ impl Shape {
             let bar = "#".repeat(scaled(l.bytes, widest, 40));
             let guards = l
                 .guards
-                .map_or_else(String::new, |g| format!("  {g} guards"));
+                .as_ref()
+                .map_or_else(String::new, |g| format!("  {} guards", g.len()));
             let range = l.range.as_ref().map_or_else(String::new, |(lo, hi)| {
                 format!("  [{} .. {}]", escape(lo), escape(hi))
             });
@@ -186,9 +192,11 @@ impl Shape {
                     root.draw(&PathElement::new(vec![(fx, y), (fx, y + 26)], WHITE))
                         .map_err(|e| err(&e))?;
                 }
-                if let Some(g) = l.guards.filter(|g| *g > 0) {
-                    for k in 1..=g.min(100) {
-                        let gx = x0 + (w as u64 * k / (g + 1)) as i32;
+                // Each guard a tick where its key falls among the level's files (at most
+                // 200 drawn).
+                if let Some(g) = &l.guards {
+                    for at in g.iter().take(200) {
+                        let gx = x0 + (f64::from(w.max(0)) * at.clamp(0.0, 1.0)) as i32;
                         root.draw(&PathElement::new(
                             vec![(gx, y - 4), (gx, y)],
                             RED.stroke_width(2),
@@ -198,7 +206,8 @@ impl Shape {
                 }
                 let guards = l
                     .guards
-                    .map_or_else(String::new, |g| format!(", {g} guards"));
+                    .as_ref()
+                    .map_or_else(String::new, |g| format!(", {} guards", g.len()));
                 let label = format!("{} files, {}{guards}", l.files, mib(l.bytes));
                 root.draw(&text(&label, (x0 + full as i32 + 10, y + 8)))
                     .map_err(|e| err(&e))?;
@@ -238,6 +247,35 @@ impl Shape {
         }
         Ok(buf)
     }
+}
+
+/// Where each guard of `level` sits (see [`LevelShape::guards`]), from the layout's
+/// `shale.guards-at-level<N>` answer (a hex key per line) and the level's files as (largest
+/// key, size). A level without files spreads them evenly.
+fn guard_positions(answer: &str, files: &[(&[u8], u64)]) -> Vec<f64> {
+    let keys: Vec<Vec<u8>> = answer
+        .lines()
+        .map(|l| {
+            (0..l.len() / 2)
+                .filter_map(|i| u8::from_str_radix(l.get(2 * i..2 * i + 2)?, 16).ok())
+                .collect()
+        })
+        .collect();
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    keys.iter()
+        .enumerate()
+        .map(|(i, g)| {
+            if total == 0 {
+                return (i + 1) as f64 / (keys.len() + 1) as f64;
+            }
+            let below: u64 = files
+                .iter()
+                .filter(|f| f.0 < g.as_slice())
+                .map(|f| f.1)
+                .sum();
+            below as f64 / total as f64
+        })
+        .collect()
 }
 
 /// The smallest and largest user key over the files of `level`.
@@ -292,14 +330,14 @@ mod tests {
                     bytes: 2 << 20,
                     file_sizes: vec![1 << 20, 1 << 20],
                     range: Some((b"a".to_vec(), b"z".to_vec())),
-                    guards: Some(0),
+                    guards: Some(Vec::new()),
                 },
                 LevelShape {
                     files: 6,
                     bytes: 8 << 20,
                     file_sizes: vec![3 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20],
                     range: Some((b"b".to_vec(), b"y\x00".to_vec())),
-                    guards: Some(3),
+                    guards: Some(vec![0.375, 0.5, 0.75]),
                 },
             ],
             segments: vec![(7, 4 << 20, 1 << 20), (9, 4 << 20, 0)],
@@ -330,6 +368,17 @@ mod tests {
         }
         let t = leveled.text();
         assert!(!t.contains("guards") && !t.contains("value log"), "{t}");
+    }
+
+    #[test]
+    fn guards_sit_where_their_keys_fall_among_the_files() {
+        // Files ending at "c", "f" and "i", of 10, 10 and 20 bytes.
+        let files: [(&[u8], u64); 3] = [(b"c", 10), (b"f", 10), (b"i", 20)];
+        // "d" and "g", hex per line, as the FLSM layout answers.
+        assert_eq!(guard_positions("64\n67\n", &files), [0.25, 0.5]);
+        assert_eq!(guard_positions("", &files), Vec::<f64>::new());
+        // No files at the level: spread evenly.
+        assert_eq!(guard_positions("61\n62\n63\n", &[]), [0.25, 0.5, 0.75]);
     }
 
     #[test]

@@ -48,6 +48,29 @@ fn guards_are_committed_persisted_and_reads_cross_them() {
     let g1 = guards(&db, 1);
     // about 3000 / 2^5 keys are level-1 guards
     assert!((40..200).contains(&g1), "{g1} guards at level 1");
+    // The guard keys themselves, in order, hex per line: keys of the store, nested.
+    let keys = |level: usize| -> Vec<Vec<u8>> {
+        db.property(&format!("shale.guards-at-level{level}"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                (0..l.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    let k1 = keys(1);
+    assert_eq!(k1.len(), g1);
+    assert!(k1.windows(2).all(|w| w[0] < w[1]), "in order");
+    assert!(k1.iter().all(|k| k.starts_with(b"key")), "{k1:?}");
+    let k2 = keys(2);
+    assert!(
+        k1.iter().all(|k| k2.contains(k)),
+        "a level's guards are guards below it"
+    );
+    assert_eq!(db.property("shale.guards-at-level99"), None);
     assert_eq!(guards(&db, 0), 0);
     assert!(guards(&db, 2) >= g1);
     db.close().unwrap();

@@ -206,12 +206,24 @@ impl Layout for Flsm {
         Arc::new(GuardState::default())
     }
 
+    /// `shale.num-guards-at-level<N>`: how many guards level N has; `shale.guards-at-level<N>`:
+    /// its guard keys in order, one per line, each in lowercase hex.
     fn property(&self, version: &Version, name: &str) -> Option<String> {
-        let l: usize = name
-            .strip_prefix("shale.num-guards-at-level")?
-            .parse()
-            .ok()?;
-        (l < version.num_levels()).then(|| version.guards(l).len().to_string())
+        if let Some(l) = name.strip_prefix("shale.num-guards-at-level") {
+            let l: usize = l.parse().ok()?;
+            return (l < version.num_levels()).then(|| version.guards(l).len().to_string());
+        }
+        let l: usize = name.strip_prefix("shale.guards-at-level")?.parse().ok()?;
+        (l < version.num_levels()).then(|| {
+            let mut out = String::new();
+            for g in version.guards(l) {
+                for b in g {
+                    out.push_str(&format!("{b:02x}"));
+                }
+                out.push('\n');
+            }
+            out
+        })
     }
 
     fn flush(
