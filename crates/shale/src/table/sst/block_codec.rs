@@ -101,15 +101,21 @@ pub fn decode_block(buf: &[u8], verify: bool) -> std::result::Result<Arc<[u8]>, 
     }
 }
 
-fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+/// A compressed block's payload (after its `varint64` uncompressed length), decompressed
+/// by `decode` into a buffer of exactly that length. The length must be at most
+/// `max_ratio * payload + 64` (when the codec bounds its ratio) and 64 MiB: a flipped length
+/// is refused before anything is allocated.
+fn decompress(
+    stored: &[u8],
+    codec: &str,
+    max_ratio: Option<usize>,
+    decode: impl FnOnce(&[u8], &mut [u8]) -> std::result::Result<usize, String>,
+) -> std::result::Result<Arc<[u8]>, String> {
     let (len, n) = decode_varint64(stored)?;
     let payload = stored.get(n..).unwrap_or_default();
-    let limit = MAX_UNCOMPRESSED_BLOCK.min(
-        payload
-            .len()
-            .saturating_mul(MAX_LZ4_RATIO)
-            .saturating_add(64),
-    );
+    let limit = max_ratio.map_or(MAX_UNCOMPRESSED_BLOCK, |r| {
+        MAX_UNCOMPRESSED_BLOCK.min(payload.len().saturating_mul(r).saturating_add(64))
+    });
     let len = usize::try_from(len)
         .ok()
         .filter(|&l| l <= limit)
@@ -123,50 +129,37 @@ fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
     // decompress straight into it while we still hold the only reference.
     let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
     let dst = Arc::get_mut(&mut out).ok_or_else(|| "block buffer is shared".to_string())?;
-    let got = lz4_flex::block::decompress_into(payload, dst)
-        .map_err(|e| format!("lz4 decompression failed: {e}"))?;
+    let got = decode(payload, dst).map_err(|e| format!("{codec} decompression failed: {e}"))?;
     if got != len {
         return Err(format!(
-            "lz4 block decompressed to {got} bytes, its header says {len}"
+            "{codec} block decompressed to {got} bytes, its header says {len}"
         ));
     }
     Ok(out)
 }
 
+fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+    decompress(stored, "lz4", Some(MAX_LZ4_RATIO), |payload, dst| {
+        lz4_flex::block::decompress_into(payload, dst).map_err(|e| e.to_string())
+    })
+}
+
 thread_local! {
+    /// One zstd decoder per thread, reused so that its buffers are allocated once.
     static ZSTD_DECODER: std::cell::RefCell<ruzstd::decoding::FrameDecoder> =
         std::cell::RefCell::new(ruzstd::decoding::FrameDecoder::new());
 }
 
 fn decompress_zstd(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
-    let (len, n) = decode_varint64(stored)?;
-    let payload = stored.get(n..).unwrap_or_default();
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&l| l <= MAX_UNCOMPRESSED_BLOCK)
-        .ok_or_else(|| {
-            format!(
-                "compressed block of {} bytes claims an uncompressed size of {len} (limit {MAX_UNCOMPRESSED_BLOCK})",
-                payload.len()
-            )
-        })?;
-    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-    let dst = Arc::get_mut(&mut out).ok_or_else(|| "block buffer is shared".to_string())?;
-    // The decoder returns errors for damaged frames; a panic in it on some input it does
-    // not expect must still not take the reader down with it.
-    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // One decoder per thread, reused: a new one allocates its window buffers, which
-        // cost more than decoding a 4 KiB block.
-        ZSTD_DECODER.with(|d| d.borrow_mut().decode_all(payload, dst))
-    }))
-    .map_err(|_| "zstd decompression failed (the decoder panicked)".to_string())?
-    .map_err(|e| format!("zstd decompression failed: {e}"))?;
-    if got != len {
-        return Err(format!(
-            "zstd block decompressed to {got} bytes, its header says {len}"
-        ));
-    }
-    Ok(out)
+    decompress(stored, "zstd", None, |payload, dst| {
+        // The decoder returns errors for damaged frames; a panic in it on some input it
+        // does not expect must still not take the reader down with it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ZSTD_DECODER.with(|d| d.borrow_mut().decode_all(payload, dst))
+        }))
+        .map_err(|_| "the decoder panicked".to_string())?
+        .map_err(|e| e.to_string())
+    })
 }
 
 #[cfg(test)]
