@@ -162,6 +162,39 @@ pub struct Stats {
     /// The value placement's own counters (for a value log: its segments and garbage
     /// collection); printed by `Display` when it has any.
     pub placement: PlacementStats,
+    /// Counters since the store was created, kept across restarts.
+    pub lifetime: LifetimeStats,
+}
+
+/// A store's counters since it was created: kept in the MANIFEST with every commit, so they
+/// survive restarts (a crash loses what was counted after the last commit: the writes of
+/// at most the memtables not yet flushed, and the log bytes behind them). Stores written
+/// before they were kept count from their first open by a build that keeps them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LifetimeStats {
+    /// Key and value bytes of every put and delete accepted.
+    pub user_bytes_written: u64,
+    /// Puts and deletes accepted.
+    pub user_ops_written: u64,
+    /// Bytes written to storage, by cause.
+    pub written: Vec<(WriteCause, u64)>,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Compactions (moves included).
+    pub compactions: u64,
+}
+
+impl LifetimeStats {
+    /// Storage bytes written per user byte since creation (0 before any user write).
+    pub fn write_amplification(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            self.written.iter().map(|&(_, n)| n).sum::<u64>() as f64
+                / self.user_bytes_written as f64
+        }
+    }
 }
 
 impl Stats {
@@ -231,6 +264,17 @@ impl std::fmt::Display for Stats {
             self.user_ops_written,
             mb(self.user_bytes_written),
             self.write_amplification()
+        )?;
+        let l = &self.lifetime;
+        writeln!(
+            f,
+            "since creation: user writes {} ops, {:.1} MB; {:.1} MB written; write amplification {:.2}; flushes {} compactions {}",
+            l.user_ops_written,
+            mb(l.user_bytes_written),
+            mb(l.written.iter().map(|&(_, n)| n).sum()),
+            l.write_amplification(),
+            l.flushes,
+            l.compactions
         )?;
         writeln!(
             f,

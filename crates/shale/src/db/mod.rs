@@ -63,7 +63,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub use api::{IterOptions, LevelStats, LiveFile, Snapshot, Stats};
+pub use api::{IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
@@ -213,6 +213,11 @@ pub(crate) struct DbInner {
     pub(crate) values: Arc<dyn ValueStore>,
     /// Makes the empty memtable of every switch, and runs its own background work.
     pub(crate) memory: Arc<dyn MemoryComponent>,
+    /// The store's counters since creation as the MANIFEST had them at open, and the
+    /// file system's write counters at open: the running count is the one plus what this
+    /// process counted since ([`stats::lifetime`]).
+    pub(crate) lifetime_base: crate::manifest::Lifetime,
+    pub(crate) io_at_open: [u64; crate::env::WriteCause::ALL.len()],
     pub(crate) tables: Arc<TableCache>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     pub(crate) snapshots: Arc<SnapshotList>,
@@ -579,10 +584,21 @@ impl Db {
     /// Commit what the value placement still has to persist (value-log segments synced since
     /// the last edit), so that the next open holds them to their ends. Skipped on a store
     /// that already failed: its MANIFEST is not written again.
+    ///
+    /// The same edit records the lifetime counters (every commit does), so a store that
+    /// took writes since open commits one at close even when the placement has nothing:
+    /// counts of writes still only in the log would otherwise be lost at the next open
+    /// (recovery replays them, but they are not user writes again).
     fn persist_placement(&self) -> Result<()> {
         let mut edit = crate::manifest::VersionEdit::default();
         self.inner.values.note_edit(&mut edit);
-        if edit == crate::manifest::VersionEdit::default() || self.inner.bg.lock().error.is_some() {
+        let c = &self.inner.counters;
+        let counted = [&c.user_ops, &c.flushes, &c.compactions]
+            .iter()
+            .any(|n| n.load(Ordering::Relaxed) > 0);
+        if (edit == crate::manifest::VersionEdit::default() && !counted)
+            || self.inner.bg.lock().error.is_some()
+        {
             return Ok(());
         }
         let last_seq = self.inner.last_seq.load(Ordering::Acquire);

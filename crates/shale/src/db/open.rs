@@ -46,6 +46,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         fs.create_dir_all(dir)?;
     }
     let lock = fs.lock(&dir.join(LOCK_FILE))?;
+    // What this open writes counts toward the store's lifetime counters from here.
+    let io_at_open = WriteCause::ALL.map(|c| env.io().written(c));
     let min_next_file = fs
         .list_dir(dir)?
         .iter()
@@ -69,7 +71,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         layout: layout.empty_state(),
         axes: AxisStates::with_values(values.empty_state()),
     };
-    let (mut versions, placement_state, mut last_seq) = if has_current {
+    let (mut versions, placement_state, mut last_seq, lifetime_base) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
                 "a store already exists at {} (error_if_exists is true)",
@@ -81,7 +83,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             log_number: r.log_number,
             state: r.axes.values,
         };
-        (r.set, placement, r.last_sequence)
+        (r.set, placement, r.last_sequence, r.lifetime)
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -96,6 +98,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 state: values.empty_state(),
             },
             0,
+            crate::manifest::Lifetime::default(),
         )
     };
 
@@ -228,12 +231,21 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         pending_outputs: Mutex::default(),
         compaction_lock: Mutex::new(()),
         counters: Counters::default(),
+        lifetime_base,
+        io_at_open,
         retired: Mutex::default(),
         value_job_lock: Mutex::new(()),
         shutting_down: AtomicBool::new(false),
         lock: Mutex::new(Some(lock)),
         options,
     });
+    let weak = Arc::downgrade(&inner);
+    inner
+        .versions
+        .lock()
+        .set_lifetime_source(Box::new(move || {
+            weak.upgrade().map(|i| super::stats::lifetime(&i))
+        }));
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
 }

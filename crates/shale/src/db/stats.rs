@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::{DbInner, LevelStats, Stats};
 use crate::env::{ReadCause, WriteCause};
+use crate::manifest::Lifetime;
 
 pub(crate) fn live_files(inner: &DbInner) -> Vec<super::LiveFile> {
     let sv = inner.super_version();
@@ -20,6 +21,28 @@ pub(crate) fn live_files(inner: &DbInner) -> Vec<super::LiveFile> {
             tombstones: f.tombstones,
         })
         .collect()
+}
+
+/// The store's counters since creation: those recovered at open plus this process's.
+/// Reads atomics only (the version set calls it with its lock held).
+pub(crate) fn lifetime(inner: &DbInner) -> Lifetime {
+    let io = inner.env.io();
+    let c = &inner.counters;
+    let mut written = [0; WriteCause::ALL.len()];
+    for ((w, &cause), &base) in written
+        .iter_mut()
+        .zip(WriteCause::ALL.iter())
+        .zip(inner.io_at_open.iter())
+    {
+        *w = io.written(cause).saturating_sub(base);
+    }
+    inner.lifetime_base.plus(&Lifetime {
+        user_bytes: c.user_bytes.load(Ordering::Relaxed),
+        user_ops: c.user_ops.load(Ordering::Relaxed),
+        flushes: c.flushes.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        written,
+    })
 }
 
 pub(crate) fn stats(inner: &DbInner) -> Stats {
@@ -68,6 +91,16 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         block_cache_misses: inner.block_cache.as_ref().map_or(0, |b| b.misses()),
         last_sequence: inner.last_seq.load(Ordering::Acquire),
         placement: inner.values.stats(),
+        lifetime: {
+            let l = lifetime(inner);
+            super::LifetimeStats {
+                user_bytes_written: l.user_bytes,
+                user_ops_written: l.user_ops,
+                written: WriteCause::ALL.iter().copied().zip(l.written).collect(),
+                flushes: l.flushes,
+                compactions: l.compactions,
+            }
+        },
     }
 }
 

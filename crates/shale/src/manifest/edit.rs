@@ -59,6 +59,9 @@ mod tag {
     /// `shale-options 1` and `key=value` lines (first edit of each MANIFEST, and any edit
     /// that changes it).
     pub const STORE_OPTIONS: u64 = 18;
+    /// The store's counters since creation ([`super::Lifetime`]), in every edit the engine
+    /// commits once the store is open and in each snapshot.
+    pub const LIFETIME: u64 = 19;
 }
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
@@ -90,6 +93,8 @@ pub struct VersionEdit {
     /// in the first edit of each MANIFEST and in an edit that changes it. Stores written
     /// before it existed have none until their next open.
     pub store_options: Option<Vec<u8>>,
+    /// The store's counters since creation as of this edit (the last one read wins).
+    pub lifetime: Option<super::Lifetime>,
 }
 
 impl VersionEdit {
@@ -109,6 +114,7 @@ impl VersionEdit {
             format_tag,
             store_id,
             store_options,
+            lifetime,
             records,
         } = later;
         self.log_number = log_number.or(self.log_number);
@@ -120,6 +126,7 @@ impl VersionEdit {
         self.format_tag = format_tag.or(self.format_tag.take());
         self.store_id = store_id.or(self.store_id);
         self.store_options = store_options.or(self.store_options.take());
+        self.lifetime = lifetime.or(self.lifetime.take());
         self.records.extend(records);
     }
 
@@ -133,6 +140,7 @@ impl VersionEdit {
         ];
         let count = usize::from(self.format_tag.is_some())
             + usize::from(self.store_options.is_some())
+            + usize::from(self.lifetime.is_some())
             + scalars.iter().filter(|v| v.is_some()).count()
             + self.compact_pointers.len()
             + self.deleted_files.len()
@@ -145,6 +153,11 @@ impl VersionEdit {
         }
         if let Some(o) = &self.store_options {
             field(buf, tag::STORE_OPTIONS, o);
+        }
+        if let Some(l) = &self.lifetime {
+            let mut p = Vec::new();
+            l.encode(&mut p);
+            field(buf, tag::LIFETIME, &p);
         }
         for (t, v) in [
             (tag::LOG_NUMBER, self.log_number),
@@ -260,6 +273,10 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
         tag::NEXT_FILE_NUMBER => once(&mut e.next_file_number, r.varint64()?, "next file number")?,
         tag::LAST_SEQUENCE => once(&mut e.last_sequence, r.varint64()?, "last sequence")?,
         tag::STORE_ID => once(&mut e.store_id, r.varint64()?, "store id")?,
+        tag::LIFETIME => {
+            let l = super::Lifetime::decode(r.bytes(payload.len())?)?;
+            once(&mut e.lifetime, l, "lifetime counters")?;
+        }
         tag::STORE_OPTIONS => {
             let o = r.bytes(payload.len())?.to_vec();
             once(&mut e.store_options, o, "options record")?;
@@ -429,6 +446,11 @@ mod tests {
             ],
             store_id: Some(0x1234_5678_9abc_def0),
             store_options: Some(b"shale-options 1\nlayout=leveled\n".to_vec()),
+            lifetime: Some(super::super::Lifetime {
+                user_bytes: 100,
+                user_ops: 2,
+                ..Default::default()
+            }),
         }
     }
 

@@ -20,6 +20,7 @@ pub mod axis;
 mod current;
 mod edit;
 mod file_meta;
+mod lifetime;
 mod store_id;
 mod tail;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use current::{
 };
 pub use edit::{LEGACY_AXIS_TAGS, VersionEdit};
 pub use file_meta::{FileMeta, PinnedFilter};
+pub use lifetime::Lifetime;
 pub use store_id::new_store_id;
 
 /// Appends edits to one MANIFEST file, syncing each.

@@ -13,7 +13,7 @@ use super::{LayoutState, Version};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::manifest::{self, AxisStates, ManifestWriter, VersionEdit};
+use crate::manifest::{self, AxisStates, Lifetime, ManifestWriter, VersionEdit};
 use crate::options::stored::StoredOptions;
 
 pub use crate::options::MAX_MANIFEST_BYTES;
@@ -33,6 +33,10 @@ pub struct VersionSet {
     next_file: Arc<AtomicU64>,
     last_sequence: SeqNo,
     identity: Identity,
+    /// The store's counters since creation as recovered, written with every commit until
+    /// the engine installs its running count ([`VersionSet::set_lifetime_source`]).
+    lifetime_base: Option<Lifetime>,
+    lifetime_source: Option<LifetimeSource>,
     max_manifest_bytes: u64,
     /// What the edits recorded for the axes other than the layout (whose state is in each
     /// version).
@@ -69,6 +73,10 @@ pub struct Makeup {
     pub axes: AxisStates,
 }
 
+/// The engine's running count of the store's counters since creation (`None` once the
+/// engine is gone).
+pub type LifetimeSource = Box<dyn Fn() -> Option<Lifetime> + Send + Sync>;
+
 /// What every snapshot edit records about the store itself.
 struct Identity {
     format_tag: String,
@@ -95,6 +103,9 @@ pub struct Recovered {
     /// The options record the MANIFEST held (`None` for a store written before records
     /// existed); the new MANIFEST records the open's own.
     pub stored_options: Option<StoredOptions>,
+    /// The counters since creation the MANIFEST held (zero for a store written before they
+    /// were kept).
+    pub lifetime: Lifetime,
 }
 
 impl VersionSet {
@@ -127,6 +138,7 @@ impl VersionSet {
         let mut next_file = 2;
         let mut last_sequence = 0;
         let mut store_id = None;
+        let lifetime = edits.iter().rev().find_map(|e| e.lifetime.clone());
         // The design first: another design's records would not fit this one's states.
         let stored_options = match edits.iter().rev().find_map(|e| e.store_options.as_ref()) {
             Some(bytes) => {
@@ -217,6 +229,8 @@ impl VersionSet {
                     store_id,
                     options: options.encode(),
                 },
+                lifetime_base: lifetime.clone(),
+                lifetime_source: None,
                 max_manifest_bytes: MAX_MANIFEST_BYTES,
                 axes: axes.clone(),
             },
@@ -225,6 +239,7 @@ impl VersionSet {
             axes,
             store_id,
             stored_options,
+            lifetime: lifetime.unwrap_or_default(),
         })
     }
 
@@ -257,6 +272,7 @@ impl VersionSet {
             &next,
             0,
             &identity,
+            Some(&Lifetime::default()),
             &axes,
         )?;
         Ok(VersionSet {
@@ -270,6 +286,8 @@ impl VersionSet {
             next_file: next,
             last_sequence: 0,
             identity,
+            lifetime_base: Some(Lifetime::default()),
+            lifetime_source: None,
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             axes,
         })
@@ -285,6 +303,7 @@ impl VersionSet {
         next_file: &AtomicU64,
         last_sequence: SeqNo,
         identity: &Identity,
+        lifetime: Option<&Lifetime>,
         axes: &AxisStates,
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
@@ -296,6 +315,7 @@ impl VersionSet {
         edit.format_tag = Some(identity.format_tag.clone());
         edit.store_id = Some(identity.store_id);
         edit.store_options = Some(identity.options.clone());
+        edit.lifetime = lifetime.cloned();
         writer.append(&edit)?;
         // The new MANIFEST's directory entry must be durable before CURRENT names it;
         // write_current syncs the directory after its rename, which covers both.
@@ -316,6 +336,21 @@ impl VersionSet {
     /// Draw a new file number.
     pub fn new_file_number(&self) -> u64 {
         self.next_file.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Count the store's lifetime counters with `source` from now on (the engine's running
+    /// count: the recovered counters plus this process's).
+    pub fn set_lifetime_source(&mut self, source: LifetimeSource) {
+        self.lifetime_source = Some(source);
+    }
+
+    /// The counters every commit records: the engine's running count, else the recovered
+    /// ones.
+    fn lifetime_now(&self) -> Option<Lifetime> {
+        self.lifetime_source
+            .as_ref()
+            .and_then(|f| f())
+            .or_else(|| self.lifetime_base.clone())
     }
 
     /// The store's identity (see [`Recovered::store_id`]).
@@ -383,6 +418,10 @@ impl VersionSet {
         })?;
         self.last_sequence = self.last_sequence.max(last_sequence);
         edit.last_sequence = Some(self.last_sequence);
+        let lifetime = self.lifetime_now();
+        if edit.lifetime.is_none() {
+            edit.lifetime.clone_from(&lifetime);
+        }
         edit.next_file_number = Some(self.next_file.load(Ordering::Relaxed));
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
@@ -406,6 +445,7 @@ impl VersionSet {
                 &self.next_file,
                 self.last_sequence,
                 &self.identity,
+                lifetime.as_ref(),
                 &axes,
             )?;
             self.manifest = Some(writer);
