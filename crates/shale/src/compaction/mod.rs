@@ -136,7 +136,9 @@ pub fn merge_into_tables(
                     let number = (ctx.new_file_number)();
                     let path = ctx.dir.join(table_file_name(number));
                     let file = ctx.env.create(&path, ctx.cause)?;
-                    builder = Some((number, ctx.tables.format().builder(file, ctx.table_options)));
+                    let identity = ctx.tables.identity(number);
+                    let b = ctx.tables.format().builder(file, ctx.table_options, identity);
+                    builder = Some((number, b));
                 }
                 if let Some((_, b)) = builder.as_mut() {
                     b.add(input.key(), input.value())?;

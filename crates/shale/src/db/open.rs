@@ -124,6 +124,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         Arc::clone(&table),
         block_cache.clone(),
         options.verify_checksums,
+        Some(versions.store_id()),
     ));
     // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
     // the edit moves the placement's position past the replayed writes.
