@@ -49,6 +49,7 @@ fn with_context<T>(
         stop: &inner.shutting_down,
         cause,
         on_discard: &|kind, stored| inner.values.discarded(kind, stored),
+        check_new_tables: inner.options.verify_new_tables,
     };
     f(&ctx)
 }

@@ -295,6 +295,7 @@ impl Replay<'_> {
             stop: &stop,
             cause: WriteCause::Flush,
             on_discard: &|_, _| {},
+            check_new_tables: self.options.verify_new_tables,
         };
         let flushed = flush_memtable(self.layout, mem, &ctx)?;
         let next = version

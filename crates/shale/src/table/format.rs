@@ -228,4 +228,14 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`crate::Error::Corruption`] naming file and offset.
     fn verify(&self) -> Result<()>;
+
+    /// The cheap check of a table just written, beyond what opening it checked (see
+    /// [`crate::options::NewTableCheck::Quick`]): for `sst`, its first and last data
+    /// blocks. Default: [`TableReader::verify`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming file and offset.
+    fn verify_quick(&self) -> Result<()> {
+        self.verify()
+    }
 }
