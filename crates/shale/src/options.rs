@@ -473,17 +473,7 @@ impl WalRecoveryMode {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] listing the names.
     pub fn from_name(name: &str) -> crate::Result<WalRecoveryMode> {
-        Self::ALL
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|&(m, _)| m)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|&(_, n)| n).collect();
-                crate::Error::InvalidArgument(format!(
-                    "unknown WAL recovery mode {name:?}; one of: {}",
-                    names.join(", ")
-                ))
-            })
+        by_name(&Self::ALL, name, "WAL recovery mode")
     }
 }
 
@@ -520,18 +510,25 @@ impl NewTableCheck {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] listing the names.
     pub fn from_name(name: &str) -> crate::Result<NewTableCheck> {
-        Self::ALL
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|&(m, _)| m)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|&(_, n)| n).collect();
-                crate::Error::InvalidArgument(format!(
-                    "unknown new-table check {name:?}; one of: {}",
-                    names.join(", ")
-                ))
-            })
+        by_name(&Self::ALL, name, "new-table check")
     }
+}
+
+/// The value `all` names `name` (a table of values and their command-line names).
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming `what` and listing the names.
+fn by_name<T: Copy>(all: &[(T, &'static str)], name: &str, what: &str) -> crate::Result<T> {
+    all.iter()
+        .find(|(_, n)| *n == name)
+        .map(|&(m, _)| m)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&(_, n)| n).collect();
+            crate::Error::InvalidArgument(format!(
+                "unknown {what} {name:?}; one of: {}",
+                names.join(", ")
+            ))
+        })
 }
 
 /// A MANIFEST larger than this is rewritten as a snapshot into a new file (the default of

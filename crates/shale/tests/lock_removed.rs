@@ -12,11 +12,14 @@
 #![expect(clippy::unwrap_used, reason = "test setup failures fail the test")]
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod store_common;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use store_common::{key, put_round, scan, value};
 
-use shale::{Db, Error, IterOptions, Options};
+use shale::{Db, Error, Options};
 
 const CHILD_DIR: &str = "SHALE_LOCK_TEST_CHILD_DIR";
 const CHILD_DESIGN: &str = "SHALE_LOCK_TEST_CHILD_DESIGN";
@@ -60,20 +63,16 @@ fn names(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn put_round(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u32) {
-    for i in 0..1500u32 {
-        let k = format!("key{i:05}").into_bytes();
-        let v = format!("value {i} of round {round}, long enough to separate").into_bytes();
-        db.put(&k, &v).unwrap();
-        model.insert(k, v);
-    }
-}
-
-fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.iter(IterOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+/// A store in `dir` holding two flushed rounds of writes, and its model; no background work
+/// runs once this returns.
+fn open_with_tables(dir: &Path, design: &str) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = Db::open(dir, opts(design)).unwrap();
+    let mut model = BTreeMap::new();
+    put_round(&db, &mut model, 0..1500, 0);
+    db.flush().unwrap();
+    put_round(&db, &mut model, 0..1500, 1);
+    db.flush().unwrap();
+    (db, model)
 }
 
 /// Open the store in a second process: what it got, as one line.
@@ -121,12 +120,7 @@ fn a_removed_lock_file_keeps_a_second_opener_out() {
     for design in Options::available_presets() {
         let tmp = TempDir::new(design);
         let dir = tmp.0.as_path();
-        let db = Db::open(dir, opts(design)).unwrap();
-        let mut model = BTreeMap::new();
-        put_round(&db, &mut model, 0);
-        db.flush().unwrap();
-        put_round(&db, &mut model, 1);
-        db.flush().unwrap();
+        let (db, mut model) = open_with_tables(dir, design);
         let before = names(dir);
         assert!(before.iter().any(|n| n.ends_with(".sst")), "{before:?}");
 
@@ -149,7 +143,7 @@ fn a_removed_lock_file_keeps_a_second_opener_out() {
 
         // The first store goes on: its sweeps lock a new LOCK file (the directory lock
         // proves nobody else got in) and delete what its compactions made obsolete.
-        put_round(&db, &mut model, 2);
+        put_round(&db, &mut model, 0..1500, 2);
         db.compact_range(None, None).unwrap();
         assert!(dir.join("LOCK").exists(), "{design}");
         db.put(b"after", b"compaction").unwrap();
@@ -174,12 +168,7 @@ fn a_store_whose_lock_file_another_process_holds_deletes_nothing() {
     for design in Options::available_presets() {
         let tmp = TempDir::new(&format!("{design}-intruder"));
         let dir = tmp.0.as_path();
-        let db = Db::open(dir, opts(design)).unwrap();
-        let mut model = BTreeMap::new();
-        put_round(&db, &mut model, 0);
-        db.flush().unwrap();
-        put_round(&db, &mut model, 1);
-        db.flush().unwrap();
+        let (db, mut model) = open_with_tables(dir, design);
 
         fs::remove_file(dir.join("LOCK")).unwrap();
         let intruder: File = OpenOptions::new()
@@ -197,11 +186,9 @@ fn a_store_whose_lock_file_another_process_holds_deletes_nothing() {
         // survive), the ones after are refused.
         let mut refused = None;
         for i in 0..1500u32 {
-            let k = format!("key{i:05}").into_bytes();
-            let v = format!("value {i} of round 2, long enough to separate").into_bytes();
-            match db.put(&k, &v) {
+            match db.put(&key(i), &value(i, 2)) {
                 Ok(()) => {
-                    model.insert(k, v);
+                    model.insert(key(i), value(i, 2));
                 }
                 Err(e) => {
                     refused = Some(e);

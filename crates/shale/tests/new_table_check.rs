@@ -8,13 +8,16 @@
 #![expect(clippy::unwrap_used, reason = "test setup failures fail the test")]
 
 use std::collections::BTreeMap;
+
+mod store_common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use store_common::{put_round, scan};
 
 use shale::env::Env;
 use shale::env::fault::{FaultControl, FaultFs, Op, OpKind, WriteDamage};
 use shale::env::mem::MemFs;
-use shale::{Db, IterOptions, NewTableCheck, Options};
+use shale::{Db, NewTableCheck, Options};
 
 const DIR: &str = "/db";
 
@@ -32,27 +35,6 @@ fn opts(env: &Env, design: &str, check: NewTableCheck) -> Options {
     o.level0_stop_trigger = 3000;
     o.verify_new_tables = check;
     o
-}
-
-fn put_round(
-    db: &Db,
-    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
-    keys: std::ops::Range<u32>,
-    round: u32,
-) {
-    for i in keys {
-        let k = format!("key{i:05}").into_bytes();
-        let v = format!("value {i} of round {round}, long enough to separate").into_bytes();
-        db.put(&k, &v).unwrap();
-        model.insert(k, v);
-    }
-}
-
-fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.iter(IterOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
 }
 
 /// Damage the `nth` append to a table file from now on (0: the first data block's bytes of

@@ -6,8 +6,11 @@
 #![expect(clippy::unwrap_used, reason = "test setup failures fail the test")]
 
 use std::collections::BTreeMap;
+
+mod store_common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use store_common::{put_round, scan};
 
 use shale::env::mem::MemFs;
 use shale::env::{Env, FileSystem, ReadCause};
@@ -23,22 +26,6 @@ fn opts(env: &Env, design: &str) -> Options {
     o.vlog_segment_size = 16 * 1024;
     o.vlog_gc = false;
     o
-}
-
-fn put_round(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, n: u32, round: u32) {
-    for i in 0..n {
-        let k = format!("key{i:05}").into_bytes();
-        let v = format!("value {i} of round {round}, long enough to separate").into_bytes();
-        db.put(&k, &v).unwrap();
-        model.insert(k, v);
-    }
-}
-
-fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.iter(IterOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
 }
 
 fn write(mem: &MemFs, path: &Path, bytes: &[u8]) {
@@ -82,7 +69,7 @@ fn stray_files_are_neither_read_nor_deleted() {
         let env = Env::new(Arc::new(mem.clone()));
         let mut model = BTreeMap::new();
         let db = Db::open(DIR, opts(&env, design)).unwrap();
-        put_round(&db, &mut model, 600, 0);
+        put_round(&db, &mut model, 0..600, 0);
         db.close().unwrap();
         for name in strays {
             write(&mem, &Path::new(DIR).join(name), name.as_bytes());
@@ -91,7 +78,7 @@ fn stray_files_are_neither_read_nor_deleted() {
             shale::verify(DIR, opts(&env, design)).unwrap();
             let db = Db::open(DIR, opts(&env, design)).unwrap();
             assert_eq!(scan(&db), model, "{design} attempt {attempt}");
-            put_round(&db, &mut model, 300, attempt + 1);
+            put_round(&db, &mut model, 0..300, attempt + 1);
             db.flush().unwrap();
             db.compact_range(None, None).unwrap();
             db.close().unwrap();
@@ -115,7 +102,7 @@ fn refused_opens_leave_no_manifest_behind() {
         let mem = MemFs::new();
         let env = Env::new(Arc::new(mem.clone()));
         let db = Db::open(DIR, opts(&env, design)).unwrap();
-        put_round(&db, &mut BTreeMap::new(), 600, 0);
+        put_round(&db, &mut BTreeMap::new(), 0..600, 0);
         db.flush().unwrap();
         db.close().unwrap();
         let table = mem
@@ -143,9 +130,9 @@ fn value_gc_reports_a_damaged_segment() {
     let env = Env::new(Arc::new(mem.clone()));
     let mut model = BTreeMap::new();
     let db = Db::open(DIR, opts(&env, "wisckey")).unwrap();
-    put_round(&db, &mut model, 600, 0);
+    put_round(&db, &mut model, 0..600, 0);
     db.flush().unwrap();
-    put_round(&db, &mut model, 600, 1);
+    put_round(&db, &mut model, 0..600, 1);
     db.flush().unwrap();
     db.close().unwrap();
     let mut segments: Vec<PathBuf> = mem
@@ -213,7 +200,7 @@ fn a_scan_over_more_segments_than_descriptors() {
     o.vlog_gc = false;
     let db = Db::open(&dir, o).unwrap();
     let mut model = BTreeMap::new();
-    put_round(&db, &mut model, 8000, 0);
+    put_round(&db, &mut model, 0..8000, 0);
     db.close().unwrap();
     let segments = std::fs::read_dir(&dir)
         .unwrap()
