@@ -40,7 +40,8 @@ pub enum FileKind {
     Segment(u64),
     /// `MANIFEST-NNNNNN`
     Manifest(u64),
-    /// `*.tmp`
+    /// `CURRENT.tmp`, the engine's one temporary file (other `*.tmp` files are not the
+    /// store's)
     Temp,
 }
 
@@ -77,28 +78,32 @@ pub fn manifest_file_name(number: u64) -> String {
     format!("{MANIFEST_PREFIX}{number:06}")
 }
 
+/// The number a name's numeric part spells, if it is exactly how the engine writes
+/// numbers (at least six digits, zero-padded, nothing else) and not beyond
+/// [`MAX_FILE_NUMBER`].
+fn canonical_number(digits: &str) -> Option<u64> {
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    // `99.log` or `0000099.log` is not a name the engine writes (it would open
+    // `000099.log`, a file that may not exist): not the store's, left alone.
+    (n <= MAX_FILE_NUMBER && format!("{n:06}") == digits).then_some(n)
+}
+
 /// Recognize a file name of the store; `None` for names the store does not own (`LOCK`,
-/// `CURRENT`, anything a user put there, a number beyond [`MAX_FILE_NUMBER`]).
+/// `CURRENT`, anything a user put there, a number beyond [`MAX_FILE_NUMBER`], a number not
+/// written as the engine writes it). Only names the engine writes are recognized, so only
+/// those are ever deleted or read as the store's.
 pub fn parse_file_name(name: &str) -> Option<FileKind> {
     if let Some(n) = name.strip_prefix(MANIFEST_PREFIX) {
-        return n
-            .parse()
-            .ok()
-            .filter(|&n| n <= MAX_FILE_NUMBER)
-            .map(FileKind::Manifest);
+        return canonical_number(n).map(FileKind::Manifest);
     }
-    if name.ends_with(".tmp") {
+    if name == CURRENT_TMP_FILE {
         return Some(FileKind::Temp);
     }
     let (stem, ext) = name.rsplit_once('.')?;
-    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = stem.parse().ok()?;
-    if n > MAX_FILE_NUMBER {
-        // Not a number this engine hands out; leave the file alone.
-        return None;
-    }
+    let n = canonical_number(stem)?;
     match ext {
         "sst" => Some(FileKind::Table(n)),
         "log" => Some(FileKind::Log(n)),
@@ -124,6 +129,22 @@ mod tests {
         assert_eq!(parse_file_name("CURRENT"), None);
         assert_eq!(parse_file_name("LOCK"), None);
         assert_eq!(parse_file_name("notes.sst"), None);
+        // Only names as the engine writes them (issue 17, case 10: a stray `99.log` made
+        // open look for `000099.log`).
+        for name in [
+            "99.log",
+            "98.vlog",
+            "7.sst",
+            "0000099.log",
+            "+00099.log",
+            "MANIFEST-5",
+            "MANIFEST-0000005",
+            "draft.tmp",
+            "000012.tmp",
+        ] {
+            assert_eq!(parse_file_name(name), None, "{name}");
+        }
+        assert_eq!(parse_file_name("1234567.sst"), Some(FileKind::Table(1_234_567)));
         assert_eq!(parse_file_name("MANIFEST-x"), None);
         assert_eq!(parse_file_name(&table_file_name(MAX_FILE_NUMBER + 1)), None);
         for n in [0, 5, 123_456_789] {

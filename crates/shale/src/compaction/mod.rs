@@ -22,7 +22,7 @@ use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
-use crate::options::TableOptions;
+use crate::options::{NewTableCheck, TableOptions};
 use crate::table::cache::TableCache;
 use crate::table::TableWriter;
 use crate::table::table_file_name;
@@ -53,6 +53,9 @@ pub struct CompactionContext<'a> {
     /// Told of every entry the merge drops, as (kind, stored value): the value placement
     /// learns which separated values became garbage.
     pub on_discard: &'a dyn Fn(ValueKind, &[u8]),
+    /// How each table written is read back before it is handed on to be committed
+    /// ([`crate::options::Options::verify_new_tables`]).
+    pub check_new_tables: NewTableCheck,
 }
 
 /// How one merge writes its output.
@@ -136,7 +139,9 @@ pub fn merge_into_tables(
                     let number = (ctx.new_file_number)();
                     let path = ctx.dir.join(table_file_name(number));
                     let file = ctx.env.create(&path, ctx.cause)?;
-                    builder = Some((number, ctx.tables.format().builder(file, ctx.table_options)));
+                    let identity = ctx.tables.identity(number);
+                    let b = ctx.tables.format().builder(file, ctx.table_options, identity);
+                    builder = Some((number, b));
                 }
                 if let Some((_, b)) = builder.as_mut() {
                     b.add(input.key(), input.value())?;
@@ -150,6 +155,9 @@ pub fn merge_into_tables(
         }
         if !outputs.is_empty() {
             ctx.env.fs().sync_dir(ctx.dir)?;
+        }
+        for f in &outputs {
+            check_new_table(f, ctx)?;
         }
         Ok(())
     })();
@@ -171,6 +179,7 @@ pub fn merge_into_tables(
         // Best effort: the files are not referenced by any version, and the next sweep of
         // obsolete files would remove them anyway.
         for f in &outputs {
+            ctx.tables.evict(f.number);
             let _ = ctx
                 .env
                 .fs()
@@ -179,6 +188,35 @@ pub fn merge_into_tables(
         return Err(e);
     }
     Ok((outputs, stats))
+}
+
+/// Read back table `f`, just written, as `ctx.check_new_tables` asks: through the table
+/// cache (which checks the size, footer, metadata blocks and identity, and keeps the
+/// table open for the reads that follow), then the format's quick or full check, and that
+/// it holds what the writer wrote.
+fn check_new_table(f: &FileMeta, ctx: &CompactionContext<'_>) -> Result<()> {
+    if ctx.check_new_tables == NewTableCheck::Off {
+        return Ok(());
+    }
+    let table = ctx.tables.table(f.table_id())?;
+    match ctx.check_new_tables {
+        NewTableCheck::Off => {}
+        NewTableCheck::Quick => table.verify_quick()?,
+        NewTableCheck::Full => table.verify()?,
+    }
+    let p = table.properties();
+    if p.num_entries != f.entries || p.smallest != f.smallest || p.largest != f.largest {
+        return Err(Error::corruption(
+            table.path(),
+            0,
+            format!(
+                "the table just written reads back {} entries from {:?} to {:?}; {} from {:?} \
+                 to {:?} were written",
+                p.num_entries, p.smallest, p.largest, f.entries, f.smallest, f.largest
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn finish(number: u64, builder: Box<dyn TableWriter>) -> Result<FileMeta> {

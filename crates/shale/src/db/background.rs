@@ -50,6 +50,7 @@ fn with_context<T>(
         stop: &inner.shutting_down,
         cause,
         on_discard: &|kind, stored| inner.values.discarded(kind, stored),
+        check_new_tables: inner.options.verify_new_tables,
     };
     f(&ctx)
 }
@@ -388,7 +389,21 @@ pub(crate) fn compact_range(
 /// Delete files no live version needs: tables not listed by any version held by anyone,
 /// logs older than the log number, MANIFESTs older than the live one. Errors are ignored
 /// (a file left behind is deleted at the next sweep or open).
+///
+/// Nothing is deleted unless the store's lock still excludes every other opener
+/// ([`crate::env::FileLock::check`], under the lock's mutex, so `close` cannot release it
+/// mid-sweep): after a lost lock (its `LOCK` file removed and another process let in) the
+/// files this store calls obsolete may be the other one's. A failed check makes the store
+/// read-only with the reason; a closed store (lock released) deletes nothing.
 pub(crate) fn delete_obsolete_files(inner: &DbInner) {
+    let held = inner.lock.lock();
+    let Some(lock) = held.as_ref() else {
+        return;
+    };
+    if let Err(e) = lock.check() {
+        inner.set_error(&e);
+        return;
+    }
     // List first, then read what is live: a file is registered as a pending output before it
     // is created and leaves that set only once a version lists it (both under the versions
     // lock), so every listed file that is still needed shows up in one of the two sets.

@@ -119,6 +119,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         Arc::clone(&table),
         block_cache.clone(),
         options.verify_checksums,
+        Some(versions.store_id()),
     ));
     // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
     // the edit moves the placement's position past the replayed writes.
@@ -298,6 +299,7 @@ impl Replay<'_> {
             stop: &stop,
             cause: WriteCause::Flush,
             on_discard: &|_, _| {},
+            check_new_tables: self.options.verify_new_tables,
         };
         let flushed = flush_memtable(self.layout, mem, &ctx)?;
         let next = version

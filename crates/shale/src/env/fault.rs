@@ -18,6 +18,9 @@
 //!   of one run.
 //! - **Read faults**: fail the `n`-th read ([`FaultControl::fail_read_at`]), or flip one bit
 //!   of the data returned by reads of matching files ([`FaultControl::flip_read_bits`]).
+//! - **Silent write damage** ([`FaultControl::damage_append_when`]): the first append a
+//!   predicate picks reports success but is lost, written as zeros, or written with a bit
+//!   flipped ([`WriteDamage`]), as a device that acknowledges a write it did not make.
 //!
 //! # What counts as a mutating operation
 //!
@@ -161,6 +164,21 @@ impl OpView<'_> {
             last_appends: self.last_appends.clone(),
         }
     }
+}
+
+/// What a silently damaged append does ([`FaultControl::damage_append_when`]): the append
+/// reports success, as a disk or file system that acknowledges a write it lost or made
+/// wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteDamage {
+    /// Nothing reaches the file (a lost write): what follows lands where these bytes
+    /// should have been.
+    Drop,
+    /// The bytes reach the file as zeros (a write never made to the medium, reading back
+    /// zeros).
+    Zero,
+    /// The bytes reach the file with one bit flipped (the lowest bit of the middle byte).
+    FlipBit,
 }
 
 /// Chooses an operation to fail by what it is rather than by its number (numbers differ
@@ -352,6 +370,10 @@ struct Control {
     hook: Option<OpHook>,
     /// File offsets `[start, end)` of the last append to each path.
     last_appends: HashMap<PathBuf, (u64, u64)>,
+    /// The next append the predicate picks is damaged silently.
+    damage_when: Option<(OpPredicate, WriteDamage)>,
+    /// The appends damaged so far.
+    damaged: Vec<Op>,
 }
 
 #[derive(Default)]
@@ -577,11 +599,25 @@ impl FaultControl {
             c.fail_when = None;
             c.failing = false;
             c.crash_at = None;
+            c.damage_when = None;
         }
         let mut r = self.shared.read_control.lock();
         r.fail = None;
         r.failing = false;
         r.flip = None;
+    }
+
+    /// Damage the first append `pred` picks without reporting it ([`WriteDamage`]): the
+    /// append returns `Ok`. The predicate sees every append until it fires, then is
+    /// dropped. Not undone by [`FaultControl::clear_faults`] once fired (the bytes are what
+    /// they are); an unfired one is disarmed by it.
+    pub fn damage_append_when(&self, pred: OpPredicate, damage: WriteDamage) {
+        self.shared.control.lock().damage_when = Some((pred, damage));
+    }
+
+    /// The appends damaged so far by [`FaultControl::damage_append_when`], in order.
+    pub fn damaged(&self) -> Vec<Op> {
+        self.shared.control.lock().damaged.clone()
     }
 
     /// The mutating operations that were failed so far, in order.
@@ -742,7 +778,33 @@ impl WritableFile for FaultWritable {
         let path = self.path.clone();
         self.op(OpKind::Append, |f, c| {
             let start = f.len();
-            f.append(data)?;
+            let op = Op {
+                index: c.ops.saturating_sub(1),
+                kind: OpKind::Append,
+                path: path.clone(),
+            };
+            let damage = match &c.damage_when {
+                Some((pred, d)) if pred(&op) => Some(*d),
+                _ => None,
+            };
+            match damage {
+                None => f.append(data)?,
+                Some(d) => {
+                    c.damage_when = None;
+                    c.damaged.push(op);
+                    match d {
+                        WriteDamage::Drop => {}
+                        WriteDamage::Zero => f.append(&vec![0; data.len()])?,
+                        WriteDamage::FlipBit => {
+                            let mut bytes = data.to_vec();
+                            if let Some(b) = bytes.get_mut(data.len() / 2) {
+                                *b ^= 1;
+                            }
+                            f.append(&bytes)?;
+                        }
+                    }
+                }
+            }
             c.last_appends.insert(path, (start, f.len()));
             Ok(())
         })

@@ -125,7 +125,20 @@ pub trait RandomAccessFile: Send + Sync {
 }
 
 /// A held lock; dropping it releases the lock.
-pub trait FileLock: Send + Sync + fmt::Debug {}
+pub trait FileLock: Send + Sync + fmt::Debug {
+    /// Whether the lock still excludes every other opener: the engine asks before it
+    /// deletes files, so that a store whose lock was lost (its `LOCK` file removed and a
+    /// second process let in) deletes nothing the other one may need. A backend may repair
+    /// what it can (the POSIX backend locks a new lock file when the directory lock proves
+    /// nobody else got in). Default: nothing can take the lock away.
+    ///
+    /// # Errors
+    /// [`crate::Error::Locked`] when another handle now holds the lock file; another error
+    /// when the backend cannot tell.
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// Why bytes were written. On the stats surface only; never on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -132,28 +132,70 @@ impl FileSystem for PosixFs {
             .map_err(|e| Error::io("stat", path, e))
     }
 
+    /// Two `flock`s, both exclusive and both held until the guard drops: one on the store
+    /// directory itself (an open file description of the directory, which Linux lets
+    /// `flock`), then one on the lock file. The lock file alone is not enough: a process
+    /// that finds it deleted creates a new one and locks that (issue 17, case 7). Deleting
+    /// a file does not touch the directory's lock, so it holds; the lock file keeps
+    /// excluding versions of Shale that lock only it. Where the directory cannot be locked
+    /// (a file system that refuses `flock` on a directory, or a directory this process may
+    /// not open), the lock file's lock is the only one and [`FileLock::check`] refuses to
+    /// go on once that file is gone.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Error::io("open lock file", path, e))?;
-        // flock semantics: the lock belongs to this open file description, so a second
-        // handle in the same process is refused too, which is what keeps two `Db`s in one
-        // process off the same directory.
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(PosixLock {
-                file,
-                path: path.to_path_buf(),
-            })),
-            Err(TryLockError::WouldBlock) => Err(Error::Locked {
-                path: path.to_path_buf(),
-            }),
-            Err(TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
-        }
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir_lock = match File::open(dir) {
+            Ok(d) => match d.try_lock() {
+                Ok(()) => Some(d),
+                Err(TryLockError::WouldBlock) => {
+                    return Err(Error::Locked {
+                        path: path.to_path_buf(),
+                    });
+                }
+                // No directory locks on this file system: the lock file has to do.
+                Err(TryLockError::Error(_)) => None,
+            },
+            // A directory this process may not open for reading: the same.
+            Err(_) => None,
+        };
+        let file = lock_file(path)?;
+        let id = file_id(&file).map_err(|e| Error::io("stat lock file", path, e))?;
+        Ok(Box::new(PosixLock {
+            file: parking_lot::Mutex::new((file, id)),
+            dir: dir_lock,
+            path: path.to_path_buf(),
+        }))
     }
+}
+
+/// Open (creating) and `flock` the lock file at `path`.
+fn lock_file(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io("open lock file", path, e))?;
+    // flock semantics: the lock belongs to this open file description, so a second
+    // handle in the same process is refused too, which is what keeps two `Db`s in one
+    // process off the same directory.
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::Locked {
+            path: path.to_path_buf(),
+        }),
+        Err(TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+    }
+}
+
+/// A file's identity: device and inode.
+fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata()?;
+    Ok((m.dev(), m.ino()))
 }
 
 /// A file opened for appending, with a user-space buffer.
@@ -503,9 +545,14 @@ impl RandomAccessFile for PosixRandomAccessFile {
     }
 }
 
-/// An exclusive `flock`-style lock, held while the file stays open.
+/// The store's lock: an exclusive `flock` on the store directory (when the file system
+/// allows one) and one on the lock file, held while the files stay open (see
+/// [`PosixFs::lock`]).
 struct PosixLock {
-    file: File,
+    /// The locked lock file and its identity (device, inode).
+    file: parking_lot::Mutex<(File, (u64, u64))>,
+    /// The locked directory; `None` where directories cannot be locked.
+    dir: Option<File>,
     path: PathBuf,
 }
 
@@ -513,17 +560,54 @@ impl std::fmt::Debug for PosixLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PosixLock")
             .field("path", &self.path)
+            .field("directory_locked", &self.dir.is_some())
             .finish()
     }
 }
 
-impl FileLock for PosixLock {}
+impl FileLock for PosixLock {
+    /// The lock file at the path is still the one locked: good. Otherwise (removed, or
+    /// replaced by another file) and with the directory locked, no other process using
+    /// directory locks can have opened the store meanwhile: the lock file is created and
+    /// locked again, unless another process holds the new one (a process that locks only
+    /// the lock file got in), which is [`Error::Locked`]. Without a directory lock nothing
+    /// tells whether another process opened the store, and that is an error too.
+    fn check(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let mut held = self.file.lock();
+        match fs::metadata(&self.path) {
+            Ok(m) if (m.dev(), m.ino()) == held.1 => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("stat lock file", &self.path, e)),
+        }
+        if self.dir.is_none() {
+            return Err(Error::io(
+                "check lock",
+                &self.path,
+                io::Error::other(
+                    "the lock file was removed or replaced while the store was open, and \
+                     this file system cannot lock the directory: another process may have \
+                     opened the store, so no file is deleted; close the store and open it again",
+                ),
+            ));
+        }
+        let file = lock_file(&self.path)?;
+        let id = file_id(&file).map_err(|e| Error::io("stat lock file", &self.path, e))?;
+        *held = (file, id);
+        Ok(())
+    }
+}
 
 impl Drop for PosixLock {
     fn drop(&mut self) {
-        // Closing the file would release the lock anyway; unlocking first makes the release
-        // explicit. A failure leaves nothing to do: the close that follows releases it.
-        let _ = self.file.unlock();
+        // Closing the files would release the locks anyway; unlocking first makes the
+        // release explicit. A failure leaves nothing to do: the close that follows releases
+        // it.
+        let _ = self.file.get_mut().0.unlock();
+        if let Some(d) = &self.dir {
+            let _ = d.unlock();
+        }
     }
 }
 
@@ -716,6 +800,44 @@ mod tests {
         drop(first);
         let again = fs.lock(&p).unwrap();
         drop(again);
+    }
+
+    /// Removing the lock file does not let a second lock in (the directory is locked too),
+    /// and the holder's check locks a new lock file.
+    #[test]
+    fn a_removed_lock_file_does_not_release_the_lock() {
+        let dir = TempDir::new("lock-removed");
+        let fs = PosixFs::new();
+        let p = dir.path("LOCK");
+        let first = fs.lock(&p).unwrap();
+        first.check().unwrap();
+        fs.remove_file(&p).unwrap();
+        match fs.lock(&p) {
+            Err(Error::Locked { path }) => assert_eq!(path, p),
+            other => panic!("expected Locked, got {other:?}"),
+        }
+        // The refused lock created nothing: it stopped at the directory.
+        assert!(!fs.exists(&p).unwrap());
+        first.check().unwrap();
+        assert!(fs.exists(&p).unwrap(), "the check locks a new lock file");
+        first.check().unwrap();
+        // A lock file replaced by another file: the check takes the new one too.
+        fs.remove_file(&p).unwrap();
+        let mut w = fs.create(&p).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        first.check().unwrap();
+        // Someone else holding the lock file (a process that locks only the lock file, as
+        // older versions do): the check refuses.
+        fs.remove_file(&p).unwrap();
+        let intruder = lock_file(&p).unwrap();
+        match first.check() {
+            Err(Error::Locked { path }) => assert_eq!(path, p),
+            other => panic!("expected Locked, got {other:?}"),
+        }
+        drop(intruder);
+        drop(first);
+        drop(fs.lock(&p).unwrap());
     }
 
     #[test]

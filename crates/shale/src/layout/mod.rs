@@ -554,7 +554,7 @@ mod tests {
     /// A table cache of `sst` tables under `/db`.
     fn cache(env: Env) -> Arc<TableCache> {
         let format = Arc::new(crate::table::SstFormat);
-        Arc::new(TableCache::new(env, "/db".into(), 10, format, None, true))
+        Arc::new(TableCache::new(env, "/db".into(), 10, format, None, true, None))
     }
 
     #[test]

@@ -343,6 +343,12 @@ pub struct Options {
     /// [`WalRecoveryMode::TolerateCorruptedTailRecords`]. The value log (`values = vlog`)
     /// keeps its own rules (`docs/format/vlog.md`).
     pub wal_recovery_mode: WalRecoveryMode,
+    /// How a table just written (by a flush, a compaction or recovery) is read back and
+    /// checked before the edit adding it commits (LevelDB's `paranoid_checks` for new
+    /// tables): a file system that lost or damaged a write then fails the flush or
+    /// compaction (the store turns read-only, the data stays in the log or the input
+    /// tables) instead of committing a corrupt table. Default [`NewTableCheck::Quick`].
+    pub verify_new_tables: NewTableCheck,
     /// Size at which the MANIFEST is rewritten as one snapshot edit into a new file (and
     /// CURRENT switched to it). Default 64 MiB; crash tests use a few KiB to exercise the
     /// switch often.
@@ -416,6 +422,7 @@ impl Default for Options {
             max_background_compactions: 1,
             verify_checksums: true,
             wal_recovery_mode: WalRecoveryMode::default(),
+            verify_new_tables: NewTableCheck::default(),
             max_manifest_bytes: MAX_MANIFEST_BYTES,
             memory: MemoryKind::SkipList,
             values: ValuesKind::Inline,
@@ -481,18 +488,62 @@ impl WalRecoveryMode {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] listing the names.
     pub fn from_name(name: &str) -> crate::Result<WalRecoveryMode> {
-        Self::ALL
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|&(m, _)| m)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|&(_, n)| n).collect();
-                crate::Error::InvalidArgument(format!(
-                    "unknown WAL recovery mode {name:?}; one of: {}",
-                    names.join(", ")
-                ))
-            })
+        by_name(&Self::ALL, name, "WAL recovery mode")
     }
+}
+
+/// How much of a table just written is read back before it is committed
+/// ([`Options::verify_new_tables`]). Every level reads through the file system, not the
+/// writer's memory, so it sees what a later reader will.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NewTableCheck {
+    /// Commit tables as written, unread.
+    Off,
+    /// Open the table as a reader would (its size against what was written, the footer and
+    /// its checksum, the properties, index and filter blocks under their checksums, the
+    /// table's identity), then read its first and last data blocks under their checksums and
+    /// check they hold the smallest and largest keys. A few small reads, mostly from the
+    /// page cache, and the opened table stays in the table cache for the reads that
+    /// follow. Damage to a middle data block is not found. The default.
+    #[default]
+    Quick,
+    /// As `Quick`, then read every data block under its checksum and check every
+    /// invariant (`shale verify`'s table check): the whole table is read once more.
+    Full,
+}
+
+impl NewTableCheck {
+    /// Every level, with the name the command line uses.
+    pub const ALL: [(NewTableCheck, &'static str); 3] = [
+        (NewTableCheck::Off, "off"),
+        (NewTableCheck::Quick, "quick"),
+        (NewTableCheck::Full, "full"),
+    ];
+
+    /// The level named `name` (as in [`NewTableCheck::ALL`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] listing the names.
+    pub fn from_name(name: &str) -> crate::Result<NewTableCheck> {
+        by_name(&Self::ALL, name, "new-table check")
+    }
+}
+
+/// The value `all` names `name` (a table of values and their command-line names).
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming `what` and listing the names.
+fn by_name<T: Copy>(all: &[(T, &'static str)], name: &str, what: &str) -> crate::Result<T> {
+    all.iter()
+        .find(|(_, n)| *n == name)
+        .map(|&(m, _)| m)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&(_, n)| n).collect();
+            crate::Error::InvalidArgument(format!(
+                "unknown {what} {name:?}; one of: {}",
+                names.join(", ")
+            ))
+        })
 }
 
 /// A MANIFEST larger than this is rewritten as a snapshot into a new file (the default of

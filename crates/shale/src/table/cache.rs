@@ -23,7 +23,9 @@ use parking_lot::RwLock;
 use crate::cache::block_cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
-use crate::table::format::{TableFormat, TableId, TableReadOptions, TableReader};
+use crate::table::format::{
+    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, check_identity,
+};
 use crate::table::table_file_name;
 
 struct Entry {
@@ -43,6 +45,9 @@ pub struct TableCache {
     capacity: usize,
     format: Arc<dyn TableFormat>,
     read: TableReadOptions,
+    /// The store's id: tables are written recording it and opened only if they record it
+    /// (or nothing). `None` outside a store (tests of the parts).
+    store_id: Option<u64>,
     tables: RwLock<HashMap<u64, Entry, crate::cache::IntHashBuilder>>,
     clock: AtomicU64,
 }
@@ -61,7 +66,7 @@ impl std::fmt::Debug for TableCache {
 impl TableCache {
     /// A cache of at most `max_open_files` tables (at least 1) of `format` from `dir`.
     /// Tables read data blocks through `block_cache` and check block checksums if
-    /// `verify_checksums`.
+    /// `verify_checksums`. `store_id` is the store's id (see [`TableCache::identity`]).
     pub fn new(
         env: Env,
         dir: PathBuf,
@@ -69,6 +74,7 @@ impl TableCache {
         format: Arc<dyn TableFormat>,
         block_cache: Option<Arc<BlockCache>>,
         verify_checksums: bool,
+        store_id: Option<u64>,
     ) -> TableCache {
         TableCache {
             env,
@@ -79,6 +85,7 @@ impl TableCache {
                 block_cache,
                 verify_checksums,
             },
+            store_id,
             tables: RwLock::new(HashMap::default()),
             clock: AtomicU64::new(0),
         }
@@ -89,12 +96,19 @@ impl TableCache {
         &self.format
     }
 
+    /// What a new table `number` of this store records as its identity (`None` outside a
+    /// store): flush and compaction write it through [`TableFormat::builder`].
+    pub fn identity(&self, number: u64) -> Option<TableIdentity> {
+        self.store_id.map(|store_id| TableIdentity { store_id, number })
+    }
+
     /// The open table `id`, opening generation `id.size` of `{dir}/{id.number:06}.sst` on
-    /// a miss.
+    /// a miss. A table that records another file number or another store's id
+    /// ([`check_identity`]) is not opened.
     ///
     /// # Errors
-    /// I/O errors opening the file; [`crate::Error::Corruption`] from the format's checks.
-    /// Failures are not cached: the next call tries again.
+    /// I/O errors opening the file; [`crate::Error::Corruption`] from the format's checks
+    /// and the identity check. Failures are not cached: the next call tries again.
     pub fn table(&self, id: TableId) -> Result<Arc<dyn TableReader>> {
         let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
         if let Some(e) = self.tables.read().get(&id.number)
@@ -106,6 +120,7 @@ impl TableCache {
         let path = self.dir.join(table_file_name(id.number));
         let file = self.env.open(&path)?;
         let table = self.format.open(file, id, &self.read)?;
+        check_identity(table.as_ref(), id.number, self.store_id)?;
         let mut tables = self.tables.write();
         if let Some(e) = tables.get(&id.number)
             && e.size == id.size
@@ -238,7 +253,7 @@ pub(crate) mod tests {
     }
 
     fn cache(env: Env, capacity: usize, bc: Option<Arc<BlockCache>>) -> TableCache {
-        TableCache::new(env, "/db".into(), capacity, Arc::new(SstFormat), bc, true)
+        TableCache::new(env, "/db".into(), capacity, Arc::new(SstFormat), bc, true, None)
     }
 
     #[test]

@@ -58,6 +58,58 @@ pub struct TableId {
     pub size: u64,
 }
 
+/// Who a table is: the store that wrote it and its own file number. A table written by a
+/// store records both (`docs/format/sst.md`, properties 17 and 18), so that a table file
+/// replaced by another table of the same store, or by one of another store, is found when
+/// it is opened ([`check_identity`]) instead of answering reads with another file's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableIdentity {
+    /// The store's id (MANIFEST tag 17).
+    pub store_id: u64,
+    /// The table's file number.
+    pub number: u64,
+}
+
+/// Check that `table` is the file the MANIFEST lists as table `number` of the store
+/// `store_id` (`None`: the store's id is unknown, e.g. a MANIFEST written before store ids
+/// existed; only the number is checked). A table that records no identity (written before
+/// identities existed) passes: there is nothing to compare.
+///
+/// The table cache runs this on every table it opens, and [`TableFormat::open`]
+/// implementations check the number; `verify` can run it on the tables it opens.
+///
+/// # Errors
+/// [`crate::Error::Corruption`] naming the table's file when its recorded file number or
+/// store id differs.
+pub fn check_identity(table: &dyn TableReader, number: u64, store_id: Option<u64>) -> Result<()> {
+    let p = table.properties();
+    if let Some(recorded) = p.file_number
+        && recorded != number
+    {
+        return Err(crate::Error::corruption(
+            table.path(),
+            0,
+            format!(
+                "the file is table {recorded} of its store, but the MANIFEST lists it as table \
+                 {number}: a table file was copied or renamed over another one"
+            ),
+        ));
+    }
+    if let (Some(recorded), Some(expected)) = (p.store_id, store_id)
+        && recorded != expected
+    {
+        return Err(crate::Error::corruption(
+            table.path(),
+            0,
+            format!(
+                "the table belongs to another store: it records store {recorded:016x}, this \
+                 store is {expected:016x}; a table copied from another store is never read"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// How tables read their blocks (the same for every table of a store).
 #[derive(Clone, Debug, Default)]
 pub struct TableReadOptions {
@@ -73,15 +125,22 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
     /// The format's name (`sst`), as [`crate::options::TableKind::name`] gives it.
     fn name(&self) -> &'static str;
 
-    /// A writer of a new table into `file` (created, empty).
-    fn builder(&self, file: WriteFile, options: &TableOptions) -> Box<dyn TableWriter>;
+    /// A writer of a new table into `file` (created, empty), which records `identity` in
+    /// the table (`None`: a table written outside a store, which records none).
+    fn builder(
+        &self,
+        file: WriteFile,
+        options: &TableOptions,
+        identity: Option<TableIdentity>,
+    ) -> Box<dyn TableWriter>;
 
     /// Open generation `size` of table `number` from `file` (see the module docs): read and
-    /// check what the reader keeps in memory.
+    /// check what the reader keeps in memory, and that a file recording its own number
+    /// records `number` ([`check_identity`] without a store id).
     ///
     /// # Errors
     /// [`crate::Error::Corruption`] naming the file and offset for a file shorter than
-    /// `size` or damaged metadata; I/O errors.
+    /// `size`, damaged metadata or another table's number; I/O errors.
     fn open(
         &self,
         file: ReadFile,
@@ -177,4 +236,14 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`crate::Error::Corruption`] naming file and offset.
     fn verify(&self) -> Result<()>;
+
+    /// The cheap check of a table just written, beyond what opening it checked (see
+    /// [`crate::options::NewTableCheck::Quick`]): for `sst`, its first and last data
+    /// blocks. Default: [`TableReader::verify`].
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] naming file and offset.
+    fn verify_quick(&self) -> Result<()> {
+        self.verify()
+    }
 }

@@ -15,7 +15,8 @@ pub mod properties;
 pub mod sst;
 
 pub use format::{
-    TableFormat, TableId, TableReadOptions, TableReader, TableSummary, TableWriter,
+    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
+    TableWriter, check_identity,
 };
 pub use properties::TableProperties;
 pub use sst::{SstFormat, Table, TableBuilder, TableIter};

@@ -4,6 +4,11 @@
 //! varints inside their bytes. Readers skip tags they do not know, so new properties can be
 //! added without a format version bump; a known tag appearing twice or a required tag
 //! missing is corruption.
+//!
+//! A table written by a store also records its *identity* (tags 17 and 18): the store's id
+//! and the table's own file number, so that a table file copied over another one, or in from
+//! another store, is found when it is opened ([`crate::table::check_identity`]). Tables
+//! written before identities existed (and tables written outside a store) lack both.
 
 use crate::format::{Reader, put_length_prefixed, put_varint64};
 use crate::options::Compression;
@@ -26,6 +31,10 @@ mod tag {
     pub const RESTART_INTERVAL: u64 = 14;
     pub const BLOOM_BITS_PER_KEY: u64 = 15;
     pub const NUM_VALUE_POINTERS: u64 = 16;
+    pub const STORE_ID: u64 = 17;
+    pub const FILE_NUMBER: u64 = 18;
+    /// The largest known tag (known tags must be unique).
+    pub const LAST: u64 = FILE_NUMBER;
 }
 
 /// What a table holds, as recorded when it was written.
@@ -63,6 +72,11 @@ pub struct TableProperties {
     pub restart_interval: u64,
     /// Bloom bits per key (0: no filter).
     pub bloom_bits_per_key: u64,
+    /// The id of the store that wrote the table (its MANIFEST's tag 17); `None` in tables
+    /// written before identities existed or outside a store.
+    pub store_id: Option<u64>,
+    /// The file number the table was written as; `None` as for `store_id`.
+    pub file_number: Option<u64>,
 }
 
 impl TableProperties {
@@ -89,6 +103,12 @@ impl TableProperties {
         int(&mut out, tag::BLOCK_SIZE, self.block_size);
         int(&mut out, tag::RESTART_INTERVAL, self.restart_interval);
         int(&mut out, tag::BLOOM_BITS_PER_KEY, self.bloom_bits_per_key);
+        if let Some(id) = self.store_id {
+            int(&mut out, tag::STORE_ID, id);
+        }
+        if let Some(n) = self.file_number {
+            int(&mut out, tag::FILE_NUMBER, n);
+        }
         put_varint64(&mut out, tag::SMALLEST_KEY);
         put_length_prefixed(&mut out, &self.smallest);
         put_varint64(&mut out, tag::LARGEST_KEY);
@@ -109,7 +129,7 @@ impl TableProperties {
             let t = r.varint64()?;
             let v = r.length_prefixed()?;
             // Only known tags must be unique; unknown ones (from a newer writer) are skipped.
-            if (1..=tag::NUM_VALUE_POINTERS).contains(&t) {
+            if (1..=tag::LAST).contains(&t) {
                 if seen & (1 << t) != 0 {
                     return Err(format!("property tag {t} appears twice"));
                 }
@@ -147,6 +167,8 @@ impl TableProperties {
                 tag::BLOCK_SIZE => p.block_size = int()?,
                 tag::RESTART_INTERVAL => p.restart_interval = int()?,
                 tag::BLOOM_BITS_PER_KEY => p.bloom_bits_per_key = int()?,
+                tag::STORE_ID => p.store_id = Some(int()?),
+                tag::FILE_NUMBER => p.file_number = Some(int()?),
                 _ => {}
             }
         }
@@ -184,6 +206,20 @@ mod tests {
             compression: Compression::Lz4,
             ..TableProperties::default()
         };
+        let with_identity = TableProperties {
+            store_id: Some(u64::MAX - 5),
+            file_number: Some(42),
+            ..p.clone()
+        };
+        let e = with_identity.encode();
+        assert_eq!(TableProperties::decode(&e).unwrap(), with_identity);
+        // The identity records, byte for byte (docs/format/sst.md): tag, length, varint.
+        let tail = [
+            &[17u8, 10, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..],
+            &[18, 1, 42],
+        ]
+        .concat();
+        assert!(e.windows(tail.len()).any(|w| w == tail.as_slice()), "{e:?}");
         let mut b = p.encode();
         assert_eq!(TableProperties::decode(&b).unwrap(), p);
         // a future tag is skipped

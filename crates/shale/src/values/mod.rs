@@ -83,6 +83,12 @@ impl std::fmt::Display for PlacementStats {
                 mb(*g)
             )?;
         }
+        for (n, at) in &self.gc_damaged_segments {
+            writeln!(
+                f,
+                "  segment {n:06}: damaged record at byte {at}, left alone by garbage collection until the store is reopened (run `shale verify`)"
+            )?;
+        }
         Ok(())
     }
 }
@@ -127,6 +133,11 @@ pub struct PlacementStats {
     pub gc_runs: u64,
     /// Records garbage collection skipped without a lookup: a flush had superseded them.
     pub gc_records_skipped: u64,
+    /// Segments garbage collection found a damaged record in, with the record's offset:
+    /// each is left as it is (its records may be live) and not collected again until the
+    /// store is reopened; the run that found it returned `Error::Corruption` naming it.
+    /// `shale verify` reports the damage too.
+    pub gc_damaged_segments: Vec<(u64, u64)>,
     /// Bytes of write-ahead log that recovery dropped at open: torn tails, and what the
     /// WAL recovery mode cut or skipped.
     pub wal_bytes_dropped: u64,

@@ -617,6 +617,7 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
         Arc::new(crate::table::SstFormat),
         None,
         true,
+        None,
     ));
     let ctx = ReadContext {
         tables: &tables,

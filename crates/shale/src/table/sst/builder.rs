@@ -14,7 +14,7 @@ use crate::key::{self, MAX_SEQNO, ValueKind};
 use crate::options::{Compression, TableOptions};
 use crate::table::block::BlockBuilder;
 use crate::table::bloom::BloomBuilder;
-use crate::table::format::TableSummary;
+use crate::table::format::{TableIdentity, TableSummary};
 
 use super::block_codec::{MAX_UNCOMPRESSED_BLOCK, encode_block, trailer};
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, Footer};
@@ -69,6 +69,14 @@ impl TableBuilder {
             handle_buf: Vec::new(),
             props,
         }
+    }
+
+    /// Record `identity` (the store's id and the table's file number) in the table's
+    /// properties (`docs/format/sst.md`, properties 17 and 18).
+    pub fn with_identity(mut self, identity: TableIdentity) -> TableBuilder {
+        self.props.store_id = Some(identity.store_id);
+        self.props.file_number = Some(identity.number);
+        self
     }
 
     /// Add an entry. Requires: `ikey` is an internal key sorting strictly after every key

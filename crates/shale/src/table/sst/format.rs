@@ -9,7 +9,8 @@ use crate::iter::InternalIterator;
 use crate::options::TableOptions;
 use crate::table::bloom::BloomFilter;
 use crate::table::format::{
-    TableFormat, TableId, TableReadOptions, TableReader, TableSummary, TableWriter,
+    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
+    TableWriter, check_identity,
 };
 use crate::table::properties::TableProperties;
 
@@ -24,8 +25,17 @@ impl TableFormat for SstFormat {
         "sst"
     }
 
-    fn builder(&self, file: WriteFile, options: &TableOptions) -> Box<dyn TableWriter> {
-        Box::new(TableBuilder::new(file, options))
+    fn builder(
+        &self,
+        file: WriteFile,
+        options: &TableOptions,
+        identity: Option<TableIdentity>,
+    ) -> Box<dyn TableWriter> {
+        let b = TableBuilder::new(file, options);
+        Box::new(match identity {
+            Some(id) => b.with_identity(id),
+            None => b,
+        })
     }
 
     fn open(
@@ -34,13 +44,15 @@ impl TableFormat for SstFormat {
         id: TableId,
         options: &TableReadOptions,
     ) -> Result<Arc<dyn TableReader>> {
-        Ok(Arc::new(Table::open_at(
+        let table = Table::open_at(
             file,
             id.number,
             id.size,
             options.block_cache.clone(),
             options.verify_checksums,
-        )?))
+        )?;
+        check_identity(&table, id.number, None)?;
+        Ok(Arc::new(table))
     }
 }
 
@@ -116,5 +128,9 @@ impl TableReader for Table {
 
     fn approximate_offset_of(&self, ikey: &[u8]) -> Result<u64> {
         Table::approximate_offset_of(self, ikey)
+    }
+
+    fn verify_quick(&self) -> Result<()> {
+        Table::verify_ends(self)
     }
 }

@@ -359,6 +359,56 @@ impl Table {
         Ok(())
     }
 
+    /// Read the first and the last data block, checking their checksums (whatever
+    /// `verify_checksums` says) and that the table begins and ends with the properties'
+    /// smallest and largest keys. With the metadata [`Table::open`] checks, this is the
+    /// cheap check of a table just written ([`crate::options::NewTableCheck::Quick`]): a
+    /// write lost or damaged at either end of the data, or anywhere in the metadata, is
+    /// found; one in a middle data block only by [`Table::verify`].
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and the offset of the bad block.
+    pub fn verify_ends(&self) -> Result<()> {
+        let blocks = self.index_search.len();
+        let index_off = self.footer.index.offset;
+        let Some(last) = blocks.checked_sub(1) else {
+            if self.props.num_entries != 0 {
+                return Err(self.corruption(
+                    index_off,
+                    format!(
+                        "the index lists no data block, the properties say {} entries",
+                        self.props.num_entries
+                    ),
+                ));
+            }
+            return Ok(());
+        };
+        for (i, first, want) in [
+            (0, true, &self.props.smallest),
+            (last, false, &self.props.largest),
+        ] {
+            let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
+            let handle = self.decode_handle(hv)?;
+            let buf = read_stored(&self.file, &self.path, handle, ReadCause::Other)?;
+            let data = decode_block(&buf, true).at(&self.path, handle.offset)?;
+            let block = Block::new(data).at(&self.path, handle.offset)?;
+            let mut it = block.iter(Arc::clone(&self.path), handle.offset);
+            if first {
+                it.seek_to_first()?;
+            } else {
+                it.seek_to_last()?;
+            }
+            if !it.valid() || it.key() != want.as_slice() {
+                let which = if first { "first" } else { "last" };
+                return Err(self.corruption(
+                    handle.offset,
+                    format!("the {which} data block does not hold the properties' {which} key"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Position `index` (a cursor over the index block) on the first separator `>= target`.
     #[inline]
     pub(super) fn seek_index(&self, index: &mut BlockCursor, target: &[u8]) -> Result<()> {

@@ -562,3 +562,14 @@ fn a_bad_filter_layout_byte_is_corruption() {
         );
     }
 }
+
+/// The quick check of a new table reads its first and last data blocks and finds the
+/// properties' first and last keys there; a table without entries passes.
+#[test]
+fn verify_ends_reads_the_first_and_last_blocks() {
+    for n in [0, 1, 10, 500] {
+        let (_fs, env, path, _es) = setup(n, Compression::None);
+        let t = open(&env, &path, None, true).unwrap();
+        t.verify_ends().unwrap_or_else(|e| panic!("{n} entries: {e}"));
+    }
+}

@@ -144,7 +144,9 @@ fn collectable(vlog: &VlogPlacement, state: &crate::values::PersistedState) -> V
     vlog.sealed_segments()
         .into_iter()
         .filter(|s| {
-            s.number < head && !state.dropped.contains(&s.number) && !unreadable.contains(&s.number)
+            s.number < head
+                && !state.dropped.contains(&s.number)
+                && !unreadable.contains_key(&s.number)
         })
         .collect()
 }
@@ -290,11 +292,20 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
         let rec = match scan.next()? {
             Ok(r) => r,
             Err(ScanEnd::Clean) => break,
-            Err(ScanEnd::Bad(_, _)) => {
-                // Damage (or a tail torn by a crash before an earlier recovery): leave the
-                // segment alone rather than drop records that may be live.
-                vlog.unreadable.lock().insert(seg.number);
-                return Ok(0);
+            Err(ScanEnd::Bad(at, detail)) => {
+                // Damage: leave the segment alone rather than drop records that may be
+                // live, and say so (issue 17, case 10: it used to be skipped silently,
+                // forever). Not picked again until a reopen; counted in the stats.
+                vlog.unreadable.lock().insert(seg.number, at);
+                return Err(Error::corruption(
+                    vlog.segment_path(seg.number),
+                    at,
+                    format!(
+                        "value-log garbage collection stopped at a damaged record ({detail}); \
+                         the segment is kept as it is and not collected again until the store \
+                         is reopened"
+                    ),
+                ));
             }
         };
         vlog.gc.bytes_read.fetch_add(rec.len, Ordering::Relaxed);

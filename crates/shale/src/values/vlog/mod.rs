@@ -91,6 +91,12 @@ pub(crate) struct GcCounters {
     pub(crate) segments_deleted: AtomicU64,
 }
 
+/// Whether `e` is the operating system running out of file descriptors (`EMFILE`, or
+/// `ENFILE` for the whole system; 24 and 23 on Linux and the BSDs).
+fn out_of_descriptors(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if matches!(source.raw_os_error(), Some(23 | 24)))
+}
+
 /// See the module documentation.
 pub struct VlogPlacement {
     env: Env,
@@ -107,7 +113,7 @@ pub struct VlogPlacement {
     /// Garbage found since the last MANIFEST edit, per segment (persisted by `note_edit`).
     pub(crate) pending_garbage: Mutex<BTreeMap<u64, u64>>,
     /// Segments garbage collection could not read to the end (left alone).
-    pub(crate) unreadable: Mutex<std::collections::BTreeSet<u64>>,
+    pub(crate) unreadable: Mutex<std::collections::BTreeMap<u64, u64>>,
     min_gc_ratio: f64,
     /// Log bytes after which a memtable that is not full is frozen anyway (separated values
     /// make memtables fill slowly, and the head only moves at a flush).
@@ -124,6 +130,11 @@ pub struct VlogPlacement {
     /// How much user writes are slowed while collection is behind.
     pace: pace::Pace,
     pub(crate) gc: GcCounters,
+    /// Segments whose read handle is cached, oldest opened first: at most
+    /// `max_open_handles` (the table cache's budget, `Options::max_open_files`); the oldest
+    /// is closed past it (a reader holding it keeps it until done).
+    open_handles: Mutex<std::collections::VecDeque<u64>>,
+    max_open_handles: usize,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -147,7 +158,7 @@ impl VlogPlacement {
             sealer: Arc::default(),
             segments: RwLock::new(BTreeMap::new()),
             pending_garbage: Mutex::new(BTreeMap::new()),
-            unreadable: Mutex::new(std::collections::BTreeSet::new()),
+            unreadable: Mutex::new(std::collections::BTreeMap::new()),
             min_gc_ratio: options.vlog_gc_ratio,
             freeze_after: 2 * options
                 .vlog_segment_size
@@ -159,6 +170,8 @@ impl VlogPlacement {
             gc_bytes_per_sec: options.vlog_gc_bytes_per_sec,
             pace: pace::Pace::default(),
             gc: GcCounters::default(),
+            open_handles: Mutex::default(),
+            max_open_handles: options.max_open_files.max(1),
         }
     }
 
@@ -195,18 +208,48 @@ impl VlogPlacement {
         }
     }
 
-    /// The cached read handle of `seg`, opened on first use.
+    /// The cached read handle of `seg`, opened on first use. Cached handles are capped
+    /// like the table cache's (see `open_handles`), and when the process runs out of file
+    /// descriptors every cached one is closed and the open tried once more, so a scan over
+    /// more segments than the descriptor limit still reads (issue 17, case 10).
     pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
         if let Some(f) = seg.handle.read().as_ref() {
             return Ok(f.clone());
         }
-        let mut h = seg.handle.write();
-        if let Some(f) = h.as_ref() {
-            return Ok(f.clone());
+        // Opened without the segment's lock held: closing handles takes other segments'.
+        let path = self.segment_path(seg.number);
+        let f = match self.env.open(&path) {
+            Err(e) if out_of_descriptors(&e) => {
+                self.close_handles(0);
+                self.env.open(&path)?
+            }
+            r => r?,
+        };
+        {
+            let mut h = seg.handle.write();
+            if let Some(f) = h.as_ref() {
+                return Ok(f.clone());
+            }
+            *h = Some(f.clone());
         }
-        let f = self.env.open(&self.segment_path(seg.number))?;
-        *h = Some(f.clone());
+        let mut open = self.open_handles.lock();
+        open.push_back(seg.number);
+        let keep = self.max_open_handles;
+        drop(open);
+        self.close_handles(keep);
         Ok(f)
+    }
+
+    /// Close the oldest cached segment handles until at most `keep` stay cached.
+    fn close_handles(&self, keep: usize) {
+        let mut open = self.open_handles.lock();
+        while open.len() > keep {
+            let Some(n) = open.pop_front() else { break };
+            // A segment dropped meanwhile has no handle to close.
+            if let Some(s) = self.segment(n) {
+                s.handle.write().take();
+            }
+        }
     }
 
     /// Append a group; `relocation` counts its bytes as garbage-collection writes.
@@ -485,6 +528,12 @@ impl ValueStore for VlogPlacement {
             gc_records_relocated: self.gc.records_relocated.load(Ordering::Relaxed),
             gc_records_skipped: self.gc.records_skipped.load(Ordering::Relaxed),
             gc_segments_deleted: self.gc.segments_deleted.load(Ordering::Relaxed),
+            gc_damaged_segments: self
+                .unreadable
+                .lock()
+                .iter()
+                .map(|(&n, &at)| (n, at))
+                .collect(),
             ..PlacementStats::default()
         }
     }

@@ -1,0 +1,174 @@
+//! Issue 17, case 6: tables carry their own identity. A table file replaced by another valid
+//! table (of the same store, or of another store) used to answer reads with the other
+//! file's data; now open or the first read that reaches it fails with `Error::Corruption`
+//! naming the file. Every case runs for every design preset.
+
+#![expect(clippy::unwrap_used, reason = "test setup failures fail the test")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shale::env::mem::MemFs;
+use shale::env::{Env, FileSystem, ReadCause};
+use shale::{Db, Error, IterOptions, Options};
+
+const DIR: &str = "/db";
+
+fn opts(env: &Env, design: &str) -> Options {
+    let mut o = Options::preset(design).unwrap().with_env(env.clone());
+    // Values stay in the tree (wisckey too), and no compaction runs: each flush is one
+    // level-0 table.
+    o.min_separated_value_size = 1 << 20;
+    o.vlog_gc = false;
+    o.level0_compaction_trigger = 100;
+    o.level0_slowdown_trigger = 200;
+    o.level0_stop_trigger = 300;
+    o
+}
+
+/// Two flushes of 50 keys each, alike in every length (keys, values, sequence numbers
+/// below 128, one data block), so the two tables have the same size and a copy of one over
+/// the other passes the size check the MANIFEST's record allows. Returns the two tables'
+/// paths (first flush, second flush) and a key of each.
+fn two_tables_of_one_size(env: &Env, design: &str) -> [(PathBuf, Vec<u8>); 2] {
+    let db = Db::open(DIR, opts(env, design)).unwrap();
+    for prefix in ["a", "b"] {
+        for i in 0..50 {
+            db.put(format!("{prefix}{i:04}").as_bytes(), b"0123456789")
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let mut files = db.live_files();
+    db.close().unwrap();
+    files.sort_by_key(|f| f.number);
+    assert_eq!(files.len(), 2, "{design}: {files:?}");
+    assert_eq!(files[0].size, files[1].size, "{design}: {files:?}");
+    let path = |n: u64| Path::new(DIR).join(format!("{n:06}.sst"));
+    [
+        (path(files[0].number), b"a0007".to_vec()),
+        (path(files[1].number), b"b0007".to_vec()),
+    ]
+}
+
+fn copy(from: &MemFs, src: &Path, to: &MemFs, dst: &Path) {
+    let env = Env::new(Arc::new(from.clone()));
+    let bytes = env.read_all(src, ReadCause::Other).unwrap();
+    let mut f = to.create(dst).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync().unwrap();
+    to.sync_dir(Path::new(DIR)).unwrap();
+}
+
+fn corruption_at(e: &Error) -> PathBuf {
+    match e {
+        Error::Corruption { file, .. } => file.clone(),
+        other => panic!("expected Error::Corruption, got: {other}"),
+    }
+}
+
+/// Open fails naming `bad`, or it succeeds and a `get` of `key` (in `bad`) and a full scan
+/// each fail naming `bad`; the `get` of `good_key` (another table) still answers.
+fn refused_naming(env: &Env, design: &str, bad: &Path, key: &[u8], good_key: &[u8], what: &str) {
+    let db = match Db::open(DIR, opts(env, design)) {
+        Err(e) => {
+            assert_eq!(corruption_at(&e), bad, "{design} {what}: open: {e}");
+            return;
+        }
+        Ok(db) => db,
+    };
+    let e = db.get(key).unwrap_err();
+    assert_eq!(corruption_at(&e), bad, "{design} {what}: get: {e}");
+    assert!(
+        e.to_string().contains("table"),
+        "{design} {what}: the message says why: {e}"
+    );
+    let e = match db.iter(IterOptions::default()) {
+        Err(e) => e,
+        Ok(mut it) => it.find_map(Result::err).unwrap(),
+    };
+    assert_eq!(corruption_at(&e), bad, "{design} {what}: scan: {e}");
+    assert_eq!(
+        db.get(good_key).unwrap().as_deref(),
+        Some(&b"0123456789"[..]),
+        "{design} {what}"
+    );
+    db.close().unwrap();
+}
+
+/// One table of a store copied over another live table of the same store (same size, so
+/// only the recorded file number tells them apart): reads of the overwritten table fail
+/// naming it, in both directions; `verify` fails naming it too.
+#[test]
+fn a_table_copied_over_another_table_of_the_store_is_corruption() {
+    for design in Options::available_presets() {
+        for (from, to) in [(0, 1), (1, 0)] {
+            let mem = MemFs::new();
+            let env = Env::new(Arc::new(mem.clone()));
+            let tables = two_tables_of_one_size(&env, design);
+            let (src, dst) = (&tables[from].0, &tables[to].0);
+            copy(&mem, src, &mem, dst);
+            let e = shale::verify(DIR, opts(&env, design)).unwrap_err();
+            assert_eq!(corruption_at(&e), *dst, "{design}: verify: {e}");
+            refused_naming(
+                &env,
+                design,
+                dst,
+                &tables[to].1,
+                &tables[from].1,
+                "same store",
+            );
+        }
+    }
+}
+
+/// A table of another store, with the same number and the same size, copied in: reads of
+/// it fail naming it (the store ids differ).
+#[test]
+fn a_table_of_another_store_is_corruption() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let ours = two_tables_of_one_size(&env, design);
+        let size = |m: &MemFs, p: &Path| m.file_size(p).unwrap();
+        // Store ids are random and varint-coded: build other stores until one's table has
+        // the same size (its id's encoding as long as ours), so only the id differs.
+        let (other, theirs) = (0..64)
+            .map(|_| {
+                let m = MemFs::new();
+                let t = two_tables_of_one_size(&Env::new(Arc::new(m.clone())), design);
+                (m, t)
+            })
+            .find(|(m, t)| size(m, &t[1].0) == size(&mem, &ours[1].0))
+            .unwrap();
+        assert_eq!(theirs[1].0, ours[1].0, "{design}: same file number");
+        copy(&other, &theirs[1].0, &mem, &ours[1].0);
+        refused_naming(
+            &env,
+            design,
+            &ours[1].0,
+            &ours[1].1,
+            &ours[0].1,
+            "other store",
+        );
+    }
+}
+
+/// Tables keep their identity through a reopen and a compaction: a healthy store reads
+/// back everything (the check never refuses a store's own tables).
+#[test]
+fn a_healthy_store_reads_its_own_tables() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let tables = two_tables_of_one_size(&env, design);
+        let db = Db::open(DIR, opts(&env, design)).unwrap();
+        for (_, k) in &tables {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"0123456789"[..]));
+        }
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 100);
+        db.close().unwrap();
+        shale::verify(DIR, opts(&env, design)).unwrap();
+    }
+}
