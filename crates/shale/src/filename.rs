@@ -99,6 +99,11 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
         // Not a number this engine hands out; leave the file alone.
         return None;
     }
+    // Only the spelling the engine writes (`{n:06}`): `98.vlog` or `0000012.sst` is a
+    // user's file, and reading it as segment 98 would name a file that does not exist.
+    if stem.len() != (n.checked_ilog10().unwrap_or(0) as usize + 1).max(6) {
+        return None;
+    }
     match ext {
         "sst" => Some(FileKind::Table(n)),
         "log" => Some(FileKind::Log(n)),
@@ -124,6 +129,10 @@ mod tests {
         assert_eq!(parse_file_name("CURRENT"), None);
         assert_eq!(parse_file_name("LOCK"), None);
         assert_eq!(parse_file_name("notes.sst"), None);
+        assert_eq!(parse_file_name("98.vlog"), None);
+        assert_eq!(parse_file_name("99.log"), None);
+        assert_eq!(parse_file_name("0000012.sst"), None);
+        assert_eq!(parse_file_name("1234567.sst"), Some(FileKind::Table(1234567)));
         assert_eq!(parse_file_name("MANIFEST-x"), None);
         assert_eq!(parse_file_name(&table_file_name(MAX_FILE_NUMBER + 1)), None);
         for n in [0, 5, 123_456_789] {
