@@ -8,14 +8,12 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-
-use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use super::background::flush_memtable;
 use super::store_files::Presence;
 use super::value_jobs::{Tree, count_superseded_over};
-use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
+use super::{DbInner, Parts, Recovered, Wiring};
 use crate::cache::block_cache::BlockCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
@@ -25,6 +23,8 @@ use crate::layout::Layout;
 use crate::manifest::{AxisStates, VersionEdit};
 use crate::memory::MemTable;
 use crate::options::Options;
+use crate::key::SeqNo;
+use crate::table::TableFormat;
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::values::{PersistedState, RecoverContext};
@@ -45,22 +45,9 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         fs.create_dir_all(dir)?;
     }
     let lock = fs.lock(&dir.join(LOCK_FILE))?;
-    let min_next_file = fs
-        .list_dir(dir)?
-        .iter()
-        .filter_map(|n| Some(parse_file_name(n)?.number()? + 1))
-        .max()
-        .unwrap_or(1);
-    let file_numbers = Arc::new(AtomicU64::new(min_next_file));
-    let Parts {
-        layout,
-        values,
-        memtables,
-        table,
-    } = wiring(&options, dir, Arc::clone(&file_numbers));
+    let (parts, file_numbers) = build_parts(dir, &options, wiring)?;
     // A directory with store files but no CURRENT is a damaged store, never a new one.
     let has_current = super::store_files::presence(&env, dir)? == Presence::Store;
-    let format_tag = format_tag(layout.as_ref(), values.as_ref());
     let (mut versions, placement_state, mut last_seq) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -68,20 +55,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(
-            &env,
-            dir,
-            options.num_levels,
-            &format_tag,
-            Arc::clone(&file_numbers),
-            layout.empty_state(),
-            AxisStates::with_values(values.empty_state()),
-        )?;
-        let placement = PersistedState {
-            log_number: r.log_number,
-            state: r.axes.values,
-        };
-        (r.set, placement, r.last_sequence)
+        recover_versions(dir, &options, &parts, Arc::clone(&file_numbers))?
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -94,18 +68,24 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 &env,
                 dir,
                 options.num_levels,
-                &format_tag,
+                &format_tag(parts.layout.as_ref(), parts.values.as_ref()),
                 Arc::clone(&file_numbers),
-                layout.empty_state(),
-                AxisStates::with_values(values.empty_state()),
+                parts.layout.empty_state(),
+                AxisStates::with_values(parts.values.empty_state()),
             )?,
             PersistedState {
                 log_number: 0,
-                state: values.empty_state(),
+                state: parts.values.empty_state(),
             },
             0,
         )
     };
+    let Parts {
+        layout,
+        values,
+        memtables,
+        table,
+    } = parts;
 
     versions.set_max_manifest_bytes(options.max_manifest_bytes);
 
@@ -115,16 +95,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         let _ = fs.remove_file(&dir.join(CURRENT_TMP_FILE));
     }
 
-    let block_cache = (options.block_cache_bytes > 0)
-        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(
-        env.clone(),
-        dir.to_path_buf(),
-        options.max_open_files,
-        Arc::clone(&table),
-        block_cache.clone(),
-        options.verify_checksums,
-    ));
+    let (block_cache, tables) = caches(dir, &options, table);
     // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
     // the edit moves the placement's position past the replayed writes.
     let mut edit = VersionEdit::default();
@@ -202,48 +173,88 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     fs.sync_dir(dir)?;
     let version = versions.log_and_apply(edit, last_seq)?;
 
-    let mem = memtables();
-    let inner = Arc::new(DbInner {
+    let inner = Arc::new(DbInner::new(Recovered {
         dir: dir.to_path_buf(),
-        values,
+        mem: memtables(),
+        imms: Vec::new(),
         layout,
+        values,
         memtables,
-        env: env.clone(),
         tables,
         block_cache,
-        snapshots: Arc::default(),
-        last_seq: AtomicU64::new(last_seq),
-        publish_waiters: AtomicUsize::new(0),
-        publish_lock: Mutex::new(()),
-        publish_cv: Condvar::new(),
-        file_numbers: versions.file_numbers(),
-        wal: Mutex::new(WalState {
-            mem: Arc::clone(&mem),
-            last_assigned: last_seq,
-        }),
-        queue: Mutex::default(),
-        super_version: RwLock::new(Arc::new(SuperVersion {
-            mem,
-            imms: Vec::new(),
-            version,
-        })),
-        versions: Mutex::new(versions),
-        bg: Mutex::new(BgState {
-            compaction_wanted: true,
-            ..BgState::default()
-        }),
-        bg_cv: Condvar::new(),
-        pending_outputs: Mutex::default(),
-        compaction_lock: Mutex::new(()),
-        counters: Counters::default(),
-        retired: Mutex::default(),
-        value_job_lock: Mutex::new(()),
-        shutting_down: AtomicBool::new(false),
-        lock: Mutex::new(Some(lock)),
+        versions,
+        version,
+        last_seq,
+        lock: Some(lock),
+        read_only: false,
         options,
-    });
+    }));
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// The parts `wiring` builds for the store in `dir`, and their file-number counter, which
+/// starts past every file number in the directory (logs created after the last edit are
+/// not in the MANIFEST; their numbers must not be handed out again).
+pub(super) fn build_parts(
+    dir: &Path,
+    options: &Options,
+    wiring: &Wiring,
+) -> Result<(Parts, Arc<AtomicU64>)> {
+    let min_next_file = options
+        .env
+        .fs()
+        .list_dir(dir)?
+        .iter()
+        .filter_map(|n| Some(parse_file_name(n)?.number()? + 1))
+        .max()
+        .unwrap_or(1);
+    let file_numbers = Arc::new(AtomicU64::new(min_next_file));
+    Ok((wiring(options, dir, Arc::clone(&file_numbers)), file_numbers))
+}
+
+/// Read the MANIFEST of the store in `dir` for `parts` (`VersionSet::recover`, which
+/// writes nothing): the version set, what it records for the value placement, and the last
+/// sequence number.
+pub(super) fn recover_versions(
+    dir: &Path,
+    options: &Options,
+    parts: &Parts,
+    file_numbers: Arc<AtomicU64>,
+) -> Result<(VersionSet, PersistedState, SeqNo)> {
+    let r = VersionSet::recover(
+        &options.env,
+        dir,
+        options.num_levels,
+        &format_tag(parts.layout.as_ref(), parts.values.as_ref()),
+        file_numbers,
+        parts.layout.empty_state(),
+        AxisStates::with_values(parts.values.empty_state()),
+    )?;
+    let placement = PersistedState {
+        log_number: r.log_number,
+        state: r.axes.values,
+    };
+    Ok((r.set, placement, r.last_sequence))
+}
+
+/// The block cache (if `options` ask for one) and the table cache of the store in `dir`.
+pub(super) fn caches(
+    dir: &Path,
+    options: &Options,
+    table: Arc<dyn TableFormat>,
+) -> (Option<Arc<BlockCache>>, Arc<TableCache>) {
+    let block_cache = (options.block_cache_bytes > 0)
+        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        options.env.clone(),
+        dir.to_path_buf(),
+        options.max_open_files,
+        table,
+        block_cache.clone(),
+        options.verify_checksums,
+    ));
+    (block_cache, tables)
 }
 
 /// The identity a MANIFEST records: the layout, and a value placement whose stores

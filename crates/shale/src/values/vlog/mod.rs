@@ -70,12 +70,17 @@ pub(crate) struct Segment {
 
 impl Segment {
     fn new(number: u64, end: u64, garbage: u64) -> Segment {
+        Segment::with_handle(number, end, garbage, None)
+    }
+
+    /// A segment whose read handle is already open (`None`: opened on first use).
+    fn with_handle(number: u64, end: u64, garbage: u64, handle: Option<ReadFile>) -> Segment {
         Segment {
             number,
             end: AtomicU64::new(end),
             garbage: AtomicU64::new(garbage),
             superseded: Mutex::new(gc::Superseded::default()),
-            handle: RwLock::new(None),
+            handle: RwLock::new(handle),
         }
     }
 }
@@ -124,6 +129,12 @@ pub struct VlogPlacement {
     /// How much user writes are slowed while collection is behind.
     pace: pace::Pace,
     pub(crate) gc: GcCounters,
+    /// Bytes of log (not zeros) that recovery dropped as torn tails.
+    dropped: AtomicU64,
+    /// A read-only recovery keeps every live segment open when there are at most this many
+    /// (`Options::max_open_files`), so that a writer in another process deleting one
+    /// cannot take it from under the handle.
+    pin_limit: usize,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -159,6 +170,8 @@ impl VlogPlacement {
             gc_bytes_per_sec: options.vlog_gc_bytes_per_sec,
             pace: pace::Pace::default(),
             gc: GcCounters::default(),
+            dropped: AtomicU64::new(0),
+            pin_limit: options.max_open_files,
         }
     }
 
@@ -304,7 +317,7 @@ impl ValueStore for VlogPlacement {
         &self,
         ctx: &crate::values::VerifyContext<'_>,
     ) -> Result<crate::values::PlacementChecked> {
-        verify::check(ctx)
+        verify::check(self, ctx)
     }
 
     fn recover(
@@ -313,7 +326,7 @@ impl ValueStore for VlogPlacement {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
-        let (last, torn) = reader::replay(self, ctx, apply)?;
+        let (last, torn) = reader::replay(self, ctx, apply, false)?;
         for (segment, end) in torn {
             VlogRecord::SegmentEnd(segment, end).push(edit);
         }
@@ -329,6 +342,13 @@ impl ValueStore for VlogPlacement {
         // The engine continues after the larger of the two (`db::open`).
         VlogRecord::HeadSeq(ctx.last_sequence.max(last) + 1).push(edit);
         Ok(last)
+    }
+
+    /// The same replay, which removes no half-created segment and keeps every live
+    /// segment open (up to `max_open_files`); no segment is started, so the placement takes
+    /// no writes.
+    fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo> {
+        Ok(reader::replay(self, ctx, apply, true)?.0)
     }
 
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
@@ -485,7 +505,7 @@ impl ValueStore for VlogPlacement {
             gc_records_relocated: self.gc.records_relocated.load(Ordering::Relaxed),
             gc_records_skipped: self.gc.records_skipped.load(Ordering::Relaxed),
             gc_segments_deleted: self.gc.segments_deleted.load(Ordering::Relaxed),
-            ..PlacementStats::default()
+            wal_bytes_dropped: self.dropped.load(Ordering::Relaxed),
         }
     }
 }
