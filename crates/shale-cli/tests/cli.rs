@@ -735,3 +735,81 @@ fn verify_exit_codes_tell_a_torn_tail_from_damage() {
         stderr(&o)
     );
 }
+
+/// Issue 18: the read commands work on a store in a directory the process cannot write
+/// (files and directory without write permission). As root, permissions do not bind, so
+/// the commands run as `nobody` through `setpriv` (skipped, with a note, without it).
+#[test]
+fn read_commands_work_on_a_directory_without_write_permission() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = TempDir::new("no-write");
+    let input: String = (0..500)
+        .map(|i| format!("key{i:04}\tvalue {i}\n"))
+        .collect();
+    ok(&run_stdin(
+        &["load", "--db", d.db(), "--design", "wisckey"],
+        input.as_bytes(),
+    ));
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let as_reader = |args: &[&str]| -> Output {
+        if root {
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_shale"))
+                .args(args)
+                .output()
+                .unwrap()
+        } else {
+            run(args)
+        }
+    };
+    if root && Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: running as root without setpriv, permissions would not bind");
+        return;
+    }
+    let set_mode = |mode: u32| {
+        for e in std::fs::read_dir(d.path()).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode & 0o444)).unwrap();
+        }
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    set_mode(0o555);
+    let before = contents(d.path());
+    let o = as_reader(&["get", "--db", d.db(), "--design", "wisckey", "key0321"]);
+    set_mode(0o755);
+    // Restore first, so that a failure below still lets the directory be removed.
+    quiet(&o);
+    assert_eq!(stdout(&o).trim(), "value 321");
+    set_mode(0o555);
+    for args in [
+        vec![
+            "scan",
+            "--db",
+            d.db(),
+            "--design",
+            "wisckey",
+            "--prefix",
+            "key04",
+        ],
+        vec!["stats", "--db", d.db(), "--design", "wisckey"],
+        vec!["verify", "--db", d.db(), "--design", "wisckey"],
+    ] {
+        let o = as_reader(&args);
+        if !o.status.success() {
+            set_mode(0o755);
+        }
+        quiet(&o);
+    }
+    // A write command cannot even take the lock.
+    let o = as_reader(&["put", "--db", d.db(), "--design", "wisckey", "k", "v"]);
+    set_mode(0o755);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        contents(d.path()) == before,
+        "a read command changed the store"
+    );
+}
