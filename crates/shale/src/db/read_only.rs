@@ -20,7 +20,10 @@
 //! - a failure (corruption or I/O) with any mark changed (a commit, or a log switch, which
 //!   creates a log and cuts the old one's reserved tail without a commit) may be the
 //!   writer's doing: the open starts again, at most [`ATTEMPTS`] times;
-//! - a failure with nothing changed is the store's: reported as it is.
+//! - a failure with nothing changed is the store's when the next attempt fails the same
+//!   way (an append into a log's reserved space changes no size, and a scan can meet a
+//!   record the writer had not finished and, looking further, whole ones it wrote since):
+//!   reported as it is.
 //!
 //! After the open the handle's version never changes, and it keeps its files: every table
 //! of the version is opened at open time (when there are at most `max_open_files`; they
@@ -72,7 +75,7 @@ pub(crate) fn open_marked(
     if !options.env.fs().exists(dir)? {
         return Err(no_store(dir));
     }
-    let mut changed = None;
+    let mut changed: Option<Error> = None;
     for _ in 0..ATTEMPTS {
         let before = Mark::of(&options.env, dir);
         let result = recover(dir, &options, wiring);
@@ -81,8 +84,16 @@ pub(crate) fn open_marked(
             Ok(inner) if after.same_commit(&before) => return Ok((Arc::new(inner), after)),
             Ok(_) => changed = None,
             // What a change under the open can cause: a file gone or cut, a log whose
-            // chain or length no longer fits the MANIFEST read before it.
-            Err(e @ (Error::Corruption { .. } | Error::Io { .. })) if after != before => {
+            // chain or length no longer fits the MANIFEST read before it, or a record the
+            // writer was appending when the log was scanned and had finished, with more
+            // after it, when the scan looked further (appends into a log's reserved space
+            // change no size). Damage on disk repeats the same error with nothing changed.
+            Err(e @ (Error::Corruption { .. } | Error::Io { .. }))
+                if after != before
+                    || changed
+                        .as_ref()
+                        .is_none_or(|c| c.to_string() != e.to_string()) =>
+            {
                 changed = Some(e);
             }
             Err(e) => return Err(e),
