@@ -20,10 +20,10 @@
 //! - a failure (corruption or I/O) with any mark changed (a commit, or a log switch, which
 //!   creates a log and cuts the old one's reserved tail without a commit) may be the
 //!   writer's doing: the open starts again, at most [`ATTEMPTS`] times;
-//! - a failure with nothing changed is the store's when the next attempt fails the same
-//!   way (an append into a log's reserved space changes no size, and a scan can meet a
-//!   record the writer had not finished and, looking further, whole ones it wrote since):
-//!   reported as it is.
+//! - a failure with nothing changed is the store's: reported as it is; corruption in a log
+//!   only when the next attempt finds it at the same place (an append into a log's reserved
+//!   space changes no size, and a scan can meet a record the writer had not finished and,
+//!   looking further, whole ones it wrote since).
 //!
 //! After the open the handle's version never changes, and it keeps its files: every table
 //! of the version is opened at open time (when there are at most `max_open_files`; they
@@ -45,7 +45,7 @@ use super::store_files::Presence;
 use super::{DbInner, Parts, Recovered, Wiring};
 use crate::env::{Env, FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
-use crate::filename::parse_file_name;
+use crate::filename::{FileKind, parse_file_name};
 use crate::manifest;
 use crate::memory::MemTable;
 use crate::options::Options;
@@ -90,9 +90,7 @@ pub(crate) fn open_marked(
             // change no size). Damage on disk repeats the same error with nothing changed.
             Err(e @ (Error::Corruption { .. } | Error::Io { .. }))
                 if after != before
-                    || changed
-                        .as_ref()
-                        .is_none_or(|c| c.to_string() != e.to_string()) =>
+                    || (in_a_log(&e) && changed.as_ref().is_none_or(|c| !same_site(c, &e))) =>
             {
                 changed = Some(e);
             }
@@ -108,6 +106,44 @@ pub(crate) fn open_marked(
              in another process committed flushes or compactions meanwhile){last}"
         )),
     })
+}
+
+/// Whether `e` is corruption in a log (WAL or value-log segment): the only files a writer
+/// appends to, so the only ones a scan can see change under it with no size changed.
+fn in_a_log(e: &Error) -> bool {
+    let Error::Corruption { file, .. } = e else {
+        return false;
+    };
+    let kind = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(parse_file_name);
+    matches!(kind, Some(FileKind::Log(_) | FileKind::Segment(_)))
+}
+
+/// Whether two failures are the same: the same file and offset for corruption (the text
+/// may differ, e.g. a store id drawn afresh for a MANIFEST without one), the same file and
+/// kind for I/O.
+fn same_site(a: &Error, b: &Error) -> bool {
+    match (a, b) {
+        (
+            Error::Corruption {
+                file: f, offset: o, ..
+            },
+            Error::Corruption {
+                file: g, offset: p, ..
+            },
+        ) => f == g && o == p,
+        (
+            Error::Io {
+                path: f, source: s, ..
+            },
+            Error::Io {
+                path: g, source: t, ..
+            },
+        ) => f == g && s.kind() == t.kind(),
+        _ => false,
+    }
 }
 
 fn no_store(dir: &Path) -> Error {
