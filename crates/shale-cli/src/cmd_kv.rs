@@ -56,10 +56,16 @@ impl StoreArgs {
         Ok(Db::open(&self.db, self.options(true)?)?)
     }
 
-    /// Open for commands that only read or reorganise: a missing store is an error rather
-    /// than silently created.
+    /// Open for commands that reorganise: a missing store is an error rather than silently
+    /// created.
     pub fn open_existing(&self) -> CliResult<Db> {
         Ok(Db::open(&self.db, self.options(false)?)?)
+    }
+
+    /// Open for commands that only read (`Db::open_read_only`): nothing in the store is
+    /// written, and it works while another process has the store open.
+    pub fn open_read_only(&self) -> CliResult<Db> {
+        Ok(Db::open_read_only(&self.db, self.options(false)?)?)
     }
 }
 
@@ -160,7 +166,7 @@ fn opt_arg(name: &str, v: Option<&String>) -> CliResult<Option<Vec<u8>>> {
 /// Print the value of a key; exit 1 when it is absent.
 pub fn get(a: &GetArgs) -> CliResult {
     let key = unescape_arg("KEY", &a.key)?;
-    let db = a.store.open_existing()?;
+    let db = a.store.open_read_only()?;
     let value = db.get(&key)?;
     db.close()?;
     match value {
@@ -238,7 +244,7 @@ pub fn scan(a: &ScanArgs) -> CliResult {
         upper_bound: opt_arg("--to", a.to.as_ref())?,
         ..Default::default()
     };
-    let db = a.store.open_existing()?;
+    let db = a.store.open_read_only()?;
     print_pairs(&db, opts, a.limit, a.keys_only, a.reverse)?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
@@ -246,7 +252,7 @@ pub fn scan(a: &ScanArgs) -> CliResult {
 
 /// Print every pair.
 pub fn dump(a: &StoreArgs) -> CliResult {
-    let db = a.open_existing()?;
+    let db = a.open_read_only()?;
     print_pairs(&db, IterOptions::default(), None, false, false)?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
@@ -335,7 +341,7 @@ fn load_from(
 
 /// Print the store's statistics.
 pub fn stats(a: &StoreArgs) -> CliResult {
-    let db = a.open_existing()?;
+    let db = a.open_read_only()?;
     let mut out = std::io::stdout().lock();
     write!(out, "{}", db.stats())?;
     if let Some(p) = db.property("shale.design") {
@@ -346,12 +352,21 @@ pub fn stats(a: &StoreArgs) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Check every checksum of the store.
+/// Would open succeed and return exactly the committed data? Exit 0 yes,
+/// [`crate::EXIT_DAMAGED`] no (the damage on stderr), [`crate::EXIT_TORN_TAIL`] yes but a
+/// torn tail of the log would be dropped; 2 when the check itself could not run.
 pub fn verify(a: &StoreArgs) -> CliResult {
     let spinner = crate::progress::spinner("verify");
     let r = shale::verify(&a.db, a.options(false)?);
     spinner.finish_and_clear();
-    let r = r?;
+    let r = match r {
+        Ok(r) => r,
+        Err(e @ shale::Error::Corruption { .. }) => {
+            eprintln!("damaged: {e}");
+            return Ok(ExitCode::from(crate::EXIT_DAMAGED));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -369,14 +384,15 @@ pub fn verify(a: &StoreArgs) -> CliResult {
             r.placement.segments, r.placement.records, r.placement.pointers
         )?;
     }
-    if r.placement.log_bytes_dropped > 0 {
-        writeln!(
-            out,
-            "write-ahead log: open would drop {} bytes (a torn tail, or what --wal-recovery-mode cuts)",
-            r.placement.log_bytes_dropped
-        )?;
-    }
     out.flush()?;
+    if r.placement.log_bytes_dropped > 0 {
+        eprintln!(
+            "torn tail: open would drop {} bytes of the log (a write a crash cut, or what \
+             --wal-recovery-mode cuts or skips)",
+            r.placement.log_bytes_dropped
+        );
+        return Ok(ExitCode::from(crate::EXIT_TORN_TAIL));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

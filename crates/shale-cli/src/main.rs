@@ -2,7 +2,9 @@
 //!
 //! Exit status: 0 on success; 1 when `get` finds no value; 2 on any error (the message goes
 //! to stderr as `error: ...`); 3 when a benchmark finds a wrong answer (a key that should be
-//! there is missing, or one that should not is found).
+//! there is missing, or one that should not is found); for `verify`, 4 when the store is
+//! damaged (open would fail) and 5 when it is healthy but open would drop a torn tail of
+//! its log.
 
 mod axes;
 mod bench;
@@ -73,6 +75,14 @@ pub type CliResult<T = ExitCode> = Result<T, CliError>;
 /// Exit status when a benchmark's reads disagree with what was written.
 pub const EXIT_WRONG_ANSWER: u8 = 3;
 
+/// Exit status of `verify` for a damaged store: open would fail (or not return the
+/// committed data).
+pub const EXIT_DAMAGED: u8 = 4;
+
+/// Exit status of `verify` for a store that opens with all its committed data, but whose
+/// log ends in a torn tail that open would drop (a write a crash cut).
+pub const EXIT_TORN_TAIL: u8 = 5;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "shale",
@@ -81,7 +91,11 @@ pub const EXIT_WRONG_ANSWER: u8 = 3;
     long_about = "Inspect, load and benchmark a Shale store.\n\n\
         Keys and values on the command line and in scan/dump/load lines are escaped text: \
         printable ASCII is literal, a backslash is \\\\, any other byte is \\xNN.\n\n\
-        Exit status: 0 ok, 1 get found nothing, 2 error, 3 a benchmark read a wrong answer."
+        Read commands (get, scan, dump, stats, shape, verify) open the store read-only: they \
+        write nothing and work while another process has the store open.\n\n\
+        Exit status: 0 ok, 1 get found nothing, 2 error, 3 a benchmark read a wrong answer, \
+        4 verify found the store damaged, 5 verify found it healthy but open would drop a \
+        torn log tail."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -104,7 +118,9 @@ enum Command {
     Dump(cmd_kv::StoreArgs),
     /// Print the store's statistics.
     Stats(cmd_kv::StoreArgs),
-    /// Check every checksum of every file without opening the store for writing.
+    /// Would open succeed with exactly the committed data? Recovers the store read-only and
+    /// checks every checksum. Exit 0 healthy, 4 damaged, 5 healthy but a torn log tail
+    /// would be dropped.
     Verify(cmd_kv::StoreArgs),
     /// Compact a key range (default: everything).
     Compact(cmd_kv::CompactArgs),

@@ -306,7 +306,7 @@ fn mib(n: u64) -> String {
 
 /// Run `shale shape`.
 pub fn run(a: &ShapeArgs) -> CliResult {
-    let db = a.store.open_existing()?;
+    let db = a.store.open_read_only()?;
     let shape = Shape::of(&db);
     db.close()?;
     print!("{}", shape.text());

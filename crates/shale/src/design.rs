@@ -60,21 +60,71 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         Db::open_with(path.as_ref(), options, &parts)
     }
+
+    /// Open the existing store in directory `path` for reading only: a consistent view of
+    /// it as it is now, which never changes and changes nothing.
+    ///
+    /// The store is recovered as [`Db::open`] recovers it, with the same checks (a store
+    /// `open` refuses is refused here too), but nothing is written: no `LOCK` is created or
+    /// taken, no MANIFEST, log or value-log segment is written or removed, and the
+    /// write-ahead log (for the value-log design, the value log after its head) is replayed
+    /// into memory only. It works on a directory the process cannot write, and beside a
+    /// handle that has the store open for writing, in this process or another: when that
+    /// writer commits a flush or compaction while this open reads the store, the open
+    /// starts again. The handle then keeps the files of its version open (every table when
+    /// there are at most [`Options::max_open_files`], and every live value-log segment), so
+    /// a writer deleting them later does not take them away; beyond that limit a table is
+    /// opened on first use, and one deleted since fails that read with an error that says
+    /// so, never with other data. See `docs/architecture.md` (read-only open).
+    ///
+    /// Writes, [`Db::flush`], [`Db::compact_range`] and [`Db::run_value_gc`] return
+    /// [`crate::Error::ReadOnlyOpen`]. `create_if_missing` and `error_if_exists` are
+    /// ignored. A torn tail dropped from the log is counted in
+    /// [`crate::Stats::placement`] (`wal_bytes_dropped`), as for `open`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] when there is no store at `path` or for bad options
+    /// (or a store of another design), [`crate::Error::Corruption`] if its files are
+    /// damaged, [`crate::Error::Io`] (also when the store kept changing under a writer's
+    /// commits through every attempt).
+    ///
+    /// # Examples
+    /// ```
+    /// use shale::{Db, Options, env::Env};
+    /// let options = Options::default().with_env(Env::memory());
+    /// let db = Db::open("/db", options.clone())?;
+    /// db.put(b"hello", b"world")?;
+    /// let reader = Db::open_read_only("/db", options)?; // beside the writer
+    /// assert_eq!(reader.get(b"hello")?.as_deref(), Some(&b"world"[..]));
+    /// assert!(matches!(reader.put(b"x", b"y"), Err(shale::Error::ReadOnlyOpen { .. })));
+    /// # Ok::<(), shale::Error>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_read_only_with(path.as_ref(), options, &parts)
+    }
 }
 
-/// Check every checksum of every file of the store at `path`: CURRENT, the live MANIFEST
-/// (every edit replayed as recovery would, each design's records by their owner), every
-/// log and every table (each block, and key order); and the value placement's own files
-/// (for a value log, every live segment's header and records, and every value pointer of a
-/// live table: it must name a record in a live segment holding its key). The store is
-/// checked as the design that wrote it (its MANIFEST's format tag), whatever design
-/// `options` name; their other settings (the file system) are used. Does not take the
-/// store's lock and writes nothing.
+/// Answer "would [`Db::open`] succeed, and return exactly the committed data?" for the
+/// store at `path`, without changing it: recover it as [`Db::open_read_only`] does (the
+/// recovery of `open`: CURRENT, the MANIFEST replayed, every table it lists present, the
+/// write-ahead log replayed with the same checks), then read every table of the recovered
+/// version in full (each block's checksum, key order) and the value placement's own files
+/// (for a value log, every live segment's records, and every value pointer of a live
+/// table: it must name a record in a live segment holding its key). Files the MANIFEST
+/// does not name (a table a crash left half-written, a user's `notes.vlog`) are not the
+/// store's and are not read. The store is checked as the design that wrote it (its options
+/// record, or for an older store its format tag), whatever design `options` name; their
+/// other settings (the file system, the WAL recovery mode) are used. Takes no lock and writes nothing; beside a
+/// writer in another process it checks one consistent version.
+///
+/// A store that opens but whose log ends in a torn tail open would drop is `Ok`, with the
+/// bytes in [`VerifyReport::placement`] (`log_bytes_dropped`).
 ///
 /// # Errors
-/// The first problem found: [`crate::Error::Corruption`] naming the file and offset, or
-/// [`crate::Error::Io`]; [`crate::Error::InvalidArgument`] for a store written by a design
-/// this build does not have.
+/// As `open` would fail, and the first problem the reads find: [`crate::Error::Corruption`]
+/// naming the file and offset, or [`crate::Error::Io`]; [`crate::Error::InvalidArgument`]
+/// for a directory without a store or a store written by a design this build does not
+/// have.
 pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> {
     let dir = path.as_ref();
     let options = match crate::db::describe(dir, &options.env)? {

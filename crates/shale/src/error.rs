@@ -43,6 +43,12 @@ pub enum Error {
     /// A durable write failed earlier (for example an fsync of the log), so the store refuses
     /// further writes rather than pretending they are safe. Reopen the store to recover.
     ReadOnly(String),
+    /// The handle was opened with [`crate::Db::open_read_only`]: it takes no writes,
+    /// flushes, compactions or garbage collection, and changes no file of the store.
+    ReadOnlyOpen {
+        /// The store's directory.
+        path: PathBuf,
+    },
     /// The store has been closed.
     Closed,
 }
@@ -88,6 +94,7 @@ impl Error {
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Unsupported(m) => Error::Unsupported(m.clone()),
             Error::ReadOnly(m) => Error::ReadOnly(m.clone()),
+            Error::ReadOnlyOpen { path } => Error::ReadOnlyOpen { path: path.clone() },
             Error::Closed => Error::Closed,
         }
     }
@@ -130,6 +137,12 @@ impl fmt::Display for Error {
             Error::ReadOnly(m) => write!(
                 f,
                 "the store refuses writes after an earlier durable-write failure ({m}); reopen it to recover"
+            ),
+            Error::ReadOnlyOpen { path } => write!(
+                f,
+                "the store in {} is open read-only (Db::open_read_only): it takes no writes, \
+                 flushes, compactions or garbage collection",
+                path.display()
             ),
             Error::Closed => write!(f, "the store is closed"),
         }

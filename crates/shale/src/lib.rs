@@ -4,7 +4,8 @@
 //! The engine is organised along four axes (see `docs/architecture.md` in the repository):
 //! the memory component, value placement, the layout of tables on disk and the table
 //! format, chosen by [`Options`] ([`Axes`]; a preset names a combination). The store is
-//! [`Db`]; [`verify`] checks one without opening it; [`env`] is the file-system interface
+//! [`Db`] ([`Db::open_read_only`] for a view that writes nothing, beside a running writer
+//! too); [`verify`] checks one as its open would, without changing it; [`env`] is the file-system interface
 //! (a store can run on [`env::mem::MemFs`], an in-memory file system with a crash model).
 
 /// Declares internal modules: `pub` but hidden from the docs with the `internals` feature

@@ -232,6 +232,12 @@ fn open_and_verify_refuse(mem: &MemFs, design: &str, file: &Path, what: &str) {
     let before = files(mem);
     let e = shale::verify(DIR, opts(&env, design)).unwrap_err();
     assert_eq!(corruption_at(&e), file, "{design} {what}: verify: {e}");
+    let e = Db::open_read_only(DIR, opts(&env, design)).unwrap_err();
+    assert_eq!(
+        corruption_at(&e),
+        file,
+        "{design} {what}: read-only open: {e}"
+    );
     let e = Db::open(DIR, opts(&env, design)).unwrap_err();
     assert_eq!(corruption_at(&e), file, "{design} {what}: open: {e}");
     same_files(mem, &before, &format!("{design} {what}"));
@@ -578,5 +584,142 @@ fn a_cut_last_manifest_record_never_drops_a_committed_edit() {
                 }
             }
         }
+    }
+}
+
+/// Verify, the read-only open and open all accept the store and return exactly `model`,
+/// and verify reports no torn tail.
+fn open_and_verify_accept(
+    mem: &MemFs,
+    design: &str,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    what: &str,
+) {
+    let env = Env::new(Arc::new(mem.clone()));
+    let r = shale::verify(DIR, opts(&env, design));
+    let r = r.unwrap_or_else(|e| panic!("{design} {what}: verify: {e}"));
+    assert_eq!(r.placement.log_bytes_dropped, 0, "{design} {what}");
+    let db = Db::open_read_only(DIR, opts(&env, design)).unwrap();
+    assert_eq!(scan(&db), *model, "{design} {what}: read-only open");
+    drop(db);
+    let db = Db::open(DIR, opts(&env, design)).unwrap();
+    assert_eq!(scan(&db), *model, "{design} {what}: open");
+    db.close().unwrap();
+}
+
+/// Case 8: an empty or zeroed MANIFEST: open refuses the store, and verify (and the
+/// read-only open) agree, naming the MANIFEST.
+#[test]
+fn an_empty_or_zeroed_manifest_fails_open_and_verify() {
+    for design in Options::available_presets() {
+        let (mem, env, _) = built(design);
+        let number = shale::manifest::read_current(&env, Path::new(DIR)).unwrap();
+        let path = Path::new(DIR).join(shale::manifest::manifest_file_name(number));
+        let len = env.read_all(&path, ReadCause::Other).unwrap().len();
+        for (what, bytes) in [
+            ("empty MANIFEST", vec![]),
+            ("zeroed MANIFEST", vec![0u8; len]),
+        ] {
+            let m = mem.fork();
+            rewrite(&m, &path, &bytes);
+            open_and_verify_refuse(&m, design, &path, what);
+        }
+    }
+}
+
+/// Case 8: what a kill -9 during a flush or compaction leaves, a table the MANIFEST does
+/// not list cut short, and files Shale does not own whatever their extension: open
+/// ignores them, so verify passes and the read-only open reads the committed data; open
+/// removes the leftover table (it is the store's) and nothing that is not the store's.
+#[test]
+fn leftover_and_unknown_files_pass_verify_as_open_accepts_them() {
+    for design in Options::available_presets() {
+        let (mem, env, model) = built(design);
+        let tables = names_with(&mem, |n| n.ends_with(".sst"));
+        let largest = tables
+            .iter()
+            .filter_map(|p| shale::filename::parse_file_name(p.file_name()?.to_str()?))
+            .filter_map(|k| k.number())
+            .max()
+            .unwrap();
+        // A half-written table with the next number a flush would have drawn.
+        let table = env.read_all(&tables[0], ReadCause::Other).unwrap();
+        let half = Path::new(DIR).join(format!("{:06}.sst", largest + 50));
+        let m = mem.fork();
+        rewrite(&m, &half, &table[..table.len() / 2]);
+        open_and_verify_accept(&m, design, &model, "half-written table");
+        assert!(
+            !m.file_names().contains(&half),
+            "{design}: open keeps the leftover"
+        );
+
+        let m = mem.fork();
+        let unknown = [
+            "notes.sst",
+            "7.sst",
+            "98.vlog",
+            "99.log",
+            "backup.vlog",
+            "000012.sst.bak",
+        ];
+        for name in unknown {
+            rewrite(
+                &m,
+                &Path::new(DIR).join(name),
+                b"not a store file, but a user's",
+            );
+        }
+        open_and_verify_accept(&m, design, &model, "unknown files");
+        for name in unknown {
+            let p = Path::new(DIR).join(name);
+            assert!(m.file_names().contains(&p), "{design}: {name} was removed");
+        }
+    }
+}
+
+/// Case 8: a torn tail of the newest log (a crash while a write was appended; the store
+/// was not closed, so the log is not known complete): open drops it and keeps every
+/// earlier write; verify passes and reports the bytes open would drop (the CLI's exit
+/// code 5), and the read-only open drops it the same way without changing the file.
+#[test]
+fn a_torn_log_tail_passes_verify_and_is_reported() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let mut o = opts(&env, design);
+        o.write_buffer_size = 1 << 20;
+        let db = Db::open(DIR, o).unwrap();
+        let mut model = BTreeMap::new();
+        put_all(&db, &mut model, 0..300, 0);
+        db.flush().unwrap();
+        put_all(&db, &mut model, 0..100, 1);
+        // The last write, which the crash tears.
+        db.put(&key(100), &value(100, 1)).unwrap();
+        let image = mem.fork();
+        db.close().unwrap();
+        let ienv = Env::new(Arc::new(image.clone()));
+        let ext = if design == "wisckey" { ".vlog" } else { ".log" };
+        let log = names_with(&image, |n| n.ends_with(ext))
+            .into_iter()
+            .max()
+            .unwrap();
+        let bytes = ienv.read_all(&log, ReadCause::Other).unwrap();
+        // Where the written bytes end (a log's reserved tail reads as zeros).
+        let end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+        rewrite(&image, &log, &bytes[..end - 20]);
+        let r = shale::verify(DIR, opts(&ienv, design)).unwrap();
+        assert!(r.placement.log_bytes_dropped > 0, "{design}: {r:?}");
+        let before = files(&image);
+        let ro = Db::open_read_only(DIR, opts(&ienv, design)).unwrap();
+        assert_eq!(scan(&ro), model, "{design}: read-only open");
+        assert!(ro.stats().placement.wal_bytes_dropped > 0, "{design}");
+        drop(ro);
+        same_files(&image, &before, &format!("{design}: read-only open"));
+        let db = Db::open(DIR, opts(&ienv, design)).unwrap();
+        assert_eq!(scan(&db), model, "{design}: open");
+        db.close().unwrap();
+        // Recovery wrote the store whole again: nothing left to drop.
+        let r = shale::verify(DIR, opts(&ienv, design)).unwrap();
+        assert_eq!(r.placement.log_bytes_dropped, 0, "{design}");
     }
 }

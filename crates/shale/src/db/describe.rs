@@ -30,8 +30,23 @@ pub(crate) fn describe(dir: &Path, env: &Env) -> Result<Option<Description>> {
     if !env.fs().exists(dir)? || super::store_files::presence(env, dir)? == Presence::None {
         return Ok(None);
     }
-    let number = manifest::read_current(env, dir)?;
-    let edits = manifest::read_manifest(env, dir, number)?;
+    let mut number = manifest::read_current(env, dir)?;
+    let mut attempt = 0;
+    let edits = loop {
+        attempt += 1;
+        match manifest::read_manifest(env, dir, number) {
+            Ok(edits) => break edits,
+            Err(e) => {
+                // A writer in another process may have started a new MANIFEST and removed
+                // this one since CURRENT was read.
+                let now = manifest::read_current(env, dir)?;
+                if now == number || attempt >= super::read_only::ATTEMPTS {
+                    return Err(e);
+                }
+                number = now;
+            }
+        }
+    };
     let options = match edits.iter().rev().find_map(|e| e.store_options.as_ref()) {
         Some(bytes) => Some(StoredOptions::decode(bytes).map_err(|detail| {
             Error::corruption(

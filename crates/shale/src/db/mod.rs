@@ -48,6 +48,7 @@ mod open;
 #[cfg(test)]
 mod parallel_tests;
 mod read;
+mod read_only;
 mod snapshots;
 mod stats;
 mod store_files;
@@ -248,9 +249,83 @@ pub(crate) struct DbInner {
     pub(crate) value_job_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Opened with `Db::open_read_only`: no writes, no background work, no file changed
+    /// (its file system refuses every change, `read_only::ReadOnlyFs`).
+    pub(crate) read_only: bool,
+}
+
+/// What an open recovered: the state a handle starts from, read-write or read-only.
+pub(crate) struct Recovered {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) layout: Arc<dyn Layout>,
+    pub(crate) values: Arc<dyn ValueStore>,
+    pub(crate) memory: Arc<dyn MemoryComponent>,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
+    pub(crate) versions: VersionSet,
+    /// The store's counters since creation as the MANIFEST had them.
+    pub(crate) lifetime_base: crate::manifest::Lifetime,
+    /// The file system's write counters when the open began.
+    pub(crate) io_at_open: [u64; crate::env::WriteCause::ALL.len()],
+    pub(crate) version: Arc<Version>,
+    pub(crate) last_seq: SeqNo,
+    /// The mutable memtable.
+    pub(crate) mem: Arc<dyn MemTable>,
+    /// Frozen memtables, newest first (a read-only open keeps the replayed log in them).
+    pub(crate) imms: Vec<Arc<dyn MemTable>>,
+    /// The store's lock (`None` for a read-only handle, which takes none).
+    pub(crate) lock: Option<Box<dyn FileLock>>,
+    pub(crate) read_only: bool,
 }
 
 impl DbInner {
+    /// The shared state of a handle that starts from `r`.
+    pub(crate) fn new(r: Recovered) -> DbInner {
+        DbInner {
+            dir: r.dir,
+            values: r.values,
+            layout: r.layout,
+            memory: r.memory,
+            lifetime_base: r.lifetime_base,
+            io_at_open: r.io_at_open,
+            env: r.options.env.clone(),
+            tables: r.tables,
+            block_cache: r.block_cache,
+            snapshots: Arc::default(),
+            last_seq: AtomicU64::new(r.last_seq),
+            publish_waiters: AtomicUsize::new(0),
+            publish_lock: Mutex::new(()),
+            publish_cv: Condvar::new(),
+            file_numbers: r.versions.file_numbers(),
+            wal: Mutex::new(WalState {
+                mem: Arc::clone(&r.mem),
+                last_assigned: r.last_seq,
+            }),
+            queue: Mutex::default(),
+            super_version: RwLock::new(Arc::new(SuperVersion {
+                mem: r.mem,
+                imms: r.imms,
+                version: r.version,
+            })),
+            versions: Mutex::new(r.versions),
+            bg: Mutex::new(BgState {
+                compaction_wanted: !r.read_only,
+                ..BgState::default()
+            }),
+            bg_cv: Condvar::new(),
+            pending_outputs: Mutex::default(),
+            compaction_lock: Mutex::new(()),
+            counters: Counters::default(),
+            retired: Mutex::default(),
+            value_job_lock: Mutex::new(()),
+            shutting_down: AtomicBool::new(false),
+            lock: Mutex::new(r.lock),
+            read_only: r.read_only,
+            options: r.options,
+        }
+    }
+
     /// Wait until every write up to `seq` is visible (`last_seq >= seq`). Spins briefly (the
     /// write being waited for is usually a few inserts away from done), then sleeps.
     pub(crate) fn wait_published(&self, seq: SeqNo) {
@@ -288,10 +363,16 @@ impl DbInner {
         Arc::clone(&self.super_version.read())
     }
 
-    /// Fail if the store has gone read-only after an earlier failure.
+    /// Fail if the store has gone read-only after an earlier failure, or was opened
+    /// read-only.
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
+        }
+        if self.read_only {
+            return Err(Error::ReadOnlyOpen {
+                path: self.dir.clone(),
+            });
         }
         match &self.bg.lock().error {
             Some(e) => Err(Error::ReadOnly(e.clone())),
@@ -320,16 +401,7 @@ impl Db {
     /// Open the store in `path` with the parts `wiring` builds (the public `Db::open` is
     /// in `crate::design`, which knows the designs).
     pub(crate) fn open_with(path: &Path, options: Options, wiring: &Wiring) -> Result<Db> {
-        let inner = open::open(path, options, wiring)?;
-        let prefetch = PrefetchPool::new(
-            inner.options.scan_prefetch_threads,
-            inner.options.scan_prefetch_bytes,
-        );
-        let db = Db {
-            inner,
-            threads: Mutex::new(Vec::new()),
-            prefetch,
-        };
+        let db = Db::from_inner(open::open(path, options, wiring)?);
         db.start_threads()?;
         let weak = Arc::downgrade(&db.inner);
         let services = crate::memory::MemoryServices {
@@ -340,6 +412,25 @@ impl Db {
         };
         db.inner.memory.start(services)?;
         Ok(db)
+    }
+
+    /// Open the store in `path` read-only with the parts `wiring` builds (the public
+    /// `Db::open_read_only` is in `crate::design`): see there.
+    pub(crate) fn open_read_only_with(path: &Path, options: Options, wiring: &Wiring) -> Result<Db> {
+        Ok(Db::from_inner(read_only::open(path, options, wiring)?))
+    }
+
+    /// A handle without background threads over `inner` (a read-only one needs none).
+    fn from_inner(inner: Arc<DbInner>) -> Db {
+        let prefetch = PrefetchPool::new(
+            inner.options.scan_prefetch_threads,
+            inner.options.scan_prefetch_bytes,
+        );
+        Db {
+            inner,
+            threads: Mutex::new(Vec::new()),
+            prefetch,
+        }
     }
 
     fn start_threads(&self) -> Result<()> {
@@ -386,7 +477,8 @@ impl Db {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a key or value over the size limits; [`Error::ReadOnly`]
-    /// after an earlier durability failure; [`Error::Io`].
+    /// after an earlier durability failure; [`Error::ReadOnlyOpen`] on a handle from
+    /// [`Db::open_read_only`]; [`Error::Io`].
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
@@ -483,7 +575,8 @@ impl Db {
     /// Write the memtable to a table file and wait until every frozen memtable is flushed.
     ///
     /// # Errors
-    /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::Io`].
+    /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::ReadOnlyOpen`]
+    /// on a read-only handle; [`Error::Io`].
     pub fn flush(&self) -> Result<()> {
         background::flush_and_wait(&self.inner)
     }
@@ -540,8 +633,8 @@ impl Db {
     /// placement without a value log). Automatic collection needs no call to this.
     ///
     /// # Errors
-    /// [`Error::ReadOnly`] after an earlier failure; [`Error::Io`] or [`Error::Corruption`]
-    /// from the segment read.
+    /// [`Error::ReadOnly`] after an earlier failure; [`Error::ReadOnlyOpen`] on a read-only
+    /// handle; [`Error::Io`] or [`Error::Corruption`] from the segment read.
     pub fn run_value_gc(&self) -> Result<u64> {
         self.inner.check_writable()?;
         value_jobs::run(&self.inner, true)
@@ -590,6 +683,9 @@ impl Db {
     /// counts of writes still only in the log would otherwise be lost at the next open
     /// (recovery replays them, but they are not user writes again).
     fn persist_placement(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Ok(());
+        }
         let mut edit = crate::manifest::VersionEdit::default();
         self.inner.values.note_edit(&mut edit);
         let c = &self.inner.counters;
@@ -628,7 +724,9 @@ impl Db {
             self.inner.values.close()
         };
         let result = result.and_then(|()| self.persist_placement());
-        background::delete_obsolete_files(&self.inner);
+        if !self.inner.read_only {
+            background::delete_obsolete_files(&self.inner);
+        }
         self.inner.lock.lock().take();
         // Report an earlier background failure too: the caller learns the store was not
         // healthy (its data is safe in the synced logs and is recovered at the next open).

@@ -8,27 +8,27 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-
-use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use super::background::flush_memtable;
 use super::store_files::Presence;
 use super::value_jobs::{Tree, count_superseded_over};
-use super::{BgState, Counters, DbInner, Parts, SuperVersion, WalState, Wiring};
+use super::{DbInner, Parts, Recovered, Wiring};
 use crate::cache::block_cache::BlockCache;
 use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{CURRENT_TMP_FILE, LOCK_FILE, parse_file_name};
 use crate::layout::Layout;
-use crate::manifest::{AxisStates, VersionEdit};
+use crate::manifest::{AxisStates, Lifetime, VersionEdit};
 use crate::memory::MemTable;
+use crate::key::SeqNo;
 use crate::options::Options;
+use crate::options::stored::StoredOptions;
+use crate::table::TableFormat;
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::values::{PersistedState, RecoverContext};
-use crate::options::stored::StoredOptions;
 use crate::version::set::{Makeup, VersionSet};
 
 /// Open the store in `dir` with the parts `wiring` builds from `options`.
@@ -48,29 +48,9 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     let lock = fs.lock(&dir.join(LOCK_FILE))?;
     // What this open writes counts toward the store's lifetime counters from here.
     let io_at_open = WriteCause::ALL.map(|c| env.io().written(c));
-    let min_next_file = fs
-        .list_dir(dir)?
-        .iter()
-        .filter_map(|n| Some(parse_file_name(n)?.number()? + 1))
-        .max()
-        .unwrap_or(1);
-    let file_numbers = Arc::new(AtomicU64::new(min_next_file));
-    let Parts {
-        layout,
-        values,
-        memory,
-        table,
-    } = wiring(&options, dir, Arc::clone(&file_numbers));
+    let (parts, file_numbers) = build_parts(dir, &options, wiring)?;
     // A directory with store files but no CURRENT is a damaged store, never a new one.
     let has_current = super::store_files::presence(&env, dir)? == Presence::Store;
-    let makeup = Makeup {
-        num_levels: options.num_levels,
-        format_tag: format_tag(layout.as_ref(), values.as_ref()),
-        options: StoredOptions::of(&options),
-        file_numbers: Arc::clone(&file_numbers),
-        layout: layout.empty_state(),
-        axes: AxisStates::with_values(values.empty_state()),
-    };
     let (mut versions, placement_state, mut last_seq, lifetime_base) = if has_current {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -78,12 +58,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 dir.display()
             )));
         }
-        let r = VersionSet::recover(&env, dir, makeup)?;
-        let placement = PersistedState {
-            log_number: r.log_number,
-            state: r.axes.values,
-        };
-        (r.set, placement, r.last_sequence, r.lifetime)
+        recover_versions(dir, &options, &parts, Arc::clone(&file_numbers))?
     } else {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -92,15 +67,21 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             )));
         }
         (
-            VersionSet::create(&env, dir, makeup)?,
+            VersionSet::create(&env, dir, makeup(&options, &parts, Arc::clone(&file_numbers)))?,
             PersistedState {
                 log_number: 0,
-                state: values.empty_state(),
+                state: parts.values.empty_state(),
             },
             0,
-            crate::manifest::Lifetime::default(),
+            Lifetime::default(),
         )
     };
+    let Parts {
+        layout,
+        values,
+        memory,
+        table,
+    } = parts;
 
     versions.set_max_manifest_bytes(options.max_manifest_bytes);
 
@@ -110,17 +91,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         let _ = fs.remove_file(&dir.join(CURRENT_TMP_FILE));
     }
 
-    let block_cache = (options.block_cache_bytes > 0)
-        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(
-        env.clone(),
-        dir.to_path_buf(),
-        options.max_open_files,
-        Arc::clone(&table),
-        block_cache.clone(),
-        options.verify_checksums,
-        Some(versions.store_id()),
-    ));
+    let (block_cache, tables) = caches(dir, &options, table, Some(versions.store_id()));
     // Replay the writes the placement's log holds beyond the tables, then start a fresh log;
     // the edit moves the placement's position past the replayed writes.
     let mut edit = VersionEdit::default();
@@ -198,48 +169,24 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     fs.sync_dir(dir)?;
     let version = versions.log_and_apply(edit, last_seq)?;
 
-    let mem = memory.new_memtable();
-    let inner = Arc::new(DbInner {
+    let inner = Arc::new(DbInner::new(Recovered {
         dir: dir.to_path_buf(),
-        values,
+        mem: memory.new_memtable(),
+        imms: Vec::new(),
         layout,
+        values,
         memory,
-        env: env.clone(),
-        tables,
-        block_cache,
-        snapshots: Arc::default(),
-        last_seq: AtomicU64::new(last_seq),
-        publish_waiters: AtomicUsize::new(0),
-        publish_lock: Mutex::new(()),
-        publish_cv: Condvar::new(),
-        file_numbers: versions.file_numbers(),
-        wal: Mutex::new(WalState {
-            mem: Arc::clone(&mem),
-            last_assigned: last_seq,
-        }),
-        queue: Mutex::default(),
-        super_version: RwLock::new(Arc::new(SuperVersion {
-            mem,
-            imms: Vec::new(),
-            version,
-        })),
-        versions: Mutex::new(versions),
-        bg: Mutex::new(BgState {
-            compaction_wanted: true,
-            ..BgState::default()
-        }),
-        bg_cv: Condvar::new(),
-        pending_outputs: Mutex::default(),
-        compaction_lock: Mutex::new(()),
-        counters: Counters::default(),
         lifetime_base,
         io_at_open,
-        retired: Mutex::default(),
-        value_job_lock: Mutex::new(()),
-        shutting_down: AtomicBool::new(false),
-        lock: Mutex::new(Some(lock)),
+        tables,
+        block_cache,
+        versions,
+        version,
+        last_seq,
+        lock: Some(lock),
+        read_only: false,
         options,
-    });
+    }));
     let weak = Arc::downgrade(&inner);
     inner
         .versions
@@ -249,6 +196,77 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         }));
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// What the version set of the store in `dir` is made with for `parts` and `options`.
+fn makeup(options: &Options, parts: &Parts, file_numbers: Arc<AtomicU64>) -> Makeup {
+    Makeup {
+        num_levels: options.num_levels,
+        format_tag: format_tag(parts.layout.as_ref(), parts.values.as_ref()),
+        options: StoredOptions::of(options),
+        file_numbers,
+        layout: parts.layout.empty_state(),
+        axes: AxisStates::with_values(parts.values.empty_state()),
+    }
+}
+
+/// The parts `wiring` builds for the store in `dir`, and their file-number counter, which
+/// starts past every file number in the directory (logs created after the last edit are
+/// not in the MANIFEST; their numbers must not be handed out again).
+pub(super) fn build_parts(
+    dir: &Path,
+    options: &Options,
+    wiring: &Wiring,
+) -> Result<(Parts, Arc<AtomicU64>)> {
+    let min_next_file = options
+        .env
+        .fs()
+        .list_dir(dir)?
+        .iter()
+        .filter_map(|n| Some(parse_file_name(n)?.number()? + 1))
+        .max()
+        .unwrap_or(1);
+    let file_numbers = Arc::new(AtomicU64::new(min_next_file));
+    Ok((wiring(options, dir, Arc::clone(&file_numbers)), file_numbers))
+}
+
+/// Read the MANIFEST of the store in `dir` for `parts` (`VersionSet::recover`, which
+/// writes nothing): the version set, what it records for the value placement, the last
+/// sequence number and the lifetime counters.
+pub(super) fn recover_versions(
+    dir: &Path,
+    options: &Options,
+    parts: &Parts,
+    file_numbers: Arc<AtomicU64>,
+) -> Result<(VersionSet, PersistedState, SeqNo, Lifetime)> {
+    let r = VersionSet::recover(&options.env, dir, makeup(options, parts, file_numbers))?;
+    let placement = PersistedState {
+        log_number: r.log_number,
+        state: r.axes.values,
+    };
+    Ok((r.set, placement, r.last_sequence, r.lifetime))
+}
+
+/// The block cache (if `options` ask for one) and the table cache of the store in `dir`,
+/// whose tables must record `store_id` when they record one.
+pub(super) fn caches(
+    dir: &Path,
+    options: &Options,
+    table: Arc<dyn TableFormat>,
+    store_id: Option<u64>,
+) -> (Option<Arc<BlockCache>>, Arc<TableCache>) {
+    let block_cache = (options.block_cache_bytes > 0)
+        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        options.env.clone(),
+        dir.to_path_buf(),
+        options.max_open_files,
+        table,
+        block_cache.clone(),
+        options.verify_checksums,
+        store_id,
+    ));
+    (block_cache, tables)
 }
 
 /// The identity a MANIFEST records: the layout, and a value placement whose stores

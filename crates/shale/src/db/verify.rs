@@ -1,21 +1,14 @@
-//! `verify`: read every byte of every file of a store and check every checksum.
+//! `verify`: recover the store as a read-only open does, then read every byte of every
+//! file the recovered version needs and check every checksum.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
-use super::Wiring;
-use super::store_files::Presence;
+use super::{DbInner, Wiring};
 
-use crate::error::{Error, Result};
-use crate::filename::{FileKind, parse_file_name};
-use crate::manifest;
-use crate::manifest::AxisStates;
+use crate::error::Result;
 use crate::options::Options;
-use crate::table::{TableId, TableReadOptions};
-use crate::values::{PersistedState, PlacementChecked, VerifyContext};
-use crate::version::Version;
+use crate::table::TableId;
+use crate::values::{PlacementChecked, VerifyContext};
 
 /// What [`crate::verify`] checked.
 #[derive(Clone, Debug, Default)]
@@ -36,84 +29,59 @@ pub struct VerifyReport {
 
 /// `verify` with the parts `wiring` builds (the public [`crate::verify`] is in
 /// `crate::design`): see there.
+///
+/// The store is recovered exactly as a read-only open recovers it (which runs the checks of
+/// a read-write open and writes nothing), then every table of the recovered version is read
+/// in full and the placement checks its own files. Beside a writer in another process the
+/// files checked are the ones the recovered version needs, kept open; when a check fails
+/// and the store changed meanwhile (a table opened late was deleted by a compaction), the
+/// whole verification runs again, as the open does.
 pub(crate) fn verify_with(dir: &Path, options: Options, wiring: &Wiring) -> Result<VerifyReport> {
-    let env = &options.env;
-    let fs = env.fs();
-    if super::store_files::presence(env, dir)? == Presence::None {
-        return Err(Error::InvalidArgument(format!(
-            "no store at {}: CURRENT is missing",
-            dir.display()
-        )));
+    let mut options = options;
+    // Every block read from the file and checked.
+    options.block_cache_bytes = 0;
+    options.verify_checksums = true;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let (inner, mark) = super::read_only::open_marked(dir, options.clone(), wiring)?;
+        match check(&inner) {
+            Ok(mut report) => {
+                report.bytes += mark.manifest_len();
+                return Ok(report);
+            }
+            Err(_)
+                if attempt < super::read_only::ATTEMPTS
+                    && super::read_only::Mark::of(&inner.env, dir) != mark => {}
+            Err(e) => return Err(e),
+        }
     }
+}
+
+/// Read every table of a read-only handle's version and the placement's files.
+fn check(inner: &DbInner) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    let manifest_number = manifest::read_current(env, dir)?;
-    let manifest_path = dir.join(manifest::manifest_file_name(manifest_number));
-    let (edits, dropped_tail) = manifest::read_manifest_and_tail(env, dir, manifest_number)?;
-    // The placement is built to read its state and check its files; nothing is opened.
-    let axes = wiring(&options, dir, Arc::new(AtomicU64::new(0)));
-    let expected = super::open::format_tag(axes.layout.as_ref(), axes.values.as_ref());
-    if let Some(t) = edits.iter().find_map(|e| e.format_tag.as_ref())
-        && *t != expected
-    {
-        return Err(Error::InvalidArgument(format!(
-            "the store in {} was created with the {t} design, but the options ask for {expected}",
-            dir.display()
-        )));
-    }
-    // Replay as recovery does: every axis record to its owner (the layout's to the
-    // version), every file edit to the version.
-    let mut states = AxisStates::with_values(axes.values.empty_state());
-    let mut version = Version::with_layout(options.num_levels, axes.layout.empty_state());
-    let mut log_number = 0;
-    for (i, e) in edits.iter().enumerate() {
-        let bad = |d: String| {
-            Error::corruption(&manifest_path, 0, format!("edit {i} does not apply: {d}"))
-        };
-        states.absorb(&e.records).map_err(bad)?;
-        version = version.apply(e).map_err(bad)?;
-        log_number = e.log_number.unwrap_or(log_number);
-    }
-    crate::version::check_tables_present(env, dir, &version, &manifest_path)
-        .map_err(|e| crate::version::blame_dropped_tail(e, &manifest_path, dropped_tail))?;
-    let live_sizes: BTreeMap<u64, u64> = version.files().map(|(_, f)| (f.number, f.size)).collect();
-    let mut tables = Vec::new();
+    let (version, placement) = {
+        let v = inner.versions.lock();
+        (v.current(), v.placement())
+    };
+    // The MANIFEST, read by the recovery.
     report.logs += 1;
-    report.bytes += fs.file_size(&dir.join(manifest::manifest_file_name(manifest_number)))?;
-    let mut names = fs.list_dir(dir)?;
-    names.sort();
-    for name in &names {
-        let Some(FileKind::Table(n)) = parse_file_name(name) else {
-            continue;
-        };
-        let file = env.open(&dir.join(name))?;
-        report.bytes += file.len();
-        // A live table is read as the generation the MANIFEST committed (its recorded size);
-        // a file of another length is corruption, as open would find.
-        let size = live_sizes.get(&n).copied().unwrap_or(file.len());
-        let read = TableReadOptions {
-            block_cache: None,
-            verify_checksums: true,
-        };
-        let table = axes.table.open(file, TableId { number: n, size }, &read)?;
+    let mut tables = Vec::new();
+    for (_, f) in version.files() {
+        let table = inner.tables.table(TableId {
+            number: f.number,
+            size: f.size,
+        })?;
         table.verify()?;
         report.entries += table.properties().num_entries;
         report.tables += 1;
-        if live_sizes.contains_key(&n) {
-            tables.push(table);
-        }
+        report.bytes += f.size;
+        tables.push(table);
     }
-    let state = PersistedState {
-        log_number,
-        state: states.values,
-    };
-    report.placement = axes.values.verify(&VerifyContext {
-        env,
-        dir,
-        names: &names,
-        state: &state,
+    report.placement = inner.values.verify(&VerifyContext {
+        state: &placement,
         tables: &tables,
-        store_id: edits.iter().rev().find_map(|e| e.store_id).unwrap_or(0),
-        wal_recovery_mode: options.wal_recovery_mode,
     })?;
     report.bytes += report.placement.bytes;
     report.logs += report.placement.logs;

@@ -93,6 +93,29 @@ impl std::fmt::Display for PlacementStats {
     }
 }
 
+/// Whether bytes `from..to` of `file` are all zeros (read in chunks of 1 MiB): space a log
+/// reserved ahead of its writer, or pages never written back, hold no record.
+pub(crate) fn zeros_between(
+    file: &crate::env::ReadFile,
+    from: u64,
+    to: u64,
+    cause: crate::env::ReadCause,
+) -> Result<bool> {
+    const CHUNK: u64 = 1 << 20;
+    let mut buf = vec![0u8; CHUNK.min(to.saturating_sub(from)) as usize];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(CHUNK) as usize;
+        let chunk = buf.get_mut(..n).unwrap_or_default();
+        file.read_exact_at(chunk, at, cause)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
+}
+
 /// What recovery gives a placement.
 pub struct RecoverContext<'a> {
     /// The file system.
@@ -138,8 +161,9 @@ pub struct PlacementStats {
     /// store is reopened; the run that found it returned `Error::Corruption` naming it.
     /// `shale verify` reports the damage too.
     pub gc_damaged_segments: Vec<(u64, u64)>,
-    /// Bytes of write-ahead log that recovery dropped at open: torn tails, and what the
-    /// WAL recovery mode cut or skipped.
+    /// Bytes of the durability log (the WAL, or the value log) that recovery dropped at
+    /// open: torn tails, and what the WAL recovery mode cut or skipped. Zeros after the last
+    /// record (space reserved ahead of the writer) are not counted.
     pub wal_bytes_dropped: u64,
 }
 
@@ -179,8 +203,10 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         Box::new(crate::manifest::NoState(crate::manifest::Axis::Values))
     }
 
-    /// Check the placement's own files as `verify` does (the value log: every segment and
-    /// every pointer into it). Default: nothing to check.
+    /// Check the placement's own files as `verify` does, after
+    /// [`recover_read_only`](Self::recover_read_only) replayed its log (the value log: every
+    /// live segment and every pointer into it; what replay found, e.g. the bytes it would
+    /// drop). Reads only the files recovery opened or would open. Default: nothing to check.
     ///
     /// # Errors
     /// The first problem: [`crate::Error::Corruption`] naming the file and offset, or I/O.
@@ -198,6 +224,14 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo>;
+
+    /// [`recover`](Self::recover) for a read-only handle: replay the same writes, with the
+    /// same checks, through `apply`, but change nothing on disk (no new log, no file removed,
+    /// no edit) and keep the log's files readable for the handle's lifetime where the
+    /// placement reads them later (the value log's segments, opened now: a writer in another
+    /// process may delete them). The placement takes no writes afterwards. Returns the
+    /// largest sequence number replayed (0 if none).
+    fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo>;
 
     /// Make the sequenced `batch` durable (synced when `sync`), then pass each of its entries
     /// to `apply` as the memory component must store it.
@@ -346,22 +380,12 @@ pub trait GcHost {
     fn last_sequence(&self) -> SeqNo;
 }
 
-/// What `verify` hands the placement's checks.
+/// What `verify` hands the placement's checks (after its read-only recovery).
 pub struct VerifyContext<'a> {
-    /// The file system.
-    pub env: &'a Env,
-    /// The store's directory.
-    pub dir: &'a Path,
-    /// The names in the directory, sorted.
-    pub names: &'a [String],
     /// What the MANIFEST records.
     pub state: &'a PersistedState,
     /// The live tables, opened.
     pub tables: &'a [Arc<dyn crate::table::TableReader>],
-    /// The store's id (MANIFEST tag 17).
-    pub store_id: u64,
-    /// The WAL recovery mode open would use.
-    pub wal_recovery_mode: crate::options::WalRecoveryMode,
 }
 
 /// What a placement's checks found, for [`crate::VerifyReport`].
@@ -377,7 +401,8 @@ pub struct PlacementChecked {
     pub pointers: u64,
     /// Write-ahead logs replayed as recovery would.
     pub logs: usize,
-    /// Bytes of those logs that recovery would drop (a torn tail, or what the WAL recovery
-    /// mode cuts or skips).
+    /// Bytes of the durability log that recovery would drop (a torn tail, or what the WAL
+    /// recovery mode cuts or skips). Zeros after the last record (space a log reserves
+    /// ahead of its writer) hold no write and are not counted.
     pub log_bytes_dropped: u64,
 }

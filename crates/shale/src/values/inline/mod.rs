@@ -27,7 +27,7 @@ mod replay;
 mod state;
 
 use header::LogHeader;
-use replay::{ReplayInput, replay};
+use replay::{ReplayInput, Replayed, replay};
 use state::{WalRecord, WalState};
 
 /// The open WAL.
@@ -53,6 +53,9 @@ pub struct InlinePlacement {
     log: Mutex<Option<OpenLog>>,
     /// Bytes of the logs recovery dropped (torn tails, or what the recovery mode cut).
     dropped: AtomicU64,
+    /// Logs recovery read, and their bytes (for `verify`).
+    replayed_logs: AtomicU64,
+    replayed_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for InlinePlacement {
@@ -72,7 +75,32 @@ impl InlinePlacement {
             file_numbers,
             log: Mutex::new(None),
             dropped: AtomicU64::new(0),
+            replayed_logs: AtomicU64::new(0),
+            replayed_bytes: AtomicU64::new(0),
         }
+    }
+
+    /// Replay the logs from the MANIFEST's log number on through `apply` and count what
+    /// was read and dropped.
+    fn replay_logs(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<Replayed> {
+        let replayed = replay(
+            &ReplayInput {
+                env: &self.env,
+                dir: &self.dir,
+                names: ctx.names,
+                floor: ctx.state.log_number,
+                state: WalState::of(ctx.state.state.as_ref()),
+                store_id: ctx.store_id,
+                mode: ctx.wal_recovery_mode,
+            },
+            apply,
+        )?;
+        self.dropped.fetch_add(replayed.dropped, Ordering::Relaxed);
+        self.replayed_logs
+            .fetch_add(replayed.logs as u64, Ordering::Relaxed);
+        self.replayed_bytes
+            .fetch_add(replayed.bytes, Ordering::Relaxed);
+        Ok(replayed)
     }
 
     /// Create the log `header` names, write the header and make its directory entry
@@ -103,19 +131,7 @@ impl ValueStore for InlinePlacement {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
-        let replayed = replay(
-            &ReplayInput {
-                env: &self.env,
-                dir: &self.dir,
-                names: ctx.names,
-                floor: ctx.state.log_number,
-                state: WalState::of(ctx.state.state.as_ref()),
-                store_id: ctx.store_id,
-                mode: ctx.wal_recovery_mode,
-            },
-            apply,
-        )?;
-        self.dropped.fetch_add(replayed.dropped, Ordering::Relaxed);
+        let replayed = self.replay_logs(ctx, apply)?;
         // A fresh log for new writes, chained to the newest one; the edit retires every
         // replayed log.
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
@@ -137,6 +153,11 @@ impl ValueStore for InlinePlacement {
         WalRecord::Retired(number).push(edit);
         WalRecord::Live(number).push(edit);
         Ok(replayed.last_seq)
+    }
+
+    /// The same replay; no log is opened, so the placement takes no writes.
+    fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo> {
+        Ok(self.replay_logs(ctx, apply)?.last_seq)
     }
 
     fn stores_entries_as_written(&self) -> bool {
@@ -251,21 +272,9 @@ impl ValueStore for InlinePlacement {
     }
 
     /// A store that keeps values inline holds no pointer to a value elsewhere: a live table
-    /// that counts one is damaged (or written by another design).
-    /// Also replays the logs as recovery would, applying nothing.
+    /// that counts one is damaged (or written by another design). The logs were checked by
+    /// the recovery before this; what it read and dropped is reported.
     fn verify(&self, ctx: &VerifyContext<'_>) -> Result<PlacementChecked> {
-        let replayed = replay(
-            &ReplayInput {
-                env: ctx.env,
-                dir: ctx.dir,
-                names: ctx.names,
-                floor: ctx.state.log_number,
-                state: WalState::of(ctx.state.state.as_ref()),
-                store_id: ctx.store_id,
-                mode: ctx.wal_recovery_mode,
-            },
-            &mut |_, _, _, _| {},
-        )?;
         for t in ctx.tables {
             let n = t.properties().num_value_pointers;
             if n > 0 {
@@ -279,9 +288,9 @@ impl ValueStore for InlinePlacement {
             }
         }
         Ok(PlacementChecked {
-            logs: replayed.logs,
-            bytes: replayed.bytes,
-            log_bytes_dropped: replayed.dropped,
+            logs: self.replayed_logs.load(Ordering::Relaxed) as usize,
+            bytes: self.replayed_bytes.load(Ordering::Relaxed),
+            log_bytes_dropped: self.dropped.load(Ordering::Relaxed),
             ..PlacementChecked::default()
         })
     }

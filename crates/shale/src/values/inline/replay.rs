@@ -13,7 +13,9 @@
 //! it at (`Db::close`) and the length the next log's header records (the log was synced
 //! before the next one started). A log that ends before that length is damaged, whatever
 //! the damage looks like; bytes after it (in the newest log, not synced) may be a torn
-//! tail, which is dropped and counted.
+//! tail, which is dropped and counted. Zeros after the last record are no torn tail: space
+//! reserved ahead of the writer (`Env::create_log`), in a log a crash left or one a running
+//! writer is appending to (a read-only open), counted nowhere and refused in no mode.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -324,7 +326,7 @@ fn read_log(
 ) -> Result<Flow> {
     let mode = input.mode;
     let file = input.env.open(&p.path)?;
-    let mut reader = LogReader::new(file, ReadCause::Recovery)
+    let mut reader = LogReader::new(file.clone(), ReadCause::Recovery)
         .tolerate_lost_pages(tolerate_lost_pages && mode != WalRecoveryMode::AbsoluteConsistency);
     let mut record = Vec::new();
     let mut first = true;
@@ -399,7 +401,9 @@ fn read_log(
         return on_damage(mode, e, p.size - end.min(p.size), out);
     }
     let tail = reader.dropped_tail_bytes();
-    if tail > 0 {
+    // Zeros after the last record hold no write: the space a log reserves ahead of its
+    // writer (a running writer's log, or one a crash left), not a torn tail.
+    if tail > 0 && !crate::values::zeros_between(&file, end, end + tail, ReadCause::Recovery)? {
         if mode == WalRecoveryMode::AbsoluteConsistency {
             return Err(Error::corruption(
                 &p.path,

@@ -70,12 +70,17 @@ pub(crate) struct Segment {
 
 impl Segment {
     fn new(number: u64, end: u64, garbage: u64) -> Segment {
+        Segment::with_handle(number, end, garbage, None)
+    }
+
+    /// A segment whose read handle is already open (`None`: opened on first use).
+    fn with_handle(number: u64, end: u64, garbage: u64, handle: Option<ReadFile>) -> Segment {
         Segment {
             number,
             end: AtomicU64::new(end),
             garbage: AtomicU64::new(garbage),
             superseded: Mutex::new(gc::Superseded::default()),
-            handle: RwLock::new(None),
+            handle: RwLock::new(handle),
         }
     }
 }
@@ -135,6 +140,12 @@ pub struct VlogPlacement {
     /// is closed past it (a reader holding it keeps it until done).
     open_handles: Mutex<std::collections::VecDeque<u64>>,
     max_open_handles: usize,
+    /// Bytes of log (not zeros) that recovery dropped as torn tails.
+    dropped: AtomicU64,
+    /// A read-only recovery keeps every live segment open when there are at most this many
+    /// (`Options::max_open_files`), so that a writer in another process deleting one
+    /// cannot take it from under the handle.
+    pin_limit: usize,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -172,6 +183,8 @@ impl VlogPlacement {
             gc: GcCounters::default(),
             open_handles: Mutex::default(),
             max_open_handles: options.max_open_files.max(1),
+            dropped: AtomicU64::new(0),
+            pin_limit: options.max_open_files,
         }
     }
 
@@ -347,7 +360,7 @@ impl ValueStore for VlogPlacement {
         &self,
         ctx: &crate::values::VerifyContext<'_>,
     ) -> Result<crate::values::PlacementChecked> {
-        verify::check(ctx)
+        verify::check(self, ctx)
     }
 
     fn recover(
@@ -356,7 +369,7 @@ impl ValueStore for VlogPlacement {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
-        let (last, torn) = reader::replay(self, ctx, apply)?;
+        let (last, torn) = reader::replay(self, ctx, apply, false)?;
         for (segment, end) in torn {
             VlogRecord::SegmentEnd(segment, end).push(edit);
         }
@@ -372,6 +385,13 @@ impl ValueStore for VlogPlacement {
         // The engine continues after the larger of the two (`db::open`).
         VlogRecord::HeadSeq(ctx.last_sequence.max(last) + 1).push(edit);
         Ok(last)
+    }
+
+    /// The same replay, which removes no half-created segment and keeps every live
+    /// segment open (up to `max_open_files`); no segment is started, so the placement takes
+    /// no writes.
+    fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo> {
+        Ok(reader::replay(self, ctx, apply, true)?.0)
     }
 
     fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
@@ -534,7 +554,7 @@ impl ValueStore for VlogPlacement {
                 .iter()
                 .map(|(&n, &at)| (n, at))
                 .collect(),
-            ..PlacementStats::default()
+            wal_bytes_dropped: self.dropped.load(Ordering::Relaxed),
         }
     }
 }

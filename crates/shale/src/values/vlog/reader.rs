@@ -189,10 +189,14 @@ impl SegmentScanner {
 /// rotation): the first damage there that looks like a lost tail ends the log, and records
 /// in later segments are dropped with it (they were written after the damage, and nothing
 /// synced on purpose can follow an unsynced segment).
+///
+/// `read_only` (a read-only open): remove nothing, leave the garbage counts alone, and keep
+/// each live segment's handle open (when there are at most `max_open_files`).
 pub(crate) fn replay(
     vlog: &VlogPlacement,
     ctx: &RecoverContext<'_>,
     apply: &mut Apply<'_>,
+    read_only: bool,
 ) -> Result<(SeqNo, Vec<(u64, u64)>)> {
     let mut torn = Vec::new();
     let fs = vlog.env.fs();
@@ -206,6 +210,10 @@ pub(crate) fn replay(
     numbers.sort_unstable();
     let sealed = &state.sealed;
     check_sealed_present(state, &numbers, ctx.dir)?;
+    let pin = read_only && numbers.len() <= vlog.pin_limit;
+    // Bytes dropped as torn tails: what held records (zeros reserved ahead of the writer
+    // hold none).
+    let mut dropped = 0;
     let mut sizes = Vec::with_capacity(numbers.len());
     for &n in &numbers {
         sizes.push(fs.file_size(&vlog.segment_path(n))?);
@@ -265,7 +273,9 @@ pub(crate) fn replay(
             // before anything else): it holds no record, so nothing points into it. It may be
             // older than a segment with records: recovery removed it once, and a crash forgot
             // the removal (crash_ioerr finds such images).
-            let _ = fs.remove_file(&path);
+            if !read_only {
+                let _ = fs.remove_file(&path);
+            }
             continue;
         }
         let file = vlog.env.open(&path)?;
@@ -276,7 +286,9 @@ pub(crate) fn replay(
                 // The same half-created segment, its file extended by the space reserved
                 // ahead of the writer (`Env::create_log`) and its unsynced header lost:
                 // nothing but zeros, so no record.
-                let _ = fs.remove_file(&path);
+                if !read_only {
+                    let _ = fs.remove_file(&path);
+                }
                 continue;
             }
             return Err(Error::corruption(&path, 0, d));
@@ -314,6 +326,9 @@ pub(crate) fn replay(
                 }
                 if end > from {
                     torn.push((number, from));
+                    if !crate::values::zeros_between(&file, from, end, ReadCause::Recovery)? {
+                        dropped += end - from;
+                    }
                 }
                 end = from;
             } else {
@@ -333,17 +348,25 @@ pub(crate) fn replay(
                 if valid < end {
                     torn.push((number, valid));
                     ended = Some((number, valid));
+                    if !crate::values::zeros_between(&file, valid, end, ReadCause::Recovery)? {
+                        dropped += end - valid;
+                    }
                 }
                 end = valid;
                 garbage += inline;
-                if inline > 0 {
+                if inline > 0 && !read_only {
                     // Persisted by the recovery edit (a later open must know it too).
                     *vlog.pending_garbage.lock().entry(number).or_default() += inline;
                 }
             }
         }
-        segments.insert(number, Arc::new(Segment::new(number, end, garbage)));
+        let handle = pin.then(|| file.clone());
+        segments.insert(
+            number,
+            Arc::new(Segment::with_handle(number, end, garbage, handle)),
+        );
     }
+    vlog.dropped.fetch_add(dropped, Ordering::Relaxed);
     Ok((last, torn))
 }
 
@@ -443,18 +466,7 @@ fn replay_segment(
 
 /// Whether the first `size` bytes of `file` are all zeros (read in chunks).
 pub(crate) fn all_zeros(file: &ReadFile, size: u64, cause: ReadCause) -> Result<bool> {
-    let mut buf = vec![0u8; CHUNK.min(size) as usize];
-    let mut at = 0;
-    while at < size {
-        let n = (size - at).min(CHUNK) as usize;
-        let chunk = buf.get_mut(..n).unwrap_or_default();
-        file.read_exact_at(chunk, at, cause)?;
-        if chunk.iter().any(|&b| b != 0) {
-            return Ok(false);
-        }
-        at += n as u64;
-    }
-    Ok(true)
+    crate::values::zeros_between(file, 0, size, cause)
 }
 
 /// A file system loses unsynced pages of an append in any order; a lost page reads as zeros.
