@@ -210,7 +210,7 @@ pub(crate) fn replay(
     numbers.sort_unstable();
     let sealed = &state.sealed;
     check_sealed_present(state, &numbers, ctx.dir)?;
-    let pin = read_only && numbers.len() <= vlog.pin_limit;
+    let mut pin = read_only && numbers.len() <= vlog.pin_limit;
     // Bytes dropped as torn tails: what held records (zeros reserved ahead of the writer
     // hold none).
     let mut dropped = 0;
@@ -278,7 +278,18 @@ pub(crate) fn replay(
             }
             continue;
         }
-        let file = vlog.env.open(&path)?;
+        let file = match vlog.env.open(&path) {
+            // More segments than the process may hold open: a read-only view stops keeping
+            // them (each is opened again, through the capped cache, when read).
+            Err(e) if pin && super::out_of_descriptors(&e) => {
+                pin = false;
+                for s in segments.values() {
+                    s.handle.write().take();
+                }
+                vlog.env.open(&path)?
+            }
+            r => r?,
+        };
         let mut header = [0u8; HEADER_LEN as usize];
         file.read_exact_at(&mut header, 0, ReadCause::Recovery)?;
         if let Err(d) = format::check_header(&header, number) {

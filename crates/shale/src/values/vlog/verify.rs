@@ -9,7 +9,7 @@ use super::format::{self, HEADER_LEN, Pointer};
 use super::reader::{ScanEnd, SegmentScanner, torn_tail};
 use super::state::VlogState;
 use super::{Segment, VlogPlacement};
-use crate::env::{ReadCause, ReadFile};
+use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, parse_internal_key};
@@ -30,7 +30,7 @@ fn check_segments(
     vlog: &VlogPlacement,
     state: &VlogState,
     checked: &mut VlogChecked,
-) -> Result<BTreeMap<u64, (u64, ReadFile)>> {
+) -> Result<BTreeMap<u64, u64>> {
     let segments: Vec<Arc<Segment>> = vlog.segments.read().values().cloned().collect();
     let mut ends = BTreeMap::new();
     // Where a torn tail ended the log, once one has: a sealed segment after it means the
@@ -70,7 +70,11 @@ fn check_segments(
                 }
             }
         };
-        ends.insert(number, (valid_end, file));
+        // Only the end is kept: the pointer check opens segments again through the
+        // placement's capped handle cache (a store may have more segments than descriptors).
+        drop(scan);
+        drop(file);
+        ends.insert(number, valid_end);
         checked.segments += 1;
         checked.bytes += valid_end;
     }
@@ -84,7 +88,7 @@ fn check_segments(
 fn check_pointers(
     vlog: &VlogPlacement,
     tables: &[Arc<dyn TableReader>],
-    ends: &BTreeMap<u64, (u64, ReadFile)>,
+    ends: &BTreeMap<u64, u64>,
     dropped: &BTreeSet<u64>,
     checked: &mut VlogChecked,
 ) -> Result<()> {
@@ -112,13 +116,13 @@ fn check_pointers(
 
 fn check_pointer(
     vlog: &VlogPlacement,
-    ends: &BTreeMap<u64, (u64, ReadFile)>,
+    ends: &BTreeMap<u64, u64>,
     key: &[u8],
     p: &Pointer,
 ) -> Result<()> {
     let path = vlog.segment_path(p.segment);
     let bad = |m: String| Error::corruption(&path, p.offset, m);
-    let Some((end, file)) = ends.get(&p.segment) else {
+    let (Some(end), Some(seg)) = (ends.get(&p.segment), vlog.segment(p.segment)) else {
         return Err(bad(format!(
             "a pointer of key {:?} names segment {}, which is missing",
             String::from_utf8_lossy(key),
@@ -132,6 +136,7 @@ fn check_pointer(
             p.length, p.offset
         )));
     }
+    let file = vlog.handle(&seg)?;
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, p.offset, ReadCause::Other)?;
     let rec = format::decode_record(&buf).map_err(bad)?;
