@@ -423,7 +423,14 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
 
 impl Engine for ShaleEngine {
     fn write(&self, ops: &[Op<'_>], sync: bool) -> EngineResult<()> {
-        let mut b = WriteBatch::new();
+        let room = ops
+            .iter()
+            .map(|op| match *op {
+                Op::Put(k, v) => WriteBatch::entry_room(k, v),
+                Op::Delete(k) => WriteBatch::entry_room(k, &[]),
+            })
+            .sum();
+        let mut b = WriteBatch::with_capacity(room);
         for op in ops {
             match *op {
                 Op::Put(k, v) => b.put(k, v),

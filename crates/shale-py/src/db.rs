@@ -25,7 +25,7 @@ fn put(
     let value = value_bytes(value)?;
     let value: &[u8] = &value;
     store.run(py, |db| {
-        let mut b = shale::WriteBatch::new();
+        let mut b = shale::WriteBatch::with_capacity(shale::WriteBatch::entry_room(key, value));
         b.put(key, value);
         Ok(db.write_opt(b, WriteOptions { sync })?)
     })
@@ -33,7 +33,7 @@ fn put(
 
 fn delete(py: Python<'_>, store: &Store, key: &[u8], sync: bool) -> PyResult<()> {
     store.run(py, |db| {
-        let mut b = shale::WriteBatch::new();
+        let mut b = shale::WriteBatch::with_capacity(shale::WriteBatch::entry_room(key, &[]));
         b.delete(key);
         Ok(db.write_opt(b, WriteOptions { sync })?)
     })

@@ -124,6 +124,17 @@ fn run(design: &str, writers: usize) {
         let prefix = format!("w{w}-").into_bytes();
         assert_eq!(prefix_len(&db, w, IterOptions::prefix(prefix)), PER_WRITER);
     }
+    // Every writer's entries and bytes are counted once, whoever led its group.
+    let stats = db.stats();
+    assert_eq!(
+        stats.user_ops_written,
+        (writers * PER_WRITER) as u64,
+        "{design}"
+    );
+    let bytes: usize = (0..writers)
+        .flat_map(|w| (0..PER_WRITER).map(move |i| key(w, i).len() + value(w, i).len()))
+        .sum();
+    assert_eq!(stats.user_bytes_written, bytes as u64, "{design}");
     drop(db);
     let db = Db::open(dir, options(design, &env)).expect("reopen");
     for w in 0..writers {

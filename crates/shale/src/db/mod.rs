@@ -248,6 +248,9 @@ pub(crate) struct DbInner {
     /// time.
     pub(crate) value_job_lock: Mutex<()>,
     pub(crate) shutting_down: AtomicBool,
+    /// Set (after `bg.error`, under the `bg` lock) once the store has turned read-only after
+    /// a failure: lets every write check that without taking the `bg` lock.
+    pub(crate) failed: AtomicBool,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Opened with `Db::open_read_only`: no writes, no background work, no file changed
     /// (its file system refuses every change, `read_only::ReadOnlyFs`).
@@ -320,6 +323,7 @@ impl DbInner {
             retired: Mutex::default(),
             value_job_lock: Mutex::new(()),
             shutting_down: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             lock: Mutex::new(r.lock),
             read_only: r.read_only,
             options: r.options,
@@ -374,6 +378,9 @@ impl DbInner {
                 path: self.dir.clone(),
             });
         }
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &self.bg.lock().error {
             Some(e) => Err(Error::ReadOnly(e.clone())),
             None => Ok(()),
@@ -386,6 +393,7 @@ impl DbInner {
         if bg.error.is_none() {
             bg.error = Some(e.to_string());
         }
+        self.failed.store(true, Ordering::Release);
         self.bg_cv.notify_all();
     }
 
@@ -480,7 +488,7 @@ impl Db {
     /// after an earlier durability failure; [`Error::ReadOnlyOpen`] on a handle from
     /// [`Db::open_read_only`]; [`Error::Io`].
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, value));
         b.put(key, value);
         self.write(b)
     }
@@ -490,7 +498,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, &[]));
         b.delete(key);
         self.write(b)
     }

@@ -42,6 +42,8 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 struct Pending {
     ticket: u64,
     batch: WriteBatch,
+    /// Its keys' and values' bytes (counted as user data once logged).
+    user_bytes: u64,
     sync: bool,
     /// The writer's wake-up signal: set when its result is ready or it is to lead.
     signal: Arc<Signal>,
@@ -153,7 +155,9 @@ pub(crate) struct WriteQueue {
     next_ticket: u64,
 }
 
-fn validate(batch: &WriteBatch) -> Result<()> {
+/// Check a batch against the size limits; returns its user bytes (keys and values), which
+/// the write counts once the batch is logged (one pass over the batch for both).
+fn validate(batch: &WriteBatch) -> Result<u64> {
     if batch.approximate_size() > crate::wal::DEFAULT_MAX_RECORD_SIZE {
         return Err(Error::InvalidArgument(format!(
             "a write batch of {} bytes exceeds the {}-byte limit of one log record",
@@ -161,6 +165,7 @@ fn validate(batch: &WriteBatch) -> Result<()> {
             crate::wal::DEFAULT_MAX_RECORD_SIZE
         )));
     }
+    let mut bytes = 0u64;
     for e in batch.iter() {
         if e.key.len() > MAX_KEY_SIZE {
             return Err(Error::InvalidArgument(format!(
@@ -174,12 +179,13 @@ fn validate(batch: &WriteBatch) -> Result<()> {
                 e.value.len()
             )));
         }
+        bytes += (e.key.len() + e.value.len()) as u64;
     }
-    Ok(())
+    Ok(bytes)
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
-    validate(&batch)?;
+    let user_bytes = validate(&batch)?;
     if batch.is_empty() {
         return Ok(());
     }
@@ -193,6 +199,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     q.waiting.push_back(Pending {
         ticket,
         batch,
+        user_bytes,
         sync,
         signal: SIGNAL.with(Arc::clone),
     });
@@ -391,18 +398,30 @@ fn write_group(
         Some(x) => x,
         None => return Ok((0, None)),
     };
+    let mut user_bytes = head.user_bytes;
     for p in rest.iter() {
         head.batch.append(&p.batch);
+        user_bytes += p.user_bytes;
     }
-    log_and_apply(inner, &mut wal, &mut head.batch, sync, true)
+    let ops = head.batch.len() as u64;
+    let logged = log_and_apply(inner, &mut wal, &mut head.batch, sync, true)?;
+    inner
+        .counters
+        .user_bytes
+        .fetch_add(user_bytes, Ordering::Relaxed);
+    inner
+        .counters
+        .user_ops
+        .fetch_add(ops, Ordering::Relaxed);
+    Ok(logged)
 }
 
 /// Give `batch` the next sequence numbers and make it durable through the value placement.
 /// Requires the `wal` lock (passed in) and a memtable with room. Returns the first sequence
 /// number and, for user writes to a placement that stores entries as written, the memtable
 /// the writers insert into themselves before publishing (see the module docs); otherwise the
-/// entries are inserted and published here. `user` counts it as user data; otherwise it is
-/// a garbage-collection rewrite (always synced).
+/// entries are inserted and published here. `user` is a user write (its caller counts it);
+/// otherwise it is a garbage-collection rewrite (always synced).
 pub(crate) fn log_and_apply(
     inner: &DbInner,
     wal: &mut WalState,
@@ -433,17 +452,6 @@ pub(crate) fn log_and_apply(
     }
     let last = first_seq + count - 1;
     wal.last_assigned = last;
-    if user {
-        let user_bytes: u64 = batch
-            .iter()
-            .map(|e| (e.key.len() + e.value.len()) as u64)
-            .sum();
-        inner
-            .counters
-            .user_bytes
-            .fetch_add(user_bytes, Ordering::Relaxed);
-        inner.counters.user_ops.fetch_add(count, Ordering::Relaxed);
-    }
     if concurrent {
         return Ok((first_seq, Some(Arc::clone(&wal.mem))));
     }

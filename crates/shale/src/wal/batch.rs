@@ -19,6 +19,10 @@ use crate::key::{SeqNo, ValueKind};
 /// Bytes of the header: sequence number (8) and count (4).
 const HEADER_LEN: usize = 12;
 
+/// The most bytes an entry takes besides its key and value: the kind byte and two varint
+/// lengths.
+const ENTRY_FRAMING: usize = 1 + 10 + 10;
+
 /// A group of writes applied atomically, in order. Later entries for the same key win.
 ///
 /// # Examples
@@ -72,6 +76,20 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for entries of `bytes` bytes of keys and values without
+    /// growing (an entry also takes up to 21 bytes of framing; [`WriteBatch::entry_room`]).
+    pub fn with_capacity(bytes: usize) -> WriteBatch {
+        let mut rep = Vec::with_capacity(HEADER_LEN.saturating_add(bytes));
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
+    /// The room one entry of this key and value takes in a batch, framing included: the sum
+    /// over a batch's entries is the capacity to ask [`WriteBatch::with_capacity`] for.
+    pub fn entry_room(key: &[u8], value: &[u8]) -> usize {
+        ENTRY_FRAMING + key.len() + value.len()
+    }
+
     /// Set `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.push(ValueKind::Value, key, Some(value));
@@ -94,7 +112,7 @@ impl WriteBatch {
 
     fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
         // One reservation per entry instead of several doublings of a small vector.
-        let need = 1 + 10 + key.len() + value.map_or(0, |v| 10 + v.len());
+        let need = ENTRY_FRAMING + key.len() + value.map_or(0, <[u8]>::len);
         self.rep.reserve(need);
         self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, key);
@@ -263,5 +281,41 @@ impl<'a> IntoIterator for &'a WriteBatch {
     type IntoIter = BatchIter<'a>;
     fn into_iter(self) -> BatchIter<'a> {
         self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriteBatch;
+
+    #[test]
+    fn a_batch_sized_by_entry_room_never_grows_and_encodes_as_a_new_one() {
+        let entries: [(&[u8], Option<&[u8]>); 3] = [
+            (b"key", Some(&[7u8; 300])),
+            (&[1u8; 200], None),
+            (b"", Some(b"")),
+        ];
+        let room = entries
+            .iter()
+            .map(|(k, v)| WriteBatch::entry_room(k, v.unwrap_or_default()))
+            .sum();
+        let mut sized = WriteBatch::with_capacity(room);
+        let mut grown = WriteBatch::new();
+        let capacity = sized.rep.capacity();
+        for (k, v) in entries {
+            match v {
+                Some(v) => {
+                    sized.put(k, v);
+                    grown.put(k, v);
+                }
+                None => {
+                    sized.delete(k);
+                    grown.delete(k);
+                }
+            }
+        }
+        assert_eq!(sized.rep.capacity(), capacity, "the batch reallocated");
+        assert_eq!(sized.data(), grown.data());
+        assert_eq!(sized.len(), 3);
     }
 }
