@@ -9,10 +9,10 @@
 //! the group's sequence numbers after every earlier group's ([`DbInner::publish`]): a
 //! reader's snapshot never shows a write whose predecessors are still being inserted. A
 //! group of more than `MAX_PARALLEL_GROUP` writers is inserted and published by its leader
-//! before it tells the others. A value placement that changes entries on the way to the memtable
-//! (the value log stores pointers) has the leader insert them under the lock instead
-//! ([`crate::values::ValueStore::stores_entries_as_written`]). Followers sleep on a
-//! condition variable until the group is logged.
+//! before it tells the others; so are the entries of a value placement that changes them on
+//! the way to the memtable (the value log stores pointers: [`crate::values::ValueStore::append`]
+//! returns them), also after the lock is released. Followers wait on their signal until the
+//! group is logged.
 //!
 //! A memtable frozen while writes into it are still inserting is flushed only once they are
 //! visible (`Imm::last_seq`); work that must see every logged write (value-log
@@ -247,19 +247,21 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
             inner.set_error(&e);
             Err(e)
         });
-        // A large group is inserted by its leader alone, before anyone is told: with more
-        // writers than cores, waking each to insert and then again once the group is visible
-        // costs more than the parallel inserts gain (a synced server load of 50 clients ran
-        // 14 % slower that way).
-        let leader_inserts = group.len() > MAX_PARALLEL_GROUP;
-        if leader_inserts
-            && let (Ok((first, Some(mem))), Some(head)) = (&result, group.first())
-        {
-            let batch = &head.batch;
+        // The leader inserts before anyone is told: the placement's own entries (value
+        // pointers), or a large group's batches: with more writers than cores, waking each to
+        // insert and then again once the group is visible costs more than the parallel
+        // inserts gain (a synced server load of 50 clients ran 14 % slower that way).
+        let leader_batch = match (&result, group.first()) {
+            (Ok((_, Insert::Leader(mem, entries))), _) => Some((mem, entries)),
+            (Ok((_, Insert::Writers(mem))), Some(head)) if group.len() > MAX_PARALLEL_GROUP => {
+                Some((mem, &head.batch))
+            }
+            _ => None,
+        };
+        let leader_inserts = leader_batch.is_some();
+        if let (Ok((first, _)), Some((mem, batch))) = (&result, leader_batch) {
             let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                for (i, e) in batch.iter().enumerate() {
-                    mem.insert(e.key, first + i as u64, e.kind, e.value);
-                }
+                insert_batch(mem.as_ref(), batch, *first)
             }));
             if inserted.is_err() {
                 inner.set_error(&Error::Io {
@@ -279,8 +281,13 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         // per group, which halved the throughput of a server with many connections. The
         // list is the thread's own, reused, so a write allocates nothing here.
         let mut wake = WAKE.with(|w| std::mem::take(&mut *w.borrow_mut()));
-        let exit = match &result {
-            Ok((first, Some(_))) if group.len() > 1 && !leader_inserts => {
+        // The memtable the writers insert their own batches into.
+        let writers_mem = match &result {
+            Ok((_, Insert::Writers(mem))) if !leader_inserts => Some(mem),
+            _ => None,
+        };
+        let exit = match (&result, writers_mem) {
+            (Ok((first, _)), Some(_)) if group.len() > 1 => {
                 let total = head_count
                     + group
                         .iter()
@@ -303,8 +310,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
                 p.batch.len() as u64
             };
             let r = match &result {
-                Ok((_, mem)) => Ok(Some(Logged {
-                    mem: if leader_inserts { None } else { mem.clone() },
+                Ok(_) => Ok(Some(Logged {
+                    mem: writers_mem.cloned(),
                     batch: p.batch,
                     count,
                     first,
@@ -382,13 +389,9 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
     }
 }
 
-/// Write a group as one log record. Returns the group's first sequence number and, when its
-/// writers insert their own entries, the memtable to insert into (otherwise the entries are
-/// in the memtable and visible already).
-fn write_group(
-    inner: &Arc<DbInner>,
-    group: &mut [Pending],
-) -> Result<(SeqNo, Option<Arc<dyn MemTable>>)> {
+/// Write a group as one log record. Returns the group's first sequence number and what
+/// remains to insert once the write lock is released.
+fn write_group(inner: &Arc<DbInner>, group: &mut [Pending]) -> Result<(SeqNo, Insert)> {
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
     make_room(inner, &mut wal, false)?;
@@ -396,7 +399,7 @@ fn write_group(
     // One batch goes out as is; several are concatenated into the first.
     let (head, rest) = match group.split_first_mut() {
         Some(x) => x,
-        None => return Ok((0, None)),
+        None => return Ok((0, Insert::Done)),
     };
     let mut user_bytes = head.user_bytes;
     for p in rest.iter() {
@@ -416,47 +419,71 @@ fn write_group(
     Ok(logged)
 }
 
+/// What is left to do for a logged group once the write lock is released.
+pub(crate) enum Insert {
+    /// Nothing: the entries are in the memtable and visible.
+    Done,
+    /// Each writer inserts its own batch into this memtable (the placement stores entries
+    /// as written); the group is published as described in the module docs.
+    Writers(Arc<dyn MemTable>),
+    /// The leader inserts these entries (the placement's, e.g. value pointers) into this
+    /// memtable and publishes them before telling the group's writers.
+    Leader(Arc<dyn MemTable>, WriteBatch),
+}
+
 /// Give `batch` the next sequence numbers and make it durable through the value placement.
 /// Requires the `wal` lock (passed in) and a memtable with room. Returns the first sequence
-/// number and, for user writes to a placement that stores entries as written, the memtable
-/// the writers insert into themselves before publishing (see the module docs); otherwise the
-/// entries are inserted and published here. `user` is a user write (its caller counts it);
-/// otherwise it is a garbage-collection rewrite (always synced).
+/// number and, for user writes, what remains to insert once the lock is released (see
+/// [`Insert`] and the module docs); a garbage-collection rewrite (`user` false, always
+/// synced) is inserted and published here.
 pub(crate) fn log_and_apply(
     inner: &DbInner,
     wal: &mut WalState,
     batch: &mut WriteBatch,
     sync: bool,
     user: bool,
-) -> Result<(SeqNo, Option<Arc<dyn MemTable>>)> {
+) -> Result<(SeqNo, Insert)> {
     let first_seq = wal.last_assigned + 1;
     batch.set_sequence(first_seq);
     let count = batch.len() as u64;
-    let concurrent = user && inner.values.stores_entries_as_written();
-    let mem = &wal.mem;
-    let mut insert = |key: &[u8], seq, kind, value: &[u8]| mem.insert(key, seq, kind, value);
-    let logged = if concurrent {
-        inner.values.log_only(batch, sync)
-    } else if user {
-        inner.values.append(batch, sync, &mut insert)
+    let logged = if user {
+        inner.values.append(batch, sync)
     } else {
-        inner.values.append_relocation(batch, &mut insert)
+        inner.values.append_relocation(batch)
     };
-    if let Err(e) = logged {
-        // The log may now end in a partial record: nothing more may be appended after it.
-        // (A record refused for its size wrote nothing and leaves the log usable.)
-        if !matches!(e, Error::InvalidArgument(_)) {
-            inner.set_error(&e);
+    let stored = match logged {
+        Ok(stored) => stored,
+        Err(e) => {
+            // The log may now end in a partial record: nothing more may be appended after
+            // it. (A record refused for its size wrote nothing and leaves the log usable.)
+            if !matches!(e, Error::InvalidArgument(_)) {
+                inner.set_error(&e);
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     let last = first_seq + count - 1;
     wal.last_assigned = last;
-    if concurrent {
-        return Ok((first_seq, Some(Arc::clone(&wal.mem))));
+    let mem = Arc::clone(&wal.mem);
+    if user {
+        return Ok((
+            first_seq,
+            match stored {
+                None => Insert::Writers(mem),
+                Some(entries) => Insert::Leader(mem, entries),
+            },
+        ));
     }
+    insert_batch(mem.as_ref(), stored.as_ref().unwrap_or(batch), first_seq);
     inner.publish(first_seq, last);
-    Ok((first_seq, None))
+    Ok((first_seq, Insert::Done))
+}
+
+/// Insert `batch`'s entries into `mem`, sequenced from `first`.
+fn insert_batch(mem: &dyn MemTable, batch: &WriteBatch, first: SeqNo) {
+    for (i, e) in batch.iter().enumerate() {
+        mem.insert(e.key, first + i as u64, e.kind, e.value);
+    }
 }
 
 /// Make sure the mutable memtable has room, switching to a new one when it is full (or when

@@ -199,7 +199,19 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     /// Read a varint length and then that many bytes.
+    #[inline]
     pub fn length_prefixed(&mut self) -> Result<&'a [u8], String> {
+        // Most lengths (keys, small values) take one byte: read those without the general
+        // varint loop.
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            let start = self.pos + 1;
+            if let Some(s) = self.buf.get(start..start + b as usize) {
+                self.pos = start + b as usize;
+                return Ok(s);
+            }
+        }
         let n = self.varint64()?;
         let n = usize::try_from(n).map_err(|_| format!("length {n} too large"))?;
         self.bytes(n)
@@ -244,6 +256,15 @@ mod tests {
         let mut bad = Vec::new();
         put_varint64(&mut bad, 1 << 40);
         assert!(Reader::new(&bad).length_prefixed().is_err());
+        // A one-byte length past the end (the fast path) and a two-byte one.
+        let mut r = Reader::new(&[3, b'a', b'b']);
+        let e = r.length_prefixed().unwrap_err();
+        assert!(e.contains("exceeds"), "{e}");
+        let mut long = Vec::new();
+        put_length_prefixed(&mut long, &[7u8; 300]);
+        let mut r = Reader::new(&long);
+        assert_eq!(r.length_prefixed().unwrap(), &[7u8; 300][..]);
+        assert!(r.is_empty());
     }
 
     #[test]

@@ -233,31 +233,18 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// largest sequence number replayed (0 if none).
     fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo>;
 
-    /// Make the sequenced `batch` durable (synced when `sync`), then pass each of its entries
-    /// to `apply` as the memory component must store it.
-    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()>;
-
-    /// True when `append` passes `apply` exactly the batch's entries, in order, with the
-    /// batch's sequence numbers (the memory component stores values as written). The engine
-    /// then logs a group with [`ValueStore::log_only`] and lets each writer of the group
-    /// insert its own batch, concurrently. Default: false (the write leader inserts every
-    /// entry `append` hands it, one at a time).
-    fn stores_entries_as_written(&self) -> bool {
-        false
-    }
-
-    /// [`ValueStore::append`] without handing the entries back (for a placement that stores
-    /// entries as written: the writers insert them). Default: `append` with an `apply` that
-    /// does nothing.
-    fn log_only(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
-        self.append(batch, sync, &mut |_, _, _, _| {})
-    }
+    /// Make the sequenced `batch` durable (synced when `sync`). Returns what the memory
+    /// component must store: `None` when it stores the batch's entries as written (the engine
+    /// then lets each writer of a group insert its own batch, concurrently), or the entries
+    /// to store instead (a value log's pointers), one for each of the batch's, in order and
+    /// sequenced like it, which the write leader inserts once it has released the write lock.
+    fn append(&self, batch: &WriteBatch, sync: bool) -> Result<Option<WriteBatch>>;
 
     /// As [`ValueStore::append`], for a batch that garbage collection rewrites (its bytes are
     /// counted under [`crate::env::WriteCause::Gc`] where the log can tell). It need not be
     /// synced: [`GcHost::retire`] syncs the log before the drop that depends on it.
-    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
-        self.append(batch, true, apply)
+    fn append_relocation(&self, batch: &WriteBatch) -> Result<Option<WriteBatch>> {
+        self.append(batch, true)
     }
 
     /// The mutable memtable is being frozen: return the position where its writes end.

@@ -160,11 +160,8 @@ impl ValueStore for InlinePlacement {
         Ok(self.replay_logs(ctx, apply)?.last_seq)
     }
 
-    fn stores_entries_as_written(&self) -> bool {
-        true
-    }
-
-    fn log_only(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+    /// The memory component stores the entries as written: the writers insert them.
+    fn append(&self, batch: &WriteBatch, sync: bool) -> Result<Option<WriteBatch>> {
         let mut guard = self.log.lock();
         let open = guard.as_mut().ok_or(Error::Closed)?;
         open.log.add_record(batch.data())?;
@@ -172,16 +169,7 @@ impl ValueStore for InlinePlacement {
         if sync {
             open.log.sync()?;
         }
-        Ok(())
-    }
-
-    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
-        self.log_only(batch, sync)?;
-        let seq = batch.sequence();
-        for (i, e) in batch.iter().enumerate() {
-            apply(e.key, seq + i as u64, e.kind, e.value);
-        }
-        Ok(())
+        Ok(None)
     }
 
     /// Start a new log: the frozen memtable's writes are exactly the old log's.

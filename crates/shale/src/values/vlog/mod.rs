@@ -266,13 +266,9 @@ impl VlogPlacement {
     }
 
     /// Append a group; `relocation` counts its bytes as garbage-collection writes.
-    fn append_as(
-        &self,
-        batch: &WriteBatch,
-        sync: bool,
-        relocation: bool,
-        apply: &mut Apply<'_>,
-    ) -> Result<()> {
+    /// Append `batch`'s records; returns the entries the tree stores for them: a pointer
+    /// for each separated value, the entry itself otherwise.
+    fn append_as(&self, batch: &WriteBatch, sync: bool, relocation: bool) -> Result<WriteBatch> {
         if batch.iter().any(|e| e.kind == ValueKind::ValuePointer) {
             return Err(Error::InvalidArgument(
                 "a write batch for the value log holds a value pointer".into(),
@@ -305,11 +301,22 @@ impl VlogPlacement {
             }
             (w.number(), base)
         };
-        let seq = batch.sequence();
+        let room = batch
+            .iter()
+            .map(|e| {
+                let stored = if self.separates(e.kind, e.value) {
+                    format::MAX_POINTER_LEN
+                } else {
+                    e.value.len()
+                };
+                WriteBatch::entry_room(e.key, &[]) + stored
+            })
+            .sum();
+        let mut stored = WriteBatch::with_capacity(room);
         let mut offset = base;
         let mut ptr = [0u8; format::MAX_POINTER_LEN];
         let mut inline_bytes = 0u64;
-        for (i, e) in batch.iter().enumerate() {
+        for e in batch.iter() {
             let len = format::record_len(e.key, e.value);
             if self.separates(e.kind, e.value) {
                 let p = Pointer {
@@ -317,23 +324,22 @@ impl VlogPlacement {
                     offset,
                     length: len as u32,
                 };
-                apply(
-                    e.key,
-                    seq + i as u64,
-                    ValueKind::ValuePointer,
-                    p.encode(&mut ptr),
-                );
+                stored.put_value_pointer(e.key, p.encode(&mut ptr));
             } else {
                 // The tree keeps this one: its record is garbage once flushed.
                 inline_bytes += len as u64;
-                apply(e.key, seq + i as u64, e.kind, e.value);
+                match e.kind {
+                    ValueKind::Delete => stored.delete(e.key),
+                    _ => stored.put(e.key, e.value),
+                }
             }
             offset += len as u64;
         }
+        stored.set_sequence(batch.sequence());
         if inline_bytes > 0 {
             self.add_garbage(segment, inline_bytes);
         }
-        Ok(())
+        Ok(stored)
     }
 
     /// Forget a dropped segment and delete its file.
@@ -394,17 +400,17 @@ impl ValueStore for VlogPlacement {
         Ok(reader::replay(self, ctx, apply, true)?.0)
     }
 
-    fn append(&self, batch: &WriteBatch, sync: bool, apply: &mut Apply<'_>) -> Result<()> {
-        self.append_as(batch, sync, false, apply)
+    fn append(&self, batch: &WriteBatch, sync: bool) -> Result<Option<WriteBatch>> {
+        self.append_as(batch, sync, false).map(Some)
     }
 
-    fn append_relocation(&self, batch: &WriteBatch, apply: &mut Apply<'_>) -> Result<()> {
+    fn append_relocation(&self, batch: &WriteBatch) -> Result<Option<WriteBatch>> {
         // Not synced here: the drop that makes a relocation necessary syncs the whole log
         // before it commits (`GcHost::retire`), and until then the original record
         // is still live. One sync per collected segment instead of one per chunk: with
         // mostly dead segments nearly every chunk relocated a few records and paid an fsync
         // of the writers' dirty log, which held collection to ~35 MB/s.
-        self.append_as(batch, false, true, apply)
+        self.append_as(batch, false, true).map(Some)
     }
 
     fn wants_freeze(&self) -> bool {

@@ -52,12 +52,12 @@ fn append(
         b.put(k, v);
     }
     b.set_sequence(seq);
-    let mut out = Vec::new();
-    p.append(&b, false, &mut |k, _, kind, v| {
-        out.push((k.to_vec(), kind, v.to_vec()))
-    })
-    .unwrap();
-    out
+    let stored = p.append(&b, false).unwrap().expect("the value log stores its own entries");
+    assert_eq!(stored.sequence(), seq);
+    stored
+        .iter()
+        .map(|e| (e.key.to_vec(), e.kind, e.value.to_vec()))
+        .collect()
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn a_synced_write_first_syncs_every_older_segment() {
     let mut b = WriteBatch::new();
     b.put(b"synced", b"x");
     b.set_sequence(11);
-    p.append(&b, true, &mut |_, _, _, _| {}).unwrap();
+    p.append(&b, true).unwrap();
     let durable = durable_lengths(&mem);
     let active = *lengths.keys().last().unwrap();
     for (&n, &len) in &lengths {
@@ -441,7 +441,7 @@ fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
     b.put(b"late", &[1u8; 100]);
     b.set_sequence(7);
     assert!(matches!(
-        p.append(&b, false, &mut |_, _, _, _| {}),
+        p.append(&b, false),
         Err(Error::Closed)
     ));
     // The next open trusts the sealed log: the writes come back as pointers, not values.
