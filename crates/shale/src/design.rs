@@ -199,6 +199,7 @@ mod tests {
     use crate::env::Env;
     use crate::iter::InternalIterator;
     use crate::key::{SeqNo, ValueKind};
+    use crate::manifest::{Axis, AxisRecord};
     use crate::memory::{MemLookup, MemTable, MemoryServices, skiplist::SkipListMemTable};
 
     type Staged = (Vec<u8>, SeqNo, ValueKind, Vec<u8>);
@@ -325,5 +326,128 @@ mod tests {
         let scanned = db.iter(crate::db::IterOptions::default()).unwrap().count();
         assert_eq!(scanned, 3002);
         db.close().unwrap();
+    }
+
+    /// A durable state of `axis` that counts the records it absorbed (kind 1, payload
+    /// empty) and snapshots itself as one record carrying the count (kind 2).
+    #[derive(Clone, Debug)]
+    struct Counted {
+        axis: Axis,
+        count: u32,
+    }
+
+    impl crate::manifest::AxisState for Counted {
+        fn absorb(&mut self, records: &[&AxisRecord]) -> std::result::Result<(), String> {
+            for r in records {
+                match (r.kind, r.payload.as_slice()) {
+                    (1, []) => self.count += 1,
+                    (2, [a, b, c, d]) => self.count = u32::from_le_bytes([*a, *b, *c, *d]),
+                    _ => return Err(format!("unknown record kind {}", r.kind)),
+                }
+            }
+            Ok(())
+        }
+        fn snapshot(&self, out: &mut Vec<AxisRecord>) {
+            out.push(AxisRecord::new(
+                self.axis,
+                2,
+                self.count.to_le_bytes().to_vec(),
+            ));
+        }
+    }
+
+    #[derive(Debug)]
+    struct CountedTables(Arc<dyn crate::table::TableFormat>);
+
+    impl crate::table::TableFormat for CountedTables {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
+            Box::new(Counted {
+                axis: Axis::Table,
+                count: 0,
+            })
+        }
+        fn builder(
+            &self,
+            file: crate::env::WriteFile,
+            options: &crate::options::TableOptions,
+            identity: Option<crate::table::TableIdentity>,
+        ) -> Box<dyn crate::table::TableWriter> {
+            self.0.builder(file, options, identity)
+        }
+        fn open(
+            &self,
+            file: crate::env::ReadFile,
+            id: crate::table::TableId,
+            options: &crate::table::TableReadOptions,
+        ) -> Result<Arc<dyn crate::table::TableReader>> {
+            self.0.open(file, id, options)
+        }
+    }
+
+    /// The memory component's and the table format's own states are theirs: the version set
+    /// replays their MANIFEST records into the states they start (and rewrites them whole in
+    /// a new MANIFEST), and a part that keeps no state refuses such a record.
+    #[test]
+    fn memory_and_table_axes_keep_their_own_durable_state() {
+        for axis in [Axis::Memory, Axis::Table] {
+            let counted = move |o: &Options, d: &Path, n: Arc<AtomicU64>| {
+                let mut p = parts(o, d, n);
+                match axis {
+                    Axis::Table => p.table = Arc::new(CountedTables(Arc::clone(&p.table))),
+                    _ => p.memory = Arc::new(CountedMemory),
+                }
+                p
+            };
+            let env = Env::memory();
+            let options = Options::default().with_env(env.clone());
+            let db = Db::open_with(Path::new("/db"), options.clone(), &counted).unwrap();
+            db.put(b"k", b"v").unwrap();
+            let state = |db: &Db| {
+                db.with_versions(|v, _| {
+                    let s = match axis {
+                        Axis::Table => &v.axes().table,
+                        _ => &v.axes().memory,
+                    };
+                    s.as_any().downcast_ref::<Counted>().map(|c| c.count)
+                })
+            };
+            for _ in 0..3 {
+                let mut edit = crate::manifest::VersionEdit::default();
+                edit.records.push(AxisRecord::new(axis, 1, Vec::new()));
+                db.with_versions(|v, seq| v.log_and_apply(edit, seq))
+                    .unwrap();
+            }
+            assert_eq!(state(&db), Some(3), "{axis:?}");
+            db.close().unwrap();
+            // Replayed at open (the open writes a new MANIFEST: the snapshot record), and
+            // again from that snapshot.
+            for _ in 0..2 {
+                let db = Db::open_with(Path::new("/db"), options.clone(), &counted).unwrap();
+                assert_eq!(state(&db), Some(3), "{axis:?}");
+                assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+                db.close().unwrap();
+            }
+            // The plain parts keep no such state: the store is refused, not half-read.
+            let e = Db::open(Path::new("/db"), options).unwrap_err().to_string();
+            assert!(e.contains("record"), "{axis:?}: {e}");
+        }
+    }
+
+    /// The skiplist memory component with a [`Counted`] durable state.
+    struct CountedMemory;
+
+    impl MemoryComponent for CountedMemory {
+        fn new_memtable(&self) -> Arc<dyn MemTable> {
+            Arc::new(SkipListMemTable::new())
+        }
+        fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
+            Box::new(Counted {
+                axis: Axis::Memory,
+                count: 0,
+            })
+        }
     }
 }

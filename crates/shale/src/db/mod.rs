@@ -574,6 +574,17 @@ impl Db {
         })
     }
 
+    /// Run `f` on the version set, under its lock, with the last published sequence number
+    /// (tests commit edits of their own and read the axes' states).
+    #[cfg(test)]
+    pub(crate) fn with_versions<R>(
+        &self,
+        f: impl FnOnce(&mut crate::version::set::VersionSet, SeqNo) -> R,
+    ) -> R {
+        let seq = self.inner.last_seq.load(Ordering::Acquire);
+        f(&mut self.inner.versions.lock(), seq)
+    }
+
     /// The scan prefetch pool (tests check what reached it).
     #[cfg(test)]
     pub(crate) fn prefetch_pool(&self) -> &Arc<PrefetchPool> {

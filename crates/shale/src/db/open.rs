@@ -206,7 +206,11 @@ fn makeup(options: &Options, parts: &Parts, file_numbers: Arc<AtomicU64>) -> Mak
         options: StoredOptions::of(options),
         file_numbers,
         layout: parts.layout.empty_state(),
-        axes: AxisStates::with_values(parts.values.empty_state()),
+        axes: AxisStates::new(
+            parts.values.empty_state(),
+            parts.memory.empty_state(),
+            parts.table.empty_state(),
+        ),
     }
 }
 

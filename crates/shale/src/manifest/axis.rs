@@ -177,6 +177,20 @@ pub struct AxisStates {
 }
 
 impl AxisStates {
+    /// Each axis's state, as its part starts it in a new store
+    /// (`ValueStore::empty_state`, `MemoryComponent::empty_state`, `TableFormat::empty_state`).
+    pub fn new(
+        values: Box<dyn AxisState>,
+        memory: Box<dyn AxisState>,
+        table: Box<dyn AxisState>,
+    ) -> AxisStates {
+        AxisStates {
+            values,
+            memory,
+            table,
+        }
+    }
+
     /// States for axes that persist nothing but the given value placement's.
     pub fn with_values(values: Box<dyn AxisState>) -> AxisStates {
         AxisStates {

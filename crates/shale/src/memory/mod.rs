@@ -80,6 +80,14 @@ pub trait MemoryComponent: Send + Sync {
     /// A new, empty memtable (the engine asks for one at open, at every switch and for
     /// each memtable recovery fills).
     fn new_memtable(&self) -> Arc<dyn MemTable>;
+
+    /// The component's durable state in a new store: what the MANIFEST's memory-axis
+    /// records are replayed into (a component that persists something of its own; the
+    /// version set keeps it, [`crate::version::set::VersionSet::axes`]). Default: nothing,
+    /// and any memory record is refused.
+    fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
+        Box::new(crate::manifest::NoState(crate::manifest::Axis::Memory))
+    }
     /// Start the component's background work, once the store is open. Default: none.
     ///
     /// # Errors

@@ -125,6 +125,14 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
     /// The format's name (`sst`), as [`crate::options::TableKind::name`] gives it.
     fn name(&self) -> &'static str;
 
+    /// The format's durable state in a new store: what the MANIFEST's table-axis records
+    /// are replayed into (e.g. an appendable table's committed segments; the version set
+    /// keeps it, [`crate::version::set::VersionSet::axes`]). Default: nothing, and any table
+    /// record is refused.
+    fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
+        Box::new(crate::manifest::NoState(crate::manifest::Axis::Table))
+    }
+
     /// A writer of a new table into `file` (created, empty), which records `identity` in
     /// the table (`None`: a table written outside a store, which records none).
     fn builder(
