@@ -24,8 +24,8 @@ macro_rules! internal {
 }
 
 internal!(
-    cache, compaction, db, filename, format, iter, key, layout, manifest, memory, table, values,
-    version, wal,
+    axis, cache, compaction, db, filename, format, iter, key, layout, manifest, memory, table,
+    values, version, wal,
 );
 mod design;
 pub mod env;

@@ -6,7 +6,7 @@
 //! when it is cut at a field boundary. An unknown tag is an error: a MANIFEST written by a newer format is refused, not
 //! half-understood. The normative layout is `docs/format/manifest.md`.
 
-use super::axis::{Axis, AxisRecord};
+use crate::axis::{Axis, AxisRecord};
 use super::file_meta::FileMeta;
 use crate::format::{Reader, put_length_prefixed, put_varint32, put_varint64};
 
@@ -84,7 +84,7 @@ pub struct VersionEdit {
     /// recorded in the first edit of each MANIFEST so that a store is never opened by the
     /// wrong design.
     pub format_tag: Option<String>,
-    /// What the axes persist with this edit, in order (see [`super::axis`]).
+    /// What the axes persist with this edit, in order (see [`crate::axis`]).
     pub records: Vec<AxisRecord>,
     /// The store's identity (the first edit of each MANIFEST; stores written before it
     /// existed have none until their next open).

@@ -16,7 +16,6 @@ use crate::env::{Env, ReadCause, WriteCause, WriteFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::wal::{LogReader, LogWriter};
 
-pub mod axis;
 mod current;
 mod edit;
 mod file_meta;
@@ -26,7 +25,9 @@ mod tail;
 #[cfg(test)]
 mod test_fs;
 
-pub use axis::{Axis, AxisRecord, AxisState, AxisStateCopy, AxisStates, NoState, PersistedState};
+pub use crate::axis::{
+    Axis, AxisRecord, AxisState, AxisStateCopy, AxisStates, NoState, PersistedState,
+};
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };

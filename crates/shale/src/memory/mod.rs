@@ -85,8 +85,8 @@ pub trait MemoryComponent: Send + Sync {
     /// records are replayed into (a component that persists something of its own; the
     /// version set keeps it, [`crate::version::set::VersionSet::axes`]). Default: nothing,
     /// and any memory record is refused.
-    fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
-        Box::new(crate::manifest::NoState(crate::manifest::Axis::Memory))
+    fn empty_state(&self) -> Box<dyn crate::axis::AxisState> {
+        Box::new(crate::axis::NoState(crate::axis::Axis::Memory))
     }
     /// Start the component's background work, once the store is open. Default: none.
     ///

@@ -129,8 +129,8 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
     /// are replayed into (e.g. an appendable table's committed segments; the version set
     /// keeps it, [`crate::version::set::VersionSet::axes`]). Default: nothing, and any table
     /// record is refused.
-    fn empty_state(&self) -> Box<dyn crate::manifest::AxisState> {
-        Box::new(crate::manifest::NoState(crate::manifest::Axis::Table))
+    fn empty_state(&self) -> Box<dyn crate::axis::AxisState> {
+        Box::new(crate::axis::NoState(crate::axis::Axis::Table))
     }
 
     /// A writer of a new table into `file` (created, empty), which records `identity` in
