@@ -742,6 +742,15 @@ impl Db {
             let _wal = self.inner.wal.lock();
             self.inner.values.close()
         };
+        // The close's MANIFEST edit is written only while the lock still keeps every other
+        // opener out (as the sweep below checks): after a lost lock the MANIFEST may be
+        // another process's business. A failed check is reported as the store's error.
+        if !self.inner.read_only
+            && let Some(lock) = self.inner.lock.lock().as_ref()
+            && let Err(e) = lock.check()
+        {
+            self.inner.set_error(&e);
+        }
         let result = result.and_then(|()| self.persist_placement());
         if !self.inner.read_only {
             background::delete_obsolete_files(&self.inner);
