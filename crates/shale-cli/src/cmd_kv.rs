@@ -185,9 +185,7 @@ pub fn put(a: &PutArgs) -> CliResult {
     let key = unescape_arg("KEY", &a.key)?;
     let value = unescape_arg("VALUE", &a.value)?;
     let db = a.store.open_rw()?;
-    let mut b = WriteBatch::new();
-    b.put(&key, &value);
-    db.write_opt(b, WriteOptions { sync: a.sync })?;
+    db.put_opt(&key, &value, WriteOptions { sync: a.sync })?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -196,9 +194,7 @@ pub fn put(a: &PutArgs) -> CliResult {
 pub fn delete(a: &DeleteArgs) -> CliResult {
     let key = unescape_arg("KEY", &a.key)?;
     let db = a.store.open_rw()?;
-    let mut b = WriteBatch::new();
-    b.delete(&key);
-    db.write_opt(b, WriteOptions { sync: a.sync })?;
+    db.delete_opt(&key, WriteOptions { sync: a.sync })?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -24,19 +24,11 @@ fn put(
 ) -> PyResult<()> {
     let value = value_bytes(value)?;
     let value: &[u8] = &value;
-    store.run(py, |db| {
-        let mut b = shale::WriteBatch::with_capacity(shale::WriteBatch::entry_room(key, value));
-        b.put(key, value);
-        Ok(db.write_opt(b, WriteOptions { sync })?)
-    })
+    store.run(py, |db| Ok(db.put_opt(key, value, WriteOptions { sync })?))
 }
 
 fn delete(py: Python<'_>, store: &Store, key: &[u8], sync: bool) -> PyResult<()> {
-    store.run(py, |db| {
-        let mut b = shale::WriteBatch::with_capacity(shale::WriteBatch::entry_room(key, &[]));
-        b.delete(key);
-        Ok(db.write_opt(b, WriteOptions { sync })?)
-    })
+    store.run(py, |db| Ok(db.delete_opt(key, WriteOptions { sync })?))
 }
 
 /// plyvel's `approximate_sizes`: the engine's estimate (`Db::approximate_sizes`) of the

@@ -270,6 +270,17 @@ fn bad_input_gets_clear_errors() {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("key"), "{m}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
+    // A value over the limit is refused by put_opt and delete_opt's key check alike.
+    let huge = vec![1u8; shale::options::MAX_VALUE_SIZE + 1];
+    match db.put_opt(b"k", &huge, shale::WriteOptions { sync: true }) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("value"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    drop(huge);
+    assert!(matches!(
+        db.delete_opt(&big, shale::WriteOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
     // Nothing was written.
     assert_eq!(db.stats().user_ops_written, 0);
     // A batch too large for one log record is refused whole and leaves the store writable.

@@ -488,9 +488,19 @@ impl Db {
     /// after an earlier durability failure; [`Error::ReadOnlyOpen`] on a handle from
     /// [`Db::open_read_only`]; [`Error::Io`].
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(key, value, WriteOptions::default())
+    }
+
+    /// [`Db::put`] with write options (`sync`).
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn put_opt(&self, key: &[u8], value: &[u8], options: WriteOptions) -> Result<()> {
+        // Refused before the value is copied into a batch.
+        write::check_entry(key, value)?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, value));
         b.put(key, value);
-        self.write(b)
+        self.write_opt(b, options)
     }
 
     /// Delete `key` (a no-op if it is absent).
@@ -498,9 +508,18 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(key, WriteOptions::default())
+    }
+
+    /// [`Db::delete`] with write options (`sync`).
+    ///
+    /// # Errors
+    /// As [`Db::put`].
+    pub fn delete_opt(&self, key: &[u8], options: WriteOptions) -> Result<()> {
+        write::check_entry(key, &[])?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, &[]));
         b.delete(key);
-        self.write(b)
+        self.write_opt(b, options)
     }
 
     /// Apply a batch atomically, without waiting for durability (it survives a process

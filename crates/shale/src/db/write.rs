@@ -167,21 +167,27 @@ fn validate(batch: &WriteBatch) -> Result<u64> {
     }
     let mut bytes = 0u64;
     for e in batch.iter() {
-        if e.key.len() > MAX_KEY_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "key of {} bytes exceeds the {MAX_KEY_SIZE}-byte limit",
-                e.key.len()
-            )));
-        }
-        if e.value.len() > MAX_VALUE_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "value of {} bytes exceeds the {MAX_VALUE_SIZE}-byte limit",
-                e.value.len()
-            )));
-        }
+        check_entry(e.key, e.value)?;
         bytes += (e.key.len() + e.value.len()) as u64;
     }
     Ok(bytes)
+}
+
+/// Check one entry against the key and value size limits.
+pub(crate) fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes exceeds the {MAX_KEY_SIZE}-byte limit",
+            key.len()
+        )));
+    }
+    if value.len() > MAX_VALUE_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "value of {} bytes exceeds the {MAX_VALUE_SIZE}-byte limit",
+            value.len()
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
