@@ -3,7 +3,10 @@
 use crate::env::Env;
 use crate::error::{Error, Result};
 
+pub mod filter;
 pub(crate) mod stored;
+
+pub use filter::{CompactionFilter, Decision, FilterContext, FilterReason};
 
 /// The largest user key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
@@ -399,6 +402,11 @@ pub struct Options {
     pub vlog_gc_bytes_per_sec: u64,
     /// Options of the FLSM layout.
     pub flsm: FlsmOptions,
+    /// A filter that keeps, removes or rewrites entries as flushes and compactions write
+    /// them ([`filter`] says when it runs and what each decision does). A runtime option:
+    /// not kept in the options record, give it at every open. Default none (the merge
+    /// then does no per-entry work for it).
+    pub compaction_filter: Option<std::sync::Arc<dyn CompactionFilter>>,
 }
 
 impl Default for Options {
@@ -438,6 +446,7 @@ impl Default for Options {
             vlog_gc_ratio: 0.5,
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
+            compaction_filter: None,
         }
     }
 }
