@@ -33,6 +33,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod options;
+pub mod ttl;
 
 pub use db::{
     Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats,

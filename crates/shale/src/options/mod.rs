@@ -407,6 +407,12 @@ pub struct Options {
     /// not kept in the options record, give it at every open. Default none (the merge
     /// then does no per-entry work for it).
     pub compaction_filter: Option<std::sync::Arc<dyn CompactionFilter>>,
+    /// Every value carries its expiry time (`shale::ttl::TtlDb`, `docs/format/ttl.md`):
+    /// set by `TtlDb::open`, recorded in the options record and fixed, so a store of
+    /// expiring values is not opened as a plain one, nor a plain one as expiring. A plain
+    /// [`crate::Db`] opened with it set reads the values with their 8-byte expiry suffix.
+    /// Default false.
+    pub expiring_values: bool,
 }
 
 impl Default for Options {
@@ -447,6 +453,7 @@ impl Default for Options {
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
             compaction_filter: None,
+            expiring_values: false,
         }
     }
 }
