@@ -415,6 +415,30 @@ mod tests {
         );
     }
 
+    /// A record written before `expiring_values` existed holds plain values: a TtlDb open
+    /// of it is refused, a plain one is not.
+    #[test]
+    fn a_fixed_key_missing_from_an_older_record_is_its_default() {
+        let mut old = StoredOptions::of(&Options::default());
+        old.entries.remove("expiring_values");
+        let old = StoredOptions::decode(&old.encode()).unwrap();
+        let dir = Path::new("/s");
+        old.check(&StoredOptions::of(&Options::default()), dir)
+            .unwrap();
+        let ttl = Options {
+            expiring_values: true,
+            ..Options::default()
+        };
+        let e = old
+            .check(&StoredOptions::of(&ttl), dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("created with expiring_values=false, but the options ask for true"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn bad_records_are_described() {
         for (bytes, want) in [
