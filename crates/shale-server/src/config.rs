@@ -1,6 +1,9 @@
 //! The server's settings, as the command line gives them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use shale::ttl::{Clock, SystemClock};
 use std::time::Duration;
 
 /// When an acknowledged write is on disk. See docs/server.md, "Durability".
@@ -73,6 +76,9 @@ pub struct Config {
     /// Keys the active expiry sweep examines per second (0 turns it off; expired keys are
     /// then still never returned, and deleted when read).
     pub expire_scan_rate: u64,
+    /// The clock every expiry is read against (milliseconds since the Unix epoch). The
+    /// system clock; tests give a `shale::ttl::ManualClock` to move time themselves.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Config {
@@ -90,6 +96,7 @@ impl Config {
             max_bulk_len: 64 << 20,
             max_request_size: 128 << 20,
             expire_scan_rate: 20_000,
+            clock: Arc::new(SystemClock),
         }
     }
 }

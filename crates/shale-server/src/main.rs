@@ -84,6 +84,7 @@ fn config(a: Args) -> Result<Config, String> {
         max_bulk_len: a.max_bulk_len,
         max_request_size: a.max_request_size,
         expire_scan_rate: a.expire_scan_rate,
+        clock: std::sync::Arc::new(shale::ttl::SystemClock),
     })
 }
 

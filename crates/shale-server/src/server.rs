@@ -74,7 +74,12 @@ impl Server {
                 keyspace::MAX_USER_VALUE
             )));
         }
-        let keyspace = Keyspace::open(&config.dir, config.design.as_deref(), config.sync)?;
+        let keyspace = Keyspace::open_with_clock(
+            &config.dir,
+            config.design.as_deref(),
+            config.sync,
+            Arc::clone(&config.clock),
+        )?;
         let addr = format!("{}:{}", config.bind, config.port);
         let listener = TcpListener::bind(&addr)
             .or_else(|_| {
@@ -94,6 +99,13 @@ impl Server {
     /// The bound address (with the port chosen when the config said 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local_addr
+    }
+
+    /// The keyspace the server serves, for a caller that embeds the server (tests compact
+    /// the store and read it raw through it). Weak: the server closes the store at shutdown
+    /// and needs the last reference; upgrade it only for as long as it is used.
+    pub fn keyspace(&self) -> std::sync::Weak<Keyspace> {
+        Arc::downgrade(&self.shared.keyspace)
     }
 
     /// A handle that stops the server.

@@ -33,6 +33,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod options;
+pub mod ttl;
 
 pub use db::{
     Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats,
@@ -41,7 +42,8 @@ pub use db::{
 pub use design::{load_options, verify};
 pub use error::{Error, Result};
 pub use options::{
-    Axes, Compression, LayoutKind, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck,
-    Options, TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
+    Axes, CompactionFilter, Compression, Decision, FilterContext, FilterReason, LayoutKind,
+    MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck, Options, TableKind, ValuesKind,
+    WalRecoveryMode, WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats};

@@ -5,7 +5,7 @@
 
 use super::{CmdResult, Ctx, Flow, NOT_INTEGER, SYNTAX_ERR};
 use crate::glob;
-use crate::keyspace::{Entry, Writes, now_ms};
+use crate::keyspace::{Entry, Writes};
 use crate::number::parse_i64;
 
 /// DEL key [key ...] and UNLINK: the number of keys that existed.
@@ -50,7 +50,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], ms: bool, absolute: bool) -> CmdRe
                 let v = if absolute {
                     t
                 } else {
-                    (t - now_ms() as i64).max(0)
+                    (t - ctx.ks().now_ms() as i64).max(0)
                 };
                 match (ms, absolute) {
                     (true, _) => v,
@@ -128,7 +128,7 @@ fn expire_generic(
         }
     }
     if relative {
-        match when.checked_add(now_ms() as i64) {
+        match when.checked_add(ctx.ks().now_ms() as i64) {
             Some(t) => when = t,
             None => return ctx.error(&invalid),
         }
@@ -152,7 +152,7 @@ fn expire_generic(
         return Ok(Flow::Continue);
     }
     let mut w = Writes::new();
-    if when <= now_ms() as i64 {
+    if when <= ctx.ks().now_ms() as i64 {
         w.delete(key);
     } else {
         w.put(key, e.value(), Some(when as u64))?;
@@ -250,7 +250,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let ks = ctx.ks();
     let from = ks.cursors.resume(cursor);
     let prefix = pattern.map(glob::literal_prefix).unwrap_or_default();
-    let now = now_ms();
+    let now = ctx.ks().now_ms();
     let mut it = ks.entries(&from, &prefix)?;
     let mut keys = Vec::new();
     for _ in 0..count {
@@ -278,7 +278,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 pub fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let pattern = &args[1];
     let prefix = glob::literal_prefix(pattern);
-    let now = now_ms();
+    let now = ctx.ks().now_ms();
     let mut keys = Vec::new();
     for item in ctx.ks().entries(&prefix, &prefix)? {
         let (k, e) = item?;
@@ -295,7 +295,7 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// Live keys and live keys with an expiry, walking the store.
 pub fn count_keys(ctx: &Ctx<'_>) -> Result<(u64, u64), crate::keyspace::Error> {
-    let now = now_ms();
+    let now = ctx.ks().now_ms();
     let (mut keys, mut expires) = (0, 0);
     for item in ctx.ks().entries(b"", b"")? {
         let (_, e): (Vec<u8>, Entry) = item?;

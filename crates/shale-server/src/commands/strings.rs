@@ -3,7 +3,7 @@
 //! from its read to its write.
 
 use super::{CmdResult, Ctx, Flow, NOT_FLOAT, NOT_INTEGER, SYNTAX_ERR};
-use crate::keyspace::{Entry, MAX_USER_VALUE, Writes, now_ms};
+use crate::keyspace::{Entry, MAX_USER_VALUE, Writes};
 use crate::number::{format_f64, parse_f64, parse_i64};
 
 /// Redis's error for a string that would grow past the bulk limit.
@@ -78,7 +78,7 @@ fn ttl_kind(opt: &[u8]) -> Option<Ttl> {
 
 /// The absolute expiry (Unix ms) of an expiry argument, or the error reply
 /// (`getExpireMillisecondsOrReply`).
-fn expire_at(kind: Ttl, arg: &[u8], command: &str) -> Result<u64, String> {
+fn expire_at(kind: Ttl, arg: &[u8], command: &str, now: u64) -> Result<u64, String> {
     let invalid = || format!("ERR invalid expire time in '{command}' command");
     let mut ms = parse_i64(arg).ok_or_else(|| NOT_INTEGER.to_string())?;
     let seconds = matches!(kind, Ttl::Ex | Ttl::ExAt);
@@ -89,7 +89,7 @@ fn expire_at(kind: Ttl, arg: &[u8], command: &str) -> Result<u64, String> {
         ms *= 1000;
     }
     if matches!(kind, Ttl::Ex | Ttl::Px) {
-        ms = ms.checked_add(now_ms() as i64).ok_or_else(invalid)?;
+        ms = ms.checked_add(now as i64).ok_or_else(invalid)?;
     }
     Ok(ms as u64)
 }
@@ -147,7 +147,7 @@ fn set_generic(
         expire
     };
     let mut w = Writes::new();
-    if expire.is_some_and(|t| t <= now_ms()) {
+    if expire.is_some_and(|t| t <= ctx.ks().now_ms()) {
         // An absolute time in the past: the key is set and expires at once.
         w.delete(key);
     } else {
@@ -173,7 +173,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         Err(e) => return ctx.error(e),
     };
     let expire = match o.expire {
-        Some((kind, arg)) => match expire_at(kind, arg, "set") {
+        Some((kind, arg)) => match expire_at(kind, arg, "set", ctx.ks().now_ms()) {
             Ok(t) => Some(t),
             Err(e) => return ctx.error(&e),
         },
@@ -208,7 +208,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn setex_generic(ctx: &mut Ctx<'_>, args: &[Vec<u8>], kind: Ttl, name: &str) -> CmdResult {
-    let expire = match expire_at(kind, &args[2], name) {
+    let expire = match expire_at(kind, &args[2], name, ctx.ks().now_ms()) {
         Ok(t) => t,
         Err(e) => return ctx.error(&e),
     };
@@ -262,14 +262,14 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let mut w = Writes::new();
     match o.expire {
         Some((kind, arg)) => {
-            let t = match expire_at(kind, arg, "getex") {
+            let t = match expire_at(kind, arg, "getex", ctx.ks().now_ms()) {
                 Ok(t) => t,
                 Err(e) => {
                     drop(guard);
                     return ctx.error(&e);
                 }
             };
-            if matches!(kind, Ttl::ExAt | Ttl::PxAt) && t <= now_ms() {
+            if matches!(kind, Ttl::ExAt | Ttl::PxAt) && t <= ctx.ks().now_ms() {
                 w.delete(key);
             } else {
                 w.put(key, old.value(), Some(t))?;
@@ -595,15 +595,15 @@ mod tests {
 
     #[test]
     fn expire_arguments() {
-        assert_eq!(expire_at(Ttl::ExAt, b"10", "set"), Ok(10_000));
+        assert_eq!(expire_at(Ttl::ExAt, b"10", "set", 0), Ok(10_000));
         assert_eq!(
-            expire_at(Ttl::Ex, b"0", "set").unwrap_err(),
+            expire_at(Ttl::Ex, b"0", "set", 0).unwrap_err(),
             "ERR invalid expire time in 'set' command"
         );
         assert_eq!(
-            expire_at(Ttl::Ex, b"9223372036854775807", "setex").unwrap_err(),
+            expire_at(Ttl::Ex, b"9223372036854775807", "setex", 0).unwrap_err(),
             "ERR invalid expire time in 'setex' command"
         );
-        assert_eq!(expire_at(Ttl::Px, b"x", "set").unwrap_err(), NOT_INTEGER);
+        assert_eq!(expire_at(Ttl::Px, b"x", "set", 0).unwrap_err(), NOT_INTEGER);
     }
 }

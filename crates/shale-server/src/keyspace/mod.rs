@@ -2,24 +2,26 @@
 //!
 //! Keys and values are laid out as [`format`] says. Expiry lives in the value's header:
 //! a read never returns an expired key, and deletes it (lazy expiry); [`sweep`] walks the
-//! keys in SCAN order and deletes expired ones nobody reads (active expiry). Reclaiming
-//! their space inside compaction, without a read, needs a compaction filter in the engine
-//! (issue 18); until then a deleted key's space is reclaimed as any deletion's is.
+//! keys in SCAN order and deletes expired ones nobody reads (active expiry); and the
+//! store's compaction filter ([`expiry`]) drops an expired key from the files when a flush
+//! or compaction writes it, with no read and no deletion (reclaim).
 //!
 //! Writes of one key are serialized by [`locks`]: a command that reads a key to decide
 //! what to write holds its stripe from the read to the write. Thread-safe: one `Keyspace`
 //! is shared by every connection.
 
 pub mod cursor;
+pub mod expiry;
 pub mod format;
 pub mod locks;
 pub mod sweep;
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use shale::ttl::{Clock, SystemClock};
 use shale::{Db, DbIterator, IterOptions, Options, WriteBatch, WriteOptions};
 
 use crate::config::SyncMode;
@@ -79,13 +81,6 @@ impl From<shale::Error> for Error {
 
 /// Shorthand.
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// Milliseconds since the Unix epoch, the unit of every expiry.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// A live value as stored: the engine's bytes, read once, and its decoded header.
 #[derive(Debug, Clone)]
@@ -191,6 +186,8 @@ pub struct Keyspace {
     /// waking each other cost more than the group saves (redis-benchmark SET at `-c 50`,
     /// `--sync none`: 14-15k/s without this lock, 22-28k/s with it; docs/benchmarks.md).
     unsynced_writer: parking_lot::Mutex<()>,
+    /// Where expiry times are read (milliseconds since the Unix epoch).
+    clock: Arc<dyn Clock>,
 }
 
 impl Keyspace {
@@ -201,12 +198,27 @@ impl Keyspace {
     /// The engine's, or [`Error::NotServerStore`] for a store with keys but without the
     /// server's format marker.
     pub fn open(dir: &Path, design: Option<&str>, sync: SyncMode) -> Result<Keyspace> {
+        Keyspace::open_with_clock(dir, design, sync, Arc::new(SystemClock))
+    }
+
+    /// [`Keyspace::open`] with expiry read against `clock`. The store's compaction filter
+    /// ([`expiry::ExpiryFilter`]) drops keys that expired by `clock`.
+    ///
+    /// # Errors
+    /// As [`Keyspace::open`].
+    pub fn open_with_clock(
+        dir: &Path,
+        design: Option<&str>,
+        sync: SyncMode,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Keyspace> {
         // Without a design, an existing store opens with the options it records.
-        let options = match design {
+        let mut options = match design {
             Some(p) => Options::preset(p)?,
             None if dir.join("CURRENT").exists() => shale::load_options(dir, Options::default())?,
             None => Options::default(),
         };
+        options.compaction_filter = Some(Arc::new(expiry::ExpiryFilter::new(Arc::clone(&clock))));
         let db = Db::open(dir, options)?;
         match db.get(format::FORMAT_KEY)? {
             Some(v) if v == format::FORMAT_VALUE => {}
@@ -241,6 +253,7 @@ impl Keyspace {
             // Keys with an expiry may be in the store from an earlier run.
             ttl_written: AtomicBool::new(true),
             unsynced_writer: parking_lot::Mutex::new(()),
+            clock,
         })
     }
 
@@ -257,6 +270,11 @@ impl Keyspace {
         &self.db
     }
 
+    /// Milliseconds since the Unix epoch on the server's clock: the unit of every expiry.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_millis()
+    }
+
     /// The durability mode.
     pub fn sync_mode(&self) -> SyncMode {
         self.sync
@@ -270,7 +288,7 @@ impl Keyspace {
     /// The engine's, or [`Error::BadValue`].
     pub fn get(&self, key: &[u8]) -> Result<Option<Entry>> {
         let found = self.read(key)?;
-        let now = now_ms();
+        let now = self.now_ms();
         match found {
             Some(e) if e.expired(now) => {
                 self.delete_if_expired(key)?;
@@ -297,7 +315,7 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Entry>>> {
         let snap = self.db.snapshot();
-        let now = now_ms();
+        let now = self.now_ms();
         let mut out = Vec::with_capacity(keys.len());
         let mut expired = Vec::new();
         for &key in keys {
@@ -336,7 +354,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Keyspace::get`].
     pub fn get_locked(&self, _guard: &KeyGuard<'_>, key: &[u8]) -> Result<Option<Entry>> {
-        let now = now_ms();
+        let now = self.now_ms();
         Ok(self.read(key)?.filter(|e| !e.expired(now)))
     }
 
@@ -359,7 +377,7 @@ impl Keyspace {
     pub fn delete_if_expired(&self, key: &[u8]) -> Result<bool> {
         let _g = self.locks.lock(key);
         match self.read(key)? {
-            Some(e) if e.expired(now_ms()) => {
+            Some(e) if e.expired(self.now_ms()) => {
                 // Not synced: if the deletion is lost, the key is still expired.
                 self.db.delete(&format::data_key(key))?;
                 self.counters.expired.fetch_add(1, Ordering::Relaxed);

@@ -4,14 +4,15 @@
 //! It reads every value (the expiry is in the value's header), so it is paced:
 //! `--expire-scan-rate` keys per second. After a full pass that found no key with an expiry,
 //! it sleeps until a key with an expiry is written. Deleting a key writes a tombstone; the
-//! space is reclaimed by compaction as for any deletion. Dropping expired entries inside
-//! compaction without this walk waits on the engine's compaction filter (issue 18).
+//! space is reclaimed by compaction as for any deletion. Compaction also drops expired keys
+//! on its own, through the store's compaction filter (`super::expiry`), so the sweep is what
+//! makes expired keys leave SCAN's and DBSIZE's reach early, not what frees their space.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Keyspace, now_ms};
+use super::Keyspace;
 
 /// Ticks per second.
 const TICKS_PER_SEC: u64 = 10;
@@ -63,7 +64,7 @@ pub fn run(ks: Arc<Keyspace>, keys_per_sec: u64, stop: Arc<AtomicBool>) {
 fn sweep_some(ks: &Keyspace, from: &[u8], n: usize) -> super::Result<(Option<Vec<u8>>, bool)> {
     let mut expired = Vec::new();
     let mut saw_ttl = false;
-    let now = now_ms();
+    let now = ks.now_ms();
     let mut it = ks.entries(from, b"")?;
     for _ in 0..n {
         let Some(item) = it.next() else {

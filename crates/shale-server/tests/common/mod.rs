@@ -41,6 +41,8 @@ impl Drop for TempDir {
 /// A running in-process server; shut down (cleanly) when dropped.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// The server's keyspace (upgrade it only while it is used: shutdown closes the store).
+    pub keyspace: std::sync::Weak<shale_server::keyspace::Keyspace>,
     handle: ShutdownHandle,
     thread: Option<JoinHandle<Result<(), shale_server::ServerError>>>,
 }
@@ -54,10 +56,12 @@ impl TestServer {
         tweak(&mut c);
         let server = Server::bind(c).expect("server starts");
         let addr = server.local_addr();
+        let keyspace = server.keyspace();
         let handle = server.shutdown_handle();
         let thread = std::thread::spawn(move || server.run());
         TestServer {
             addr,
+            keyspace,
             handle,
             thread: Some(thread),
         }

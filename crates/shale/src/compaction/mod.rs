@@ -14,6 +14,17 @@
 //! newest of its stripe hides everything older from every reader; if no deeper level can hold
 //! the key (`is_base_for_key`), nothing older exists outside this compaction either, and the
 //! tombstone itself is dropped.
+//!
+//! # The compaction filter
+//!
+//! With [`crate::Options::compaction_filter`] set, the same loop asks it about the newest
+//! entry of each user key when that entry is in the last stripe (no snapshot sees it) and
+//! holds a value ([`filter`]; the rules are `crate::options::filter`'s). A removal becomes
+//! a tombstone in that stripe, dropped where a tombstone would be; a changed value is
+//! written inline with the entry's sequence number. Either way the older entries of the
+//! stripe are dropped as shadowed, as they would be behind any newer entry.
+
+pub mod filter;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +32,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{SeqNo, ValueKind, parse_internal_key};
+use crate::key::{SeqNo, ValueKind, make_internal_key, parse_internal_key};
+use crate::options::filter::{FilterContext, FilterReason};
 use crate::options::{NewTableCheck, TableOptions};
 use crate::table::cache::TableCache;
 use crate::table::TableWriter;
@@ -56,6 +68,8 @@ pub struct CompactionContext<'a> {
     /// How each table written is read back before it is handed on to be committed
     /// ([`crate::options::Options::verify_new_tables`]).
     pub check_new_tables: NewTableCheck,
+    /// The store's compaction filter and what running it needs; `None` without one.
+    pub filter: Option<filter::FilterHook<'a>>,
 }
 
 /// How one merge writes its output.
@@ -66,6 +80,8 @@ pub struct MergeSpec<'a> {
     /// True if no data older than this merge's inputs can hold `user_key` (so a tombstone
     /// for it can be dropped).
     pub is_base_for_key: &'a dyn Fn(&[u8]) -> bool,
+    /// The level the output goes to (what the compaction filter is told).
+    pub level: usize,
 }
 
 /// Counters of one merge.
@@ -79,6 +95,13 @@ pub struct MergeStats {
     pub dropped_shadowed: u64,
     /// Tombstones dropped at the base level.
     pub dropped_tombstones: u64,
+    /// Entries the compaction filter removed (written as tombstones, or dropped).
+    pub filter_removed: u64,
+    /// Entries whose value the compaction filter changed.
+    pub filter_changed: u64,
+    /// Entries left unfiltered because their separated value could not be read (a version
+    /// shadowed by a newer one, whose record collection dropped).
+    pub filter_unreadable: u64,
 }
 
 /// Merge everything `input` yields (in internal-key order) into new table files.
@@ -87,6 +110,35 @@ pub fn merge_into_tables(
     input: &mut dyn InternalIterator,
     spec: &MergeSpec<'_>,
     ctx: &CompactionContext<'_>,
+) -> Result<(Vec<FileMeta>, MergeStats)> {
+    // The one check of the filter per merge: the loop is compiled once without it.
+    match ctx.filter {
+        None => merge_with(input, spec, ctx, &mut filter::NoFilter),
+        Some(hook) => {
+            let reason = match ctx.cause {
+                WriteCause::Flush => FilterReason::Flush,
+                _ => FilterReason::Compaction,
+            };
+            let mut f = filter::Filtering {
+                hook,
+                context: FilterContext {
+                    reason,
+                    level: spec.level,
+                },
+                unreadable: 0,
+            };
+            let (files, mut stats) = merge_with(input, spec, ctx, &mut f)?;
+            stats.filter_unreadable = f.unreadable;
+            Ok((files, stats))
+        }
+    }
+}
+
+fn merge_with<H: filter::EntryHook>(
+    input: &mut dyn InternalIterator,
+    spec: &MergeSpec<'_>,
+    ctx: &CompactionContext<'_>,
+    hook: &mut H,
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut stats = MergeStats::default();
@@ -119,10 +171,26 @@ pub fn merge_into_tables(
                 last_stripe = usize::MAX;
             }
             let stripe = ctx.snapshots.partition_point(|&s| s < parsed.seq);
+            // The filter: the newest entry of the key, seen by no snapshot.
+            let mut rewritten: Option<(ValueKind, Vec<u8>)> = None;
+            if H::ACTIVE && new_key && stripe == ctx.snapshots.len() {
+                match hook.decide(parsed.user_key, parsed.kind, input.value())? {
+                    filter::Verdict::Keep => {}
+                    filter::Verdict::Remove => {
+                        stats.filter_removed += 1;
+                        rewritten = Some((ValueKind::Delete, Vec::new()));
+                    }
+                    filter::Verdict::Change(v) => {
+                        stats.filter_changed += 1;
+                        rewritten = Some((ValueKind::Value, v));
+                    }
+                }
+            }
+            let kind = rewritten.as_ref().map_or(parsed.kind, |(k, _)| *k);
             let drop = if stripe == last_stripe {
                 stats.dropped_shadowed += 1;
                 true
-            } else if parsed.kind == ValueKind::Delete
+            } else if kind == ValueKind::Delete
                 && stripe == 0
                 && (spec.is_base_for_key)(parsed.user_key)
             {
@@ -133,7 +201,10 @@ pub fn merge_into_tables(
             };
             last_stripe = stripe;
             if drop {
-                (ctx.on_discard)(parsed.kind, input.value());
+                // A filtered entry's stored value was reported by the filter's hook.
+                if rewritten.is_none() {
+                    (ctx.on_discard)(parsed.kind, input.value());
+                }
             } else {
                 if builder.is_none() {
                     let number = (ctx.new_file_number)();
@@ -144,7 +215,13 @@ pub fn merge_into_tables(
                     builder = Some((number, b));
                 }
                 if let Some((_, b)) = builder.as_mut() {
-                    b.add(input.key(), input.value())?;
+                    match &rewritten {
+                        None => b.add(input.key(), input.value())?,
+                        Some((kind, value)) => {
+                            let key = make_internal_key(parsed.user_key, parsed.seq, *kind);
+                            b.add(&key, value)?;
+                        }
+                    }
                 }
                 stats.entries_out += 1;
             }

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 
 use super::{DbInner, SuperVersion};
 use crate::compaction::CompactionContext;
+use crate::compaction::filter::FilterHook;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
@@ -39,6 +40,10 @@ fn with_context<T>(
     let version = inner.super_version().version.clone();
     let snapshots = inner.snapshots.all();
     let new_file = || inner.new_output_number();
+    let filter = inner.options.compaction_filter.as_deref().map(|filter| FilterHook {
+        filter,
+        values: inner.values.as_ref(),
+    });
     let ctx = CompactionContext {
         env: &inner.env,
         dir: &inner.dir,
@@ -51,6 +56,7 @@ fn with_context<T>(
         cause,
         on_discard: &|kind, stored| inner.values.discarded(kind, stored),
         check_new_tables: inner.options.verify_new_tables,
+        filter,
     };
     f(&ctx)
 }
@@ -379,6 +385,16 @@ pub(crate) fn compact_range(
         let plan = inner
             .layout
             .pick_range(&inner.super_version().version, step, begin, end);
+        if let Some(plan) = plan {
+            run_plan(inner, &plan, None)?;
+        }
+    }
+    // With a filter, what no step merged must meet it too.
+    if inner.options.compaction_filter.is_some() {
+        inner.check_writable()?;
+        let plan = inner
+            .layout
+            .pick_bottom(&inner.super_version().version, begin, end);
         if let Some(plan) = plan {
             run_plan(inner, &plan, None)?;
         }

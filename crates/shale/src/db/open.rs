@@ -322,6 +322,9 @@ impl Replay<'_> {
             cause: WriteCause::Flush,
             on_discard: &|_, _| {},
             check_new_tables: self.options.verify_new_tables,
+            // Not while the log is replayed: entries meet the filter at their first
+            // compaction (`options::filter`).
+            filter: None,
         };
         let flushed = flush_memtable(self.layout, mem, &ctx)?;
         let next = version

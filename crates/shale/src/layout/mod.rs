@@ -362,6 +362,7 @@ pub fn flush_to_level0(
         target_file_size: u64::MAX,
         // Tombstones stay: older versions of their keys may sit in the tables below.
         is_base_for_key: &|_| false,
+        level: 0,
     };
     let (files, _) = crate::compaction::merge_into_tables(input, &spec, ctx)?;
     let mut edit = VersionEdit::default();
@@ -454,6 +455,20 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Option<Plan>;
+
+    /// The last step of a manual compaction when the store has a compaction filter: a plan
+    /// that merges the files of the deepest level holding keys of `[begin, end]` into that
+    /// same level, so the filter sees what no step pushed down (RocksDB's
+    /// `BottommostLevelCompaction::kIfHaveCompactionFilter`). `None` when there is nothing
+    /// to rewrite. Default: none.
+    fn pick_bottom(
+        &self,
+        _version: &Version,
+        _begin: Option<&[u8]>,
+        _end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        None
+    }
 
     /// About how many bytes of table files hold the user keys in `[start, limit)` in
     /// `version` (RocksDB's `GetApproximateSizes` over files; value-log bytes are not

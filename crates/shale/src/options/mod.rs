@@ -3,7 +3,10 @@
 use crate::env::Env;
 use crate::error::{Error, Result};
 
+pub mod filter;
 pub(crate) mod stored;
+
+pub use filter::{CompactionFilter, Decision, FilterContext, FilterReason};
 
 /// The largest user key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
@@ -399,6 +402,17 @@ pub struct Options {
     pub vlog_gc_bytes_per_sec: u64,
     /// Options of the FLSM layout.
     pub flsm: FlsmOptions,
+    /// A filter that keeps, removes or rewrites entries as flushes and compactions write
+    /// them ([`filter`] says when it runs and what each decision does). A runtime option:
+    /// not kept in the options record, give it at every open. Default none (the merge
+    /// then does no per-entry work for it).
+    pub compaction_filter: Option<std::sync::Arc<dyn CompactionFilter>>,
+    /// Every value carries its expiry time (`shale::ttl::TtlDb`, `docs/format/ttl.md`):
+    /// set by `TtlDb::open`, recorded in the options record and fixed, so a store of
+    /// expiring values is not opened as a plain one, nor a plain one as expiring. A plain
+    /// [`crate::Db`] opened with it set reads the values with their 8-byte expiry suffix.
+    /// Default false.
+    pub expiring_values: bool,
 }
 
 impl Default for Options {
@@ -438,6 +452,8 @@ impl Default for Options {
             vlog_gc_ratio: 0.5,
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
+            compaction_filter: None,
+            expiring_values: false,
         }
     }
 }

@@ -85,6 +85,7 @@ const FIELDS: &[Field] = &[
     named!("table", Rule::Fixed, "--table", TableKind, table_format),
     named!("memory", Rule::Free, "--memory", MemoryKind, memory),
     plain!("num_levels", Rule::Fixed, "", num_levels),
+    plain!("expiring_values", Rule::Fixed, "", expiring_values),
     plain!("write_buffer_size", Rule::Free, "", write_buffer_size),
     plain!("target_file_size", Rule::Free, "", target_file_size),
     plain!(
@@ -287,13 +288,31 @@ impl StoredOptions {
                 Rule::Fixed => true,
                 Rule::FixedForFlsm => flsm,
             };
-            let (Some(stored), Some(asked)) = (self.get(f.key), asked.get(f.key)) else {
+            // A fixed option added after the store's record was written is the default
+            // there (a store made before `expiring_values` existed holds plain values).
+            let default;
+            let stored = match self.get(f.key) {
+                Some(s) => Some(s),
+                None if fixed && !self.entries.is_empty() => {
+                    default = (f.get)(&Options::default());
+                    Some(default.as_str())
+                }
+                None => None,
+            };
+            let (Some(stored), Some(asked)) = (stored, asked.get(f.key)) else {
                 continue;
             };
             if !fixed || stored == asked {
                 continue;
             }
             let mut how = format!("set {} = {stored}", f.key);
+            if f.key == "expiring_values" {
+                how.push_str(if stored == "true" {
+                    " (open it with shale::ttl::TtlDb)"
+                } else {
+                    " (a store of plain values cannot become one of expiring values)"
+                });
+            }
             if !f.flag.is_empty() {
                 how.push_str(&format!(" (`{} {stored}`", f.flag));
                 if let Some(p) = self.preset() {
@@ -337,7 +356,9 @@ mod tests {
         o.vlog_gc_ratio = 0.375;
         o.vlog_gc = false;
         let bytes = StoredOptions::of(&o).encode();
-        assert!(bytes.starts_with(b"shale-options 1\nflsm.aggressive_ratio_percent=25\n"));
+        assert!(bytes.starts_with(
+            b"shale-options 1\nexpiring_values=false\nflsm.aggressive_ratio_percent=25\n"
+        ));
         let back = StoredOptions::decode(&bytes).unwrap();
         assert_eq!(back, StoredOptions::of(&o));
         let applied = back.apply(Options::default()).unwrap();
@@ -390,6 +411,30 @@ mod tests {
         let e = check(&flsm, &asked).unwrap_err().to_string();
         assert!(
             e.contains("flsm.top_level_bits=18, but the options ask for 5"),
+            "{e}"
+        );
+    }
+
+    /// A record written before `expiring_values` existed holds plain values: a TtlDb open
+    /// of it is refused, a plain one is not.
+    #[test]
+    fn a_fixed_key_missing_from_an_older_record_is_its_default() {
+        let mut old = StoredOptions::of(&Options::default());
+        old.entries.remove("expiring_values");
+        let old = StoredOptions::decode(&old.encode()).unwrap();
+        let dir = Path::new("/s");
+        old.check(&StoredOptions::of(&Options::default()), dir)
+            .unwrap();
+        let ttl = Options {
+            expiring_values: true,
+            ..Options::default()
+        };
+        let e = old
+            .check(&StoredOptions::of(&ttl), dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("created with expiring_values=false, but the options ask for true"),
             "{e}"
         );
     }

@@ -290,6 +290,12 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// the merge (before its edit commits).
     fn discarded(&self, _kind: ValueKind, _stored: &[u8]) {}
 
+    /// The compaction filter removed or replaced an entry whose stored value is `stored`
+    /// (of `kind`): once the merge commits no reader sees it again. Called during the merge;
+    /// what a placement counts is persisted with the next edit it sees in
+    /// [`note_edit`](Self::note_edit). Default: nothing (the value was in the table).
+    fn filtered(&self, _kind: ValueKind, _stored: &[u8]) {}
+
     /// An edit is about to be committed: add what the placement must persist with it (the
     /// value log's garbage counts found since the last edit).
     fn note_edit(&self, _edit: &mut VersionEdit) {}

@@ -371,6 +371,15 @@ impl Layout for Flsm {
         wanted
     }
 
+    fn pick_bottom(
+        &self,
+        version: &Version,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        picker::pick_bottom(version, begin, end)
+    }
+
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
         // Files leave their levels here; what replaces them is written below.
         let mut edit = plan.delete_inputs();
@@ -402,6 +411,7 @@ impl Layout for Flsm {
         let spec = MergeSpec {
             target_file_size,
             is_base_for_key: &is_base,
+            level: out_level,
         };
         let mut cut = GuardCut {
             inner: merged,

@@ -369,6 +369,28 @@ pub fn pick(v: &Version, cfg: &PickerConfig, busy: &Busy, hot: &[HotGuard]) -> O
 
 /// Manual compaction: every table of `level` in guards overlapping `[begin, end]` (with
 /// their closure), pushed into the next level. Level 0 takes all its files.
+/// A manual compaction's last step with a compaction filter
+/// ([`crate::layout::Layout::pick_bottom`]): every table of the guards of the deepest level that meet `[begin, end]`,
+/// merged in place.
+pub fn pick_bottom(v: &Version, begin: Option<&[u8]>, end: Option<&[u8]>) -> Option<Plan> {
+    let level = (1..v.num_levels())
+        .rev()
+        .find(|&l| !v.overlapping(l, begin, end).is_empty())?;
+    let g = v.guards(level);
+    let a = begin.map_or(0, |b| unit_index(g, b));
+    let b = end.map_or(g.len(), |e| unit_index(g, e));
+    let files = closure(v, level, a, b);
+    if files.is_empty() {
+        return None;
+    }
+    Some(Plan {
+        kind: PlanKind::Merge,
+        inputs: vec![(level, files)],
+        output_level: level,
+        reason: "manual compaction of the last level (compaction filter)".to_string(),
+    })
+}
+
 pub fn pick_range(
     v: &Version,
     level: usize,

@@ -9,7 +9,7 @@ pub mod picker;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::{Layout, PROBE_BATCH, PickContext, Plan, ReadContext};
+use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::Result;
@@ -137,6 +137,24 @@ impl Layout for Leveled {
         picker::pick_range(version, level, begin, end)
     }
 
+    fn pick_bottom(
+        &self,
+        version: &Version,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<Plan> {
+        // Level 0's files overlap: a manual compaction's steps always push them down first.
+        let level = (1..version.num_levels())
+            .rev()
+            .find(|&l| !version.overlapping(l, begin, end).is_empty())?;
+        Some(Plan {
+            kind: PlanKind::Merge,
+            inputs: vec![(level, version.overlapping(level, begin, end))],
+            output_level: level,
+            reason: "manual compaction of the last level (compaction filter)".to_string(),
+        })
+    }
+
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit> {
         // Files leave their levels here; what replaces them is written below.
         let mut edit = plan.delete_inputs();
@@ -173,6 +191,7 @@ impl Layout for Leveled {
         let spec = MergeSpec {
             target_file_size: self.target_file_size,
             is_base_for_key: &is_base,
+            level: plan.output_level,
         };
         let (outputs, _stats) = merge_into_tables(&mut merged, &spec, ctx)?;
         for f in outputs {

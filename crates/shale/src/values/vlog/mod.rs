@@ -509,6 +509,19 @@ impl ValueStore for VlogPlacement {
     // pointer (`superseded`), and every pointer a merge drops was superseded by a flush
     // before, so counting merge discards too would count it twice.
 
+    /// A filtered pointer's record is garbage: counted, but not marked superseded (garbage
+    /// collection still looks the key up before dropping the record, so a merge that never
+    /// commits loses nothing). A newer version of the key in a shallower level may have
+    /// counted the same record already when it was flushed: the count can run high, which
+    /// only makes collection look at the segment sooner.
+    fn filtered(&self, kind: ValueKind, stored: &[u8]) {
+        if kind == ValueKind::ValuePointer
+            && let Ok(p) = Pointer::decode(stored)
+        {
+            self.add_garbage(p.segment, u64::from(p.length));
+        }
+    }
+
     fn note_edit(&self, edit: &mut VersionEdit) {
         let pending = std::mem::take(&mut *self.pending_garbage.lock());
         for (segment, bytes) in pending {
