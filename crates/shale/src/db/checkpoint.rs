@@ -102,7 +102,7 @@ impl Db {
     /// complete or not at all. A staging directory left by a checkpoint that did not
     /// finish (an error, or the process killed) holds no `CURRENT` (or a whole copy); the
     /// next checkpoint to `dir` empties and reuses it. The file system must rename
-    /// directories (the POSIX one does; the in-memory one of the tests does not).
+    /// directories (the POSIX and the in-memory ones do).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `dir` exists, or its staging directory holds files no
@@ -137,6 +137,7 @@ fn create(inner: &DbInner, dir: &Path) -> Result<CheckpointInfo> {
             dir.display()
         )));
     }
+    let _building = Building::enter(&staging)?;
     if fs.exists(&staging)? {
         clear_staging(env, &staging)?;
     } else {
@@ -178,6 +179,33 @@ fn create(inner: &DbInner, dir: &Path) -> Result<CheckpointInfo> {
         fs.sync_dir(parent)?;
     }
     Ok(info)
+}
+
+/// Staging directories a checkpoint of this process is building: a second checkpoint into
+/// the same directory would empty the first one's (as a leftover) while it copies.
+static BUILDING: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// A staging directory registered in [`BUILDING`] until dropped.
+struct Building(std::path::PathBuf);
+
+impl Building {
+    fn enter(staging: &Path) -> Result<Building> {
+        let mut building = BUILDING.lock();
+        if building.iter().any(|b| b == staging) {
+            return Err(Error::InvalidArgument(format!(
+                "a checkpoint into {} is already being built",
+                staging.display()
+            )));
+        }
+        building.push(staging.to_path_buf());
+        Ok(Building(staging.to_path_buf()))
+    }
+}
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        BUILDING.lock().retain(|b| *b != self.0);
+    }
 }
 
 /// `dir` with [`STAGING_SUFFIX`] added to its last component.
