@@ -199,12 +199,18 @@ fn checkpoints_under_a_concurrent_writer_hold_a_prefix() {
         let tmp = TempDir::new(&format!("prefix-{design}"));
         let src = tmp.0.join("db");
         let db = Arc::new(Db::open(&src, opts(&design)).unwrap());
-        let done = Arc::new(AtomicU64::new(0));
+        // Tables from the start, so that every checkpoint has some to link.
+        const FIRST: u64 = 1000;
+        for i in 0..FIRST {
+            apply(&db, i);
+        }
+        db.flush().unwrap();
+        let done = Arc::new(AtomicU64::new(FIRST));
         let stop = Arc::new(AtomicBool::new(false));
         let writer = {
             let (db, done, stop) = (Arc::clone(&db), Arc::clone(&done), Arc::clone(&stop));
             std::thread::spawn(move || {
-                let mut i = 0;
+                let mut i = FIRST;
                 while !stop.load(Ordering::Acquire) || i < 3000 {
                     apply(&db, i);
                     i += 1;
@@ -737,6 +743,7 @@ fn checkpoints_on_the_in_memory_file_systems() {
             for i in 0..2500 {
                 apply(&db, i);
             }
+            db.flush().unwrap();
             let info = db.checkpoint(&ckpt).unwrap();
             assert_eq!(info.files_linked > 0, linked, "{name} {design}: {info:?}");
             for i in 2500..4000 {
