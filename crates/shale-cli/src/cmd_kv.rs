@@ -15,7 +15,7 @@ use crate::{CliError, CliResult};
 #[derive(Args, Debug, Clone)]
 pub struct StoreArgs {
     /// Directory of the store.
-    #[arg(long)]
+    #[arg(long, alias = "dir")]
     pub db: PathBuf,
     /// Design preset (see `shale bench --list-designs`). Needed only to create a store:
     /// an existing store opens with the options it records (default for a new store:
@@ -112,10 +112,11 @@ pub struct ScanArgs {
     /// Only keys starting with P.
     #[arg(long, value_name = "P", conflicts_with_all = ["from", "to"])]
     pub prefix: Option<String>,
-    /// Only keys >= A.
+    /// Only keys >= A (inclusive).
     #[arg(long, value_name = "A")]
     pub from: Option<String>,
-    /// Only keys < B.
+    /// Only keys < B: the end is exclusive (as `ldb scan --to`; `compact --to` is
+    /// inclusive, as RocksDB's `CompactRange`).
     #[arg(long, value_name = "B")]
     pub to: Option<String>,
     /// Print at most N pairs.
@@ -124,7 +125,8 @@ pub struct ScanArgs {
     /// Print keys only.
     #[arg(long)]
     pub keys_only: bool,
-    /// Newest key first (the last N with --limit).
+    /// Reverse key order: the largest key first (with --limit, the N largest keys of the
+    /// range). Not time order: the store keeps one value per key.
     #[arg(long)]
     pub reverse: bool,
 }
@@ -151,12 +153,19 @@ pub struct LoadArgs {
 pub struct CompactArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// First key of the range (default: the first key).
+    /// First key of the range, inclusive (default: the first key).
     #[arg(long, value_name = "A")]
     pub from: Option<String>,
-    /// Last key of the range (default: the last key).
+    /// Last key of the range, inclusive (default: the last key): B itself is compacted,
+    /// as by RocksDB's `CompactRange` and `ldb compact --to` (`scan --to` is exclusive,
+    /// as `ldb scan --to`).
     #[arg(long, value_name = "B")]
     pub to: Option<String>,
+}
+
+/// `one` for 1, else `many`.
+pub fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
 }
 
 fn opt_arg(name: &str, v: Option<&String>) -> CliResult<Option<Vec<u8>>> {
@@ -313,7 +322,14 @@ fn load_from(
                 if !batch.is_empty() {
                     db.write_opt(std::mem::take(&mut batch), wo)?;
                 }
-                return Err(CliError::Msg(e));
+                return Err(CliError::Msg(format!(
+                    "{e}; {} (nothing from this line on)",
+                    match number - 1 {
+                        0 => "nothing was written".to_string(),
+                        1 => "the 1 line before it was written".to_string(),
+                        n => format!("the {n} lines before it were written"),
+                    }
+                )));
             }
         };
         if a.ack {
@@ -366,18 +382,27 @@ pub fn verify(a: &StoreArgs) -> CliResult {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "ok: {} tables, {} logs, {} bytes, {} entries checked in {}",
+        "ok: {} {}, {} {}, {} {}, {} {} checked in {}",
         r.tables,
+        plural(r.tables, "table", "tables"),
         r.logs,
+        plural(r.logs, "log", "logs"),
         r.bytes,
+        plural(r.bytes as usize, "byte", "bytes"),
         r.entries,
+        plural(r.entries as usize, "entry", "entries"),
         a.db.display()
     )?;
     if r.placement.segments > 0 {
         writeln!(
             out,
-            "value log: {} segments, {} records, {} value pointers checked",
-            r.placement.segments, r.placement.records, r.placement.pointers
+            "value log: {} {}, {} {}, {} value {} checked",
+            r.placement.segments,
+            plural(r.placement.segments, "segment", "segments"),
+            r.placement.records,
+            plural(r.placement.records as usize, "record", "records"),
+            r.placement.pointers,
+            plural(r.placement.pointers as usize, "pointer", "pointers")
         )?;
     }
     out.flush()?;

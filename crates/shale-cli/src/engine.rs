@@ -387,8 +387,10 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     let mib = |n: u64| format!("{:.1} MiB", n as f64 / 1048576.0);
     let mut lines = vec![
         format!(
-            "  shale:    memory={:?} values={:?} layout={:?}",
-            o.memory, o.values, o.layout
+            "  shale:    layout={} values={} memory={}",
+            o.layout.name(),
+            o.values.name(),
+            o.memory.name()
         ),
         format!(
             "  levels:   {} levels, level 1 {} x{}, tables {}, level-0 triggers {}/{}/{}, {} compaction thread(s)",
@@ -604,7 +606,7 @@ mod tests {
         );
         assert_eq!(preset.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
         let lines = shale_settings(&shale_options(&preset).unwrap()).join("\n");
-        assert!(lines.contains("layout=Flsm"), "{lines}");
+        assert!(lines.contains("layout=flsm values=inline"), "{lines}");
         assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");
         assert!(lines.contains("max_sstables_per_guard=40"), "{lines}");
         assert!(!lines.contains("vlog:"), "{lines}");

@@ -8,6 +8,7 @@
 
 mod axes;
 mod bench;
+mod cmd_admin;
 mod cmd_kv;
 mod engine;
 mod engines;
@@ -91,7 +92,8 @@ pub const EXIT_TORN_TAIL: u8 = 5;
     long_about = "Inspect, load and benchmark a Shale store.\n\n\
         Keys and values on the command line and in scan/dump/load lines are escaped text: \
         printable ASCII is literal, a backslash is \\\\, any other byte is \\xNN.\n\n\
-        Read commands (get, scan, dump, stats, shape, verify) open the store read-only: they \
+        Read commands (get, scan, dump, stats, properties, shape, verify) open the store \
+        read-only: they \
         write nothing and work while another process has the store open.\n\n\
         Exit status: 0 ok, 1 get found nothing, 2 error, 3 a benchmark read a wrong answer, \
         4 verify found the store damaged, 5 verify found it healthy but open would drop a \
@@ -124,6 +126,15 @@ enum Command {
     Verify(cmd_kv::StoreArgs),
     /// Compact a key range (default: everything).
     Compact(cmd_kv::CompactArgs),
+    /// Copy the store into the new directory DEST (a checkpoint, taken while the store
+    /// stays usable): tables and sealed value-log segments hard-linked, the rest copied.
+    Checkpoint(cmd_admin::CheckpointArgs),
+    /// Write the memtable to table files.
+    Flush(cmd_kv::StoreArgs),
+    /// Collect value-log garbage (stores with a value log: wisckey and other vlog designs).
+    Gc(cmd_kv::StoreArgs),
+    /// Print the store's properties (`Db::property`), or the one named.
+    Properties(cmd_admin::PropertiesArgs),
     /// db_bench-compatible micro-benchmarks.
     Bench(Box<bench::BenchArgs>),
     /// YCSB core workloads A-F.
@@ -147,6 +158,10 @@ fn run(cli: Cli) -> CliResult {
         Command::Stats(a) => cmd_kv::stats(&a),
         Command::Verify(a) => cmd_kv::verify(&a),
         Command::Compact(a) => cmd_kv::compact(&a),
+        Command::Checkpoint(a) => cmd_admin::checkpoint(&a),
+        Command::Flush(a) => cmd_admin::flush(&a),
+        Command::Gc(a) => cmd_admin::gc(&a),
+        Command::Properties(a) => cmd_admin::properties(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Ycsb(a) => ycsb::run(&a),
         Command::Stress(a) => stress::run(&a),
@@ -184,7 +199,20 @@ mod tests {
     #[test]
     fn db_is_required_on_store_commands() {
         for cmd in [
-            "get", "put", "delete", "scan", "load", "dump", "stats", "verify", "compact", "shape",
+            "get",
+            "put",
+            "delete",
+            "scan",
+            "load",
+            "dump",
+            "stats",
+            "verify",
+            "compact",
+            "shape",
+            "checkpoint",
+            "flush",
+            "gc",
+            "properties",
         ] {
             let e = parse(&[cmd]).unwrap_err();
             assert!(e.to_string().contains("--db"), "{cmd}: {e}");

@@ -844,3 +844,230 @@ fn read_commands_work_on_a_directory_without_write_permission() {
         "a read command changed the store"
     );
 }
+
+// ---- Maintenance commands: checkpoint, flush, gc, properties (issue 18) ----
+
+#[test]
+fn checkpoint_copies_a_store_that_opens_on_its_own() {
+    let d = TempDir::new("ckpt-src");
+    let dest = TempDir::new("ckpt-dest");
+    let lines: String = (0..3000)
+        .map(|i| format!("key{i:05}\tvalue{i}\n"))
+        .collect();
+    quiet(&run_stdin(&["load", "--db", d.db()], lines.as_bytes()));
+    quiet(&run(&["flush", "--db", d.db()]));
+    let o = run(&["checkpoint", "--db", d.db(), dest.db()]);
+    quiet(&o);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("checkpoint of {} in {}: ", d.db(), dest.db())),
+        "{out}"
+    );
+    assert!(out.contains("linked") && out.contains("copied"), "{out}");
+    // The copy holds the same pairs and records its design: no --design needed.
+    let src = run(&["dump", "--db", d.db()]);
+    ok(&src);
+    let copy = run(&["dump", "--db", dest.db()]);
+    ok(&copy);
+    assert_eq!(stdout(&copy), stdout(&src));
+    assert_eq!(stdout(&copy).as_bytes(), lines.as_bytes());
+    let o = run(&["verify", "--db", dest.db()]);
+    quiet(&o);
+    // Writes to the source after the checkpoint do not reach it.
+    quiet(&run(&["put", "--db", d.db(), "key00001", "changed"]));
+    let o = run(&["get", "--db", dest.db(), "key00001"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "value1\n");
+    // A second checkpoint into the same directory is refused; `--dir` names the store too.
+    let o = run(&["checkpoint", "--dir", d.db(), dest.db()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    // A missing source is an error, and creates nothing.
+    let missing = TempDir::new("ckpt-missing");
+    let o = run(&[
+        "checkpoint",
+        "--db",
+        missing.db(),
+        &format!("{}-2", dest.db()),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!missing.path().exists());
+}
+
+#[test]
+fn flush_writes_the_memtable_to_a_table() {
+    let d = TempDir::new("flush");
+    quiet(&run(&["put", "--db", d.db(), "k", "v"]));
+    // The write is only in the log: the read-only open replays it into memory.
+    let o = run(&["properties", "--db", d.db(), "shale.num-files-at-level0"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "0\n");
+    quiet(&run(&["flush", "--db", d.db()]));
+    let o = run(&["properties", "--db", d.db(), "shale.num-files-at-level0"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "1\n");
+    let o = run(&["get", "--db", d.db(), "k"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "v\n");
+    let missing = TempDir::new("flush-missing");
+    let o = run(&["flush", "--db", missing.db()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!missing.path().exists());
+}
+
+#[test]
+fn gc_collects_a_value_log_and_explains_a_store_without_one() {
+    let d = TempDir::new("gc");
+    // Values over the 512-byte separation size; every open starts a new segment, so the
+    // second load's overwrites leave the first load's segment all garbage once flushed.
+    let lines = |round: u32| -> String {
+        (0..200)
+            .map(|i| format!("key{i:04}\t{}\n", format!("{round}").repeat(600)))
+            .collect()
+    };
+    quiet(&run_stdin(
+        &["load", "--db", d.db(), "--design", "wisckey"],
+        lines(1).as_bytes(),
+    ));
+    quiet(&run_stdin(&["load", "--db", d.db()], lines(2).as_bytes()));
+    quiet(&run(&["flush", "--db", d.db()]));
+    let o = run(&["gc", "--db", d.db()]);
+    quiet(&o);
+    let out = stdout(&o);
+    assert!(out.starts_with("value-log gc: "), "{out}");
+    assert!(!out.starts_with("value-log gc: 0 "), "{out}");
+    let o = run(&["dump", "--db", d.db()]);
+    ok(&o);
+    assert_eq!(stdout(&o), lines(2));
+    quiet(&run(&["verify", "--db", d.db()]));
+
+    let l = TempDir::new("gc-leveldb");
+    quiet(&run(&["put", "--db", l.db(), "k", "v"]));
+    let o = run(&["gc", "--db", l.db()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("has no value log") && err.contains("values=inline"),
+        "{err}"
+    );
+}
+
+#[test]
+fn properties_lists_and_prints_one() {
+    let d = TempDir::new("props");
+    quiet(&run(&[
+        "put",
+        "--db",
+        d.db(),
+        "--design",
+        "pebblesdb",
+        "k",
+        "v",
+    ]));
+    quiet(&run(&["flush", "--db", d.db()]));
+    let o = run(&["properties", "--db", d.db()]);
+    quiet(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains("shale.design: layout=flsm values=inline memory=skiplist\n"),
+        "{out}"
+    );
+    assert!(out.contains("shale.levels: "), "{out}");
+    assert!(out.contains("shale.num-files-at-level0: "), "{out}");
+    assert!(out.contains("shale.num-guards-at-level1: "), "{out}");
+    assert!(out.contains("shale.stats:\n  Level"), "{out}");
+    let o = run(&["properties", "--db", d.db(), "shale.last-sequence"]);
+    quiet(&o);
+    assert_eq!(stdout(&o), "1\n");
+    let o = run(&["properties", "--db", d.db(), "shale.no-such-thing"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown property"), "{}", stderr(&o));
+}
+
+// ---- Rough edges (issue 18) ----
+
+#[test]
+fn help_says_which_range_ends_are_inclusive_and_what_reverse_means() {
+    let o = run(&["scan", "--help"]);
+    ok(&o);
+    let scan = stdout(&o);
+    assert!(
+        scan.contains("Only keys < B: the end is exclusive"),
+        "{scan}"
+    );
+    assert!(scan.contains("Reverse key order"), "{scan}");
+    assert!(!scan.contains("Newest key first"), "{scan}");
+    let o = run(&["compact", "--help"]);
+    ok(&o);
+    let compact = stdout(&o);
+    assert!(
+        compact.contains("Last key of the range, inclusive"),
+        "{compact}"
+    );
+}
+
+#[test]
+fn messages_name_the_missing_store_count_the_written_lines_and_pluralise() {
+    let d = TempDir::new("edges");
+    let o = run(&["get", "--db", d.db(), "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("no store at {}", d.db())), "{err}");
+    assert!(!err.contains("create_if_missing"), "{err}");
+
+    let o = run_stdin(
+        &["load", "--db", d.db(), "--batch", "2"],
+        b"a\t1\nb\t2\nc\t3\nbad\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("line 4:") && err.contains("the 3 lines before it were written"),
+        "{err}"
+    );
+    let o = run_stdin(&["load", "--db", d.db()], b"bad\n");
+    assert!(stderr(&o).contains("nothing was written"), "{}", stderr(&o));
+
+    // A flushed wisckey store: one table, and one log (the MANIFEST: the value log's
+    // segments are counted apart): singular nouns.
+    let w = TempDir::new("edges-wisckey");
+    quiet(&run(&[
+        "put",
+        "--db",
+        w.db(),
+        "--design",
+        "wisckey",
+        "k",
+        "v",
+    ]));
+    quiet(&run(&["flush", "--db", w.db()]));
+    let o = run(&["verify", "--db", w.db()]);
+    quiet(&o);
+    let out = stdout(&o);
+    assert!(out.starts_with("ok: 1 table, 1 log, "), "{out}");
+}
+
+#[test]
+fn stats_and_bench_print_the_design_alike() {
+    let d = TempDir::new("design-format");
+    let o = run(&[
+        "bench",
+        "--db",
+        d.db(),
+        "--design",
+        "wisckey",
+        "--num=100",
+        "--benchmarks=fillseq",
+    ]);
+    quiet(&o);
+    let bench = stdout(&o);
+    let want = "layout=leveled values=vlog memory=skiplist";
+    assert!(bench.contains(&format!("shale:    {want}\n")), "{bench}");
+    let o = run(&["stats", "--db", d.db()]);
+    ok(&o);
+    assert!(
+        stdout(&o).contains(&format!("design: {want}\n")),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -36,8 +36,8 @@ pub mod options;
 pub mod ttl;
 
 pub use db::{
-    Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats,
-    VerifyReport, WriteBatch, destroy_db,
+    CheckpointInfo, Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile,
+    Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
 };
 pub use design::{load_options, verify};
 pub use error::{Error, Result};

@@ -432,6 +432,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
         (v.live_files(), pending, v.placement(), v.manifest_number())
     };
     super::value_jobs::unpin(inner, &mut names);
+    inner.pins.retain_unpinned(&mut names);
     inner.values.delete_obsolete(&names, &placement);
     for name in names {
         let Some(kind) = parse_file_name(&name) else {

@@ -42,6 +42,7 @@
 
 mod api;
 mod background;
+mod checkpoint;
 mod describe;
 mod destroy;
 mod open;
@@ -64,6 +65,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+pub use checkpoint::CheckpointInfo;
 pub use api::{IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
@@ -241,6 +243,8 @@ pub(crate) struct DbInner {
     pub(crate) pending_outputs: Mutex<HashSet<u64>>,
     /// Held by a manual compaction: two of them take turns.
     pub(crate) compaction_lock: Mutex<()>,
+    /// Files a checkpoint in progress copies: never deleted as obsolete meanwhile.
+    pub(crate) pins: checkpoint::Pins,
     pub(crate) counters: Counters,
     /// Files the value placement retired, waiting for their readers.
     pub(crate) retired: Mutex<Vec<value_jobs::Retired>>,
@@ -319,6 +323,7 @@ impl DbInner {
             bg_cv: Condvar::new(),
             pending_outputs: Mutex::default(),
             compaction_lock: Mutex::new(()),
+            pins: checkpoint::Pins::default(),
             counters: Counters::default(),
             retired: Mutex::default(),
             value_job_lock: Mutex::new(()),

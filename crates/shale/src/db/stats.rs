@@ -137,10 +137,10 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
                 .to_string(),
         ),
         "shale.design" => Some(format!(
-            "layout={} values={} memory={:?}",
+            "layout={} values={} memory={}",
             inner.layout.name(),
             inner.values.name(),
-            inner.options.memory
+            inner.options.memory.name()
         )),
         _ => None,
     }

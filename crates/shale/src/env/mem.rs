@@ -183,6 +183,53 @@ impl State {
         }
     }
 
+    /// See [`MemFs`]'s `rename`.
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> Result<()> {
+        self.check_parent("rename", to)?;
+        if self.live.contains_key(to) || to.starts_with(from) {
+            return Err(io_error(
+                "rename",
+                from,
+                io::ErrorKind::InvalidInput,
+                &format!("cannot rename a directory to {}", to.display()),
+            ));
+        }
+        let under = |p: &Path, d: &Path| p.starts_with(d) && p != d;
+        if self
+            .live
+            .keys()
+            .chain(self.dirs.iter())
+            .any(|p| under(p, to))
+        {
+            return Err(io_error(
+                "rename",
+                to,
+                io::ErrorKind::DirectoryNotEmpty,
+                "the target directory is not empty",
+            ));
+        }
+        let moved = |p: &Path| to.join(p.strip_prefix(from).unwrap_or(p));
+        for map in [&mut self.live, &mut self.durable] {
+            let keys: Vec<PathBuf> = map.keys().filter(|p| under(p, from)).cloned().collect();
+            for k in keys {
+                if let Some(ino) = map.remove(&k) {
+                    map.insert(moved(&k), ino);
+                }
+            }
+        }
+        let dirs: Vec<PathBuf> = self
+            .dirs
+            .iter()
+            .filter(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for d in dirs {
+            self.dirs.remove(&d);
+            self.dirs.insert(moved(&d));
+        }
+        Ok(())
+    }
+
     fn new_inode(&mut self) -> InodeRef {
         self.next_inode += 1;
         Arc::new(Mutex::new(Inode {
@@ -467,14 +514,37 @@ impl FileSystem for MemFs {
         }))
     }
 
+    /// A directory renames with everything under it, to a name that is free or an empty
+    /// directory, durably at once (directories are not modelled: see the module
+    /// documentation).
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut state = self.shared.state.lock();
+        if from.parent().is_some() && state.dirs.contains(from) {
+            return state.rename_dir(from, to);
+        }
         let inode = Arc::clone(state.live_file("rename", from)?);
         state.check_parent("rename", to)?;
         if state.dir_exists(to) {
             return Err(is_a_directory("rename", to));
         }
         state.live.remove(from);
+        state.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    /// The same inode under a second name (durable with a `sync_dir` of its directory).
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        let inode = Arc::clone(state.live_file("hard link", from)?);
+        state.check_parent("hard link", to)?;
+        if state.live.contains_key(to) || state.dir_exists(to) {
+            return Err(io_error(
+                "hard link",
+                to,
+                io::ErrorKind::AlreadyExists,
+                "the name exists",
+            ));
+        }
         state.live.insert(to.to_path_buf(), inode);
         Ok(())
     }

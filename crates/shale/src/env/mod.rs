@@ -71,6 +71,18 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn exists(&self, path: &Path) -> Result<bool>;
     /// The size of a file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Make `to` a second name (a hard link) of the existing file `from`, in the same or
+    /// another directory of the same file system; `to` must not exist. Used by checkpoints
+    /// for files that never change once written (tables, sealed value-log segments). The
+    /// new directory entry is durable after a [`FileSystem::sync_dir`] of its directory.
+    /// The default refuses ([`crate::Error::Unsupported`]): the caller copies instead.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        Err(crate::Error::Unsupported(format!(
+            "hard-linking {} to {}: this file system has no hard links",
+            from.display(),
+            to.display()
+        )))
+    }
     /// Take an exclusive lock on `path` (creating it). Fails with [`crate::Error::Locked`] if
     /// any other handle, in this process or another, holds it. Released when dropped.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;

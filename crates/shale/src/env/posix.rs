@@ -122,6 +122,16 @@ impl FileSystem for PosixFs {
             .map_err(|e| Error::io("sync directory", path, e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| {
+            Error::io(
+                "hard link",
+                from,
+                io::Error::new(e.kind(), format!("to {}: {e}", to.display())),
+            )
+        })
+    }
+
     fn exists(&self, path: &Path) -> Result<bool> {
         path.try_exists().map_err(|e| Error::io("stat", path, e))
     }

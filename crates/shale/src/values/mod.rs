@@ -45,6 +45,25 @@ pub struct LogPosition {
 
 pub use crate::manifest::PersistedState;
 
+/// A file of the durability log that a checkpoint needs, and how much of it
+/// ([`ValueStore::checkpoint_files`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFile {
+    /// Its name in the store's directory.
+    pub name: String,
+    /// How the checkpoint takes it.
+    pub take: LogFileTake,
+}
+
+/// How a checkpoint takes one log file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFileTake {
+    /// The file never changes again (a sealed value-log segment): it may be hard-linked.
+    Whole,
+    /// Its first `n` bytes, copied (a log that still grows, or one that is short).
+    Prefix(u64),
+}
+
 impl std::fmt::Display for PlacementStats {
     /// Nothing for a placement without segments; else one line of totals and one per
     /// segment.
@@ -275,6 +294,24 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// Delete the log files `state` no longer needs. `names` is a listing of the directory
     /// taken before `state` was read. Errors are ignored (a file left behind is deleted later).
     fn delete_obsolete(&self, names: &[String], state: &PersistedState);
+
+    /// The log files a copy of the store needs (a checkpoint, `db/checkpoint.rs`) to
+    /// recover what the MANIFEST's `state` and every write appended so far hold: the files
+    /// `state` does not call obsolete, each with how much of it to take. Called with the
+    /// engine's write lock and the MANIFEST lock held, after [`ValueStore::sync`]: nothing is
+    /// appended meanwhile and every appended byte is durable. `names` is a listing of the
+    /// directory taken under those locks. The default refuses: a placement must say which of
+    /// its files a copy needs.
+    ///
+    /// # Errors
+    /// [`crate::Error::Unsupported`] (the default), [`crate::Error::Closed`], I/O.
+    fn checkpoint_files(&self, names: &[String], state: &PersistedState) -> Result<Vec<LogFile>> {
+        let _ = (names, state);
+        Err(crate::Error::Unsupported(format!(
+            "the {} value placement cannot be checkpointed",
+            self.name()
+        )))
+    }
 
     /// Turn a stored value of `kind` for `key` into the user's value. A pointer is checked
     /// against the live segments and the record it names (checksum, and the record's key

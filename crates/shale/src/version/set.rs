@@ -381,6 +381,12 @@ impl VersionSet {
         self.manifest_number
     }
 
+    /// The length of the live MANIFEST: every committed edit ends at or before it (`None`
+    /// before the first commit of an open).
+    pub fn manifest_len(&self) -> Option<u64> {
+        self.manifest.as_ref().map(ManifestWriter::len)
+    }
+
     /// Limit the MANIFEST size before it is rewritten (tests use small limits).
     pub fn set_max_manifest_bytes(&mut self, n: u64) {
         self.max_manifest_bytes = n;

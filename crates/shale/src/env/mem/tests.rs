@@ -606,3 +606,47 @@ fn reopen_refuses_missing_or_short_files() {
     assert_eq!(kind(&err), Some(io::ErrorKind::UnexpectedEof), "{err}");
     assert_eq!(read(&fs, "/db/t"), b"abc");
 }
+
+#[test]
+fn a_hard_link_shares_the_inode_and_is_durable_with_its_directory() {
+    let fs = fs_with_db();
+    fs.create_dir_all(&p("/copy")).unwrap();
+    write(&fs, "/db/t", b"table", true);
+    fs.sync_dir(&p("/db")).unwrap();
+    fs.hard_link(&p("/db/t"), &p("/copy/t")).unwrap();
+    assert_eq!(read(&fs, "/copy/t"), b"table");
+    let err = fs.hard_link(&p("/db/t"), &p("/copy/t")).unwrap_err();
+    assert_eq!(kind(&err), Some(io::ErrorKind::AlreadyExists), "{err}");
+    // Removing one name keeps the other.
+    fs.remove_file(&p("/db/t")).unwrap();
+    assert_eq!(read(&fs, "/copy/t"), b"table");
+    // Not synced: a crash loses the new name (and the removal of the old one).
+    fs.crash();
+    assert!(!fs.exists(&p("/copy/t")).unwrap());
+    assert_eq!(read(&fs, "/db/t"), b"table");
+    fs.hard_link(&p("/db/t"), &p("/copy/t")).unwrap();
+    fs.sync_dir(&p("/copy")).unwrap();
+    fs.crash();
+    assert_eq!(read(&fs, "/copy/t"), b"table");
+}
+
+#[test]
+fn a_directory_renames_with_its_files_to_a_free_or_empty_name() {
+    let fs = fs_with_db();
+    fs.create_dir_all(&p("/tmp/sub")).unwrap();
+    write(&fs, "/tmp/a", b"a", true);
+    write(&fs, "/tmp/sub/b", b"b", true);
+    fs.sync_dir(&p("/tmp")).unwrap();
+    fs.create_dir_all(&p("/full")).unwrap();
+    write(&fs, "/full/x", b"", false);
+    let err = fs.rename(&p("/tmp"), &p("/full")).unwrap_err();
+    assert_eq!(kind(&err), Some(io::ErrorKind::DirectoryNotEmpty), "{err}");
+    assert!(fs.rename(&p("/tmp"), &p("/tmp/sub/inside")).is_err());
+    fs.rename(&p("/tmp"), &p("/done")).unwrap();
+    assert!(!fs.exists(&p("/tmp")).unwrap());
+    assert_eq!(read(&fs, "/done/a"), b"a");
+    assert_eq!(read(&fs, "/done/sub/b"), b"b");
+    assert_eq!(fs.list_dir(&p("/done")).unwrap().len(), 2);
+    fs.crash();
+    assert_eq!(read(&fs, "/done/a"), b"a");
+}

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::{
-    Apply, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
+    Apply, LogFile, LogFileTake, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
     ValueStore, VerifyContext,
 };
 use crate::env::{Env, WriteCause};
@@ -257,6 +257,31 @@ impl ValueStore for InlinePlacement {
                 let _ = self.env.fs().remove_file(&self.dir.join(name));
             }
         }
+    }
+
+    /// The logs from the MANIFEST's log number through the open one: the closed ones whole
+    /// (copied: a log is small and is never linked), the open one through what was appended.
+    fn checkpoint_files(&self, names: &[String], state: &PersistedState) -> Result<Vec<LogFile>> {
+        let guard = self.log.lock();
+        let open = guard.as_ref().ok_or(Error::Closed)?;
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(FileKind::Log(n)) = parse_file_name(name)
+                && n >= state.log_number
+                && n < open.number
+            {
+                let size = self.env.fs().file_size(&self.dir.join(name))?;
+                out.push(LogFile {
+                    name: name.clone(),
+                    take: LogFileTake::Prefix(size),
+                });
+            }
+        }
+        out.push(LogFile {
+            name: log_file_name(open.number),
+            take: LogFileTake::Prefix(open.log.len()),
+        });
+        Ok(out)
     }
 
     /// A store that keeps values inline holds no pointer to a value elsewhere: a live table

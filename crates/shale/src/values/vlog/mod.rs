@@ -505,6 +505,34 @@ impl ValueStore for VlogPlacement {
         }
     }
 
+    /// Every segment `state` has not dropped: sealed ones whole (they never change
+    /// again), the active one through what was appended.
+    fn checkpoint_files(&self, names: &[String], state: &PersistedState) -> Result<Vec<super::LogFile>> {
+        use super::{LogFile, LogFileTake};
+        let guard = self.writer.lock();
+        let w = guard.as_ref().ok_or(Error::Closed)?;
+        let dropped = &VlogState::of(state.state.as_ref()).dropped;
+        let mut out = Vec::new();
+        for name in names {
+            let Some(n) = parse_segment_name(name) else {
+                continue;
+            };
+            if dropped.contains(&n) || n > w.number() {
+                continue;
+            }
+            let take = if n == w.number() {
+                LogFileTake::Prefix(w.len())
+            } else {
+                LogFileTake::Whole
+            };
+            out.push(LogFile {
+                name: name.clone(),
+                take,
+            });
+        }
+        Ok(out)
+    }
+
     // `discarded` keeps its default (nothing): garbage is counted when a flush supersedes a
     // pointer (`superseded`), and every pointer a merge drops was superseded by a flush
     // before, so counting merge discards too would count it twice.
