@@ -90,6 +90,13 @@ impl WriteBatch {
         ENTRY_FRAMING + key.len() + value.len()
     }
 
+    /// The room ([`WriteBatch::with_capacity`]) in which this batch's entries, pushed one
+    /// by one, never grow the new batch: their bytes, plus the slack `push` asks for on top
+    /// of the last one.
+    pub(crate) fn room_to_copy(&self) -> usize {
+        self.rep.len().saturating_sub(HEADER_LEN) + ENTRY_FRAMING
+    }
+
     /// Set `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.push(ValueKind::Value, key, Some(value));
@@ -317,5 +324,16 @@ mod tests {
         assert_eq!(sized.rep.capacity(), capacity, "the batch reallocated");
         assert_eq!(sized.data(), grown.data());
         assert_eq!(sized.len(), 3);
+        // A copy made entry by entry in `room_to_copy` does not grow either.
+        let mut copy = WriteBatch::with_capacity(sized.room_to_copy());
+        let capacity = copy.rep.capacity();
+        for e in sized.iter() {
+            match e.kind {
+                crate::key::ValueKind::Delete => copy.delete(e.key),
+                _ => copy.put(e.key, e.value),
+            }
+        }
+        assert_eq!(copy.rep.capacity(), capacity, "the copy reallocated");
+        assert_eq!(copy.data(), sized.data());
     }
 }

@@ -301,18 +301,10 @@ impl VlogPlacement {
             }
             (w.number(), base)
         };
-        let room = batch
-            .iter()
-            .map(|e| {
-                let stored = if self.separates(e.kind, e.value) {
-                    format::MAX_POINTER_LEN
-                } else {
-                    e.value.len()
-                };
-                WriteBatch::entry_room(e.key, &[]) + stored
-            })
-            .sum();
-        let mut stored = WriteBatch::with_capacity(room);
+        // The stored entries take no more room than the batch's own unless a separated
+        // value is shorter than its pointer (then the batch grows); a pass over the batch to
+        // size it exactly cost more than it saved. Large values are not given their room.
+        let mut stored = WriteBatch::with_capacity(batch.room_to_copy().min(4096));
         let mut offset = base;
         let mut ptr = [0u8; format::MAX_POINTER_LEN];
         let mut inline_bytes = 0u64;
