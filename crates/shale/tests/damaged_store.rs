@@ -723,3 +723,40 @@ fn a_torn_log_tail_passes_verify_and_is_reported() {
         assert_eq!(r.placement.log_bytes_dropped, 0, "{design}");
     }
 }
+
+/// A MANIFEST whose format version this release does not know (a store written by a newer
+/// release) is refused by open and by verify, naming the MANIFEST and the version.
+#[test]
+fn a_manifest_of_a_newer_format_version_is_refused() {
+    for design in Options::available_presets() {
+        let env = Env::memory();
+        build(&env, design);
+        let dir = Path::new(DIR);
+        let mut w = shale::manifest::ManifestWriter::create(&env, dir, 999_999).unwrap();
+        w.append(&shale::manifest::VersionEdit {
+            manifest_version: Some(shale::manifest::MANIFEST_FORMAT_VERSION + 1),
+            ..Default::default()
+        })
+        .unwrap();
+        drop(w);
+        shale::manifest::write_current(&env, dir, 999_999).unwrap();
+        for (what, r) in [
+            ("open", Db::open(DIR, opts(&env, design)).map(|_| ())),
+            ("verify", shale::verify(DIR, opts(&env, design)).map(|_| ())),
+        ] {
+            match r {
+                Err(Error::Corruption { file, detail, .. }) => {
+                    assert!(
+                        file.ends_with("MANIFEST-999999"),
+                        "{design} {what}: {file:?}"
+                    );
+                    assert!(
+                        detail.contains("format version 2"),
+                        "{design} {what}: {detail}"
+                    );
+                }
+                other => panic!("{design} {what}: expected Corruption, got {other:?}"),
+            }
+        }
+    }
+}

@@ -62,7 +62,13 @@ mod tag {
     /// The store's counters since creation ([`super::Lifetime`]), in every edit the engine
     /// commits once the store is open and in each snapshot.
     pub const LIFETIME: u64 = 19;
+    /// The MANIFEST's format version (first edit of each MANIFEST): a reader refuses a
+    /// version it does not know. A MANIFEST without it is version 1.
+    pub const MANIFEST_VERSION: u64 = 20;
 }
+
+/// The MANIFEST format version this release writes (tag 20) and the newest it reads.
+pub const MANIFEST_FORMAT_VERSION: u64 = 1;
 
 /// A change to the set of files of the store and its counters, logged to the MANIFEST.
 /// Replaying every edit of a MANIFEST in order rebuilds the current version.
@@ -95,6 +101,9 @@ pub struct VersionEdit {
     pub store_options: Option<Vec<u8>>,
     /// The store's counters since creation as of this edit (the last one read wins).
     pub lifetime: Option<super::Lifetime>,
+    /// The MANIFEST's format version ([`MANIFEST_FORMAT_VERSION`]), in the first edit of
+    /// each MANIFEST written since it existed; decoding refuses a newer one.
+    pub manifest_version: Option<u64>,
 }
 
 impl VersionEdit {
@@ -116,6 +125,7 @@ impl VersionEdit {
             store_options,
             lifetime,
             records,
+            manifest_version,
         } = later;
         self.log_number = log_number.or(self.log_number);
         self.next_file_number = next_file_number.or(self.next_file_number);
@@ -128,11 +138,13 @@ impl VersionEdit {
         self.store_options = store_options.or(self.store_options.take());
         self.lifetime = lifetime.or(self.lifetime.take());
         self.records.extend(records);
+        self.manifest_version = manifest_version.or(self.manifest_version);
     }
 
     /// Append the encoding of this edit to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
         let scalars = [
+            self.manifest_version,
             self.log_number,
             self.next_file_number,
             self.last_sequence,
@@ -148,6 +160,10 @@ impl VersionEdit {
             + self.records.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
+        if let Some(v) = self.manifest_version {
+            put_varint64(&mut p, v);
+            field(buf, tag::MANIFEST_VERSION, &p);
+        }
         if let Some(t) = &self.format_tag {
             field(buf, tag::FORMAT_TAG, t.as_bytes());
         }
@@ -273,6 +289,16 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
         tag::NEXT_FILE_NUMBER => once(&mut e.next_file_number, r.varint64()?, "next file number")?,
         tag::LAST_SEQUENCE => once(&mut e.last_sequence, r.varint64()?, "last sequence")?,
         tag::STORE_ID => once(&mut e.store_id, r.varint64()?, "store id")?,
+        tag::MANIFEST_VERSION => {
+            let v = r.varint64()?;
+            if v == 0 || v > MANIFEST_FORMAT_VERSION {
+                return Err(format!(
+                    "the MANIFEST is format version {v}; this release reads versions 1 to \
+                     {MANIFEST_FORMAT_VERSION} (a store written by a newer release)"
+                ));
+            }
+            once(&mut e.manifest_version, v, "MANIFEST format version")?;
+        }
         tag::LIFETIME => {
             let l = super::Lifetime::decode(r.bytes(payload.len())?)?;
             once(&mut e.lifetime, l, "lifetime counters")?;
@@ -445,6 +471,7 @@ mod tests {
                 rec(Axis::Memory, 0, &[0xff; 40]),
             ],
             store_id: Some(0x1234_5678_9abc_def0),
+            manifest_version: Some(MANIFEST_FORMAT_VERSION),
             store_options: Some(b"shale-options 1\nlayout=leveled\n".to_vec()),
             lifetime: Some(super::super::Lifetime {
                 user_bytes: 100,
@@ -555,5 +582,27 @@ mod tests {
         let mut b = vec![1, 6];
         put_length_prefixed(&mut b, &p);
         assert!(err(&b).contains("32 bits"));
+    }
+
+    #[test]
+    fn the_manifest_format_version_round_trips_and_a_newer_one_is_refused() {
+        let e = VersionEdit {
+            manifest_version: Some(MANIFEST_FORMAT_VERSION),
+            log_number: Some(3),
+            ..VersionEdit::default()
+        };
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf).unwrap(), e);
+        for v in [0, MANIFEST_FORMAT_VERSION + 1] {
+            let mut buf = Vec::new();
+            VersionEdit {
+                manifest_version: Some(v),
+                ..VersionEdit::default()
+            }
+            .encode(&mut buf);
+            let err = VersionEdit::decode(&buf).unwrap_err();
+            assert!(err.contains(&format!("format version {v}")), "{err}");
+        }
     }
 }

@@ -31,7 +31,7 @@ pub use crate::axis::{
 pub use current::{
     CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name, read_current, write_current,
 };
-pub use edit::{LEGACY_AXIS_TAGS, VersionEdit};
+pub use edit::{LEGACY_AXIS_TAGS, MANIFEST_FORMAT_VERSION, VersionEdit};
 pub use file_meta::{FileMeta, PinnedFilter};
 pub use lifetime::Lifetime;
 pub use store_id::new_store_id;

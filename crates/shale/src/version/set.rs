@@ -308,6 +308,7 @@ impl VersionSet {
     ) -> Result<ManifestWriter> {
         let mut writer = ManifestWriter::create(env, dir, number)?;
         let mut edit = version.snapshot_edit();
+        edit.manifest_version = Some(manifest::MANIFEST_FORMAT_VERSION);
         axes.snapshot(&mut edit.records);
         edit.log_number = Some(log_number);
         edit.next_file_number = Some(next_file.load(Ordering::Relaxed));
