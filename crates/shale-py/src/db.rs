@@ -79,7 +79,10 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `available_designs()`), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
 /// `memory` (`skiplist`), `min_separated_value_size`, `max_background_compactions`.
 /// Options not given come from the design; without one, from the store's own record when
-/// the store exists, else `Options::default()`.
+/// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
+/// `Db::open_read_only` does (RocksDB's `OpenForReadOnly`): nothing is written, no lock is
+/// taken (a writer may hold the store meanwhile), the view is the store as of the open, and
+/// every write raises `ReadOnlyError`.
 ///
 /// All methods may be called from several threads; each call that reaches the store
 /// releases the GIL.
@@ -101,7 +104,7 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         layout=None, values=None, memory=None, min_separated_value_size=None,
-        max_background_compactions=None
+        max_background_compactions=None, read_only=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -129,6 +132,7 @@ impl PyDb {
         memory: Option<Bound<'py, PyAny>>,
         min_separated_value_size: Option<usize>,
         max_background_compactions: Option<usize>,
+        read_only: bool,
     ) -> PyResult<PyDb> {
         // Shale checks every block's checksum on every read: paranoid already.
         let _ = paranoid_checks;
@@ -155,7 +159,13 @@ impl PyDb {
         };
         let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py
-            .detach(|| Db::open(&path, options))
+            .detach(|| {
+                if read_only {
+                    Db::open_read_only(&path, options)
+                } else {
+                    Db::open(&path, options)
+                }
+            })
             .map_err(|e| crate::errors::to_py(py, e))?;
         Ok(PyDb {
             store: Store::new(db),

@@ -107,7 +107,9 @@ pub(crate) fn to_py(py: Python<'_>, e: shale::Error) -> PyErr {
         }
         shale::Error::InvalidArgument(_) => new_err(py, Kind::InvalidArgument, message, &[]),
         shale::Error::Unsupported(_) => new_err(py, Kind::Unsupported, message, &[]),
-        shale::Error::ReadOnly(_) => new_err(py, Kind::ReadOnly, message, &[]),
+        shale::Error::ReadOnly(_) | shale::Error::ReadOnlyOpen { .. } => {
+            new_err(py, Kind::ReadOnly, message, &[])
+        }
         shale::Error::Closed => closed(),
         _ => new_err(py, Kind::Error, message, &[]),
     }

@@ -118,6 +118,28 @@ def test_second_open_is_locked(path):
     shale.DB(path).close()
 
 
+def test_read_only_beside_a_writer(path, design):
+    """read_only=True (RocksDB's OpenForReadOnly): no lock, the store as of the open,
+    writes refused; it writes nothing, so the writer keeps going."""
+    w = shale.DB(path, create_if_missing=True, design=design, write_buffer_size=64 * 1024)
+    fill(w, 500)
+    w.put(b"last", b"1")
+    r = shale.DB(path, read_only=True)
+    assert r.get(b"last") == b"1"
+    assert sum(1 for _ in r.iterator(prefix=b"k")) == 500
+    with pytest.raises(shale.ReadOnlyError):
+        r.put(b"x", b"y")
+    with pytest.raises(shale.ReadOnlyError):
+        r.delete(b"last")
+    w.put(b"later", b"2")
+    assert r.get(b"later") is None
+    assert w.get(b"later") == b"2"
+    r.close()
+    w.close()
+    with pytest.raises(shale.Error):
+        shale.DB(path + "-missing", read_only=True)
+
+
 def test_gc_closes_the_store(path):
     db = shale.DB(path, create_if_missing=True)
     db.put(b"a", b"1")

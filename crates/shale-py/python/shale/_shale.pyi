@@ -59,6 +59,7 @@ class DB:
         memory: Union[str, bytes, None] = None,
         min_separated_value_size: Optional[int] = None,
         max_background_compactions: Optional[int] = None,
+        read_only: bool = False,
     ) -> "DB": ...
     @property
     def name(self) -> _Name: ...
