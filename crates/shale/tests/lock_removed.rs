@@ -160,6 +160,22 @@ fn a_removed_lock_file_keeps_a_second_opener_out() {
     }
 }
 
+/// Remove `LOCK` and lock a new one, as a process that locks only the `LOCK` file (versions
+/// before the directory lock) would after finding it gone; the lock holds while the file
+/// returned is open.
+fn steal_lock(dir: &Path) -> File {
+    fs::remove_file(dir.join("LOCK")).unwrap();
+    let intruder: File = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join("LOCK"))
+        .unwrap();
+    intruder.try_lock().unwrap();
+    intruder
+}
+
 /// A process that locks only the `LOCK` file (as versions before the directory lock do)
 /// got in after `LOCK` was removed: the first store notices at its next sweep, deletes
 /// nothing, and turns read-only with the reason.
@@ -170,15 +186,7 @@ fn a_store_whose_lock_file_another_process_holds_deletes_nothing() {
         let dir = tmp.0.as_path();
         let (db, mut model) = open_with_tables(dir, design);
 
-        fs::remove_file(dir.join("LOCK")).unwrap();
-        let intruder: File = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("LOCK"))
-            .unwrap();
-        intruder.try_lock().unwrap();
+        let intruder = steal_lock(dir);
         let before = names(dir);
 
         // Flushes and a compaction make files obsolete; the first sweep after them must
@@ -229,15 +237,7 @@ fn a_store_that_lost_its_lock_writes_no_manifest_at_close() {
         // Writes the close would record (its counters) without a flush.
         put_round(&db, &mut model, 0..20, 3);
 
-        fs::remove_file(dir.join("LOCK")).unwrap();
-        let intruder: File = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("LOCK"))
-            .unwrap();
-        intruder.try_lock().unwrap();
+        let intruder = steal_lock(dir);
         let manifests = |dir: &Path| -> BTreeMap<String, u64> {
             names(dir)
                 .into_iter()
