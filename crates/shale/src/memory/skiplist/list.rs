@@ -433,6 +433,16 @@ impl SkipList {
     /// The newest entry for `user_key` with a sequence number `<= snapshot`: its kind and
     /// value, or `None` when the key has no such version.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
+        self.get_versioned(user_key, snapshot)
+            .map(|(_, kind, value)| (kind, value))
+    }
+
+    /// As [`SkipList::get`], with the entry's sequence number.
+    pub(crate) fn get_versioned(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(SeqNo, ValueKind, &[u8])> {
         let trailer = key::pack_trailer(snapshot.min(MAX_SEQNO), ValueKind::FOR_SEEK);
         let t = Target::new(user_key, trailer);
         let id = self.seek(&t);
@@ -443,8 +453,9 @@ impl SkipList {
         if self.cmp_user_key(n, &t).0 != Ordering::Equal {
             return None;
         }
-        let kind = ValueKind::from_u8((n.trailer() & 0xff) as u8)?;
-        Some((kind, self.key_value(id).1))
+        let trailer = n.trailer();
+        let kind = ValueKind::from_u8((trailer & 0xff) as u8)?;
+        Some((trailer >> 8, kind, self.key_value(id).1))
     }
 }
 

@@ -81,6 +81,15 @@ impl SkipListMemTable {
     pub fn get_ref(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
         self.list.get(user_key, snapshot)
     }
+
+    /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number.
+    pub fn get_versioned(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(SeqNo, ValueKind, &[u8])> {
+        self.list.get_versioned(user_key, snapshot)
+    }
 }
 
 impl MemTable for SkipListMemTable {
