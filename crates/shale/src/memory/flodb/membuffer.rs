@@ -11,7 +11,8 @@
 //! [`Membuffer::drain_partition`] holds the partition's drain lock (one drainer per
 //! partition, so no version is moved twice) and then: (1) under the partition lock, takes
 //! a copy of every key's versions (values are shared `Arc`s, so the copy is cheap); (2)
-//! without the lock, sorts them in internal-key order and inserts them into the skiplist;
+//! without the lock, sorts them in internal-key order and inserts them into the skiplist
+//! in one multi-insert;
 //! (3) under the lock again, removes exactly the versions it inserted (a writer may have
 //! added newer ones meanwhile) and raises the partition's `spilled` mark to the highest
 //! sequence number it moved. A version is therefore in the skiplist before it leaves the
@@ -40,7 +41,6 @@ use parking_lot::Mutex;
 use rustc_hash::FxBuildHasher;
 
 use crate::key::{SeqNo, ValueKind};
-use crate::memory::MemTable;
 use crate::memory::skiplist::SkipListMemTable;
 
 /// Bytes charged per version beyond its value (the `Version` and its share of the vector).
@@ -216,9 +216,11 @@ impl Membuffer {
         }
         // Internal-key order: user key ascending, sequence number descending.
         batch.sort_unstable_by(|(ka, va), (kb, vb)| ka.cmp(kb).then(vb.seq.cmp(&va.seq)));
-        for (k, v) in &batch {
-            list.insert(k, v.seq, v.kind, &v.value);
-        }
+        list.insert_sorted(
+            batch
+                .iter()
+                .map(|(k, v)| (&k[..], v.seq, v.kind, &v.value[..])),
+        );
         let mut freed = 0;
         let mut s = p.state.lock();
         let mut top = s.spilled;

@@ -8,7 +8,8 @@
 //!   carries its sequence number (the engine's leader gives it before the log write), so
 //!   draining assigns none.
 //! - **Drain**: threads started by [`MemoryComponent::start`] move partitions past half
-//!   their budget into the skiplist (sorted by internal key); [`MemTable::seal`] moves what
+//!   their budget into the skiplist (sorted by internal key, with the skiplist's
+//!   multi-insert); [`MemTable::seal`] moves what
 //!   is left once the memtable is frozen and its inserts returned, so a flush iterates
 //!   every entry.
 //! - **Gets** look in the membuffer, then (unless the membuffer's answer is provably the
@@ -23,7 +24,7 @@
 //!   any sequence number sees the newest version at or below it.
 //!
 //! `docs/designs/flodb.md` has the paper's claims, the deviations and what is not built yet
-//! (scan restarts and piggybacking, multi-insert, in-place updates).
+//! (scan restarts and piggybacking, in-place updates).
 
 mod membuffer;
 #[cfg(test)]
