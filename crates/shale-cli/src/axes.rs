@@ -12,7 +12,7 @@ pub struct AxisFlags {
     /// Value placement: inline or vlog (default: the design's).
     #[arg(long)]
     pub values: Option<String>,
-    /// Memory component: skiplist (default: the design's).
+    /// Memory component: skiplist or flodb (default: the design's).
     #[arg(long)]
     pub memory: Option<String>,
     /// Table format: sst (default: the layout's).
@@ -65,6 +65,12 @@ mod tests {
         };
         f.apply(&mut o).unwrap();
         assert_eq!(o.axes().name(), "flsm+vlog+skiplist+sst");
+        let f = AxisFlags {
+            memory: Some("flodb".into()),
+            ..AxisFlags::default()
+        };
+        f.apply(&mut o).unwrap();
+        assert_eq!(o.axes().name(), "flsm+vlog+flodb+sst");
         let bad = AxisFlags {
             values: Some("blob".into()),
             ..AxisFlags::default()

@@ -89,6 +89,7 @@ fn help_and_designs() {
     let o = run(&["bench", "--list-designs"]);
     ok(&o);
     assert!(stdout(&o).lines().any(|l| l == "leveldb"));
+    assert!(stdout(&o).lines().any(|l| l == "flodb"));
 }
 
 #[test]

@@ -33,9 +33,12 @@ impl Drop for TempDir {
 
 fn shale(db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
-    // The design is chosen by the store's directory name (`...-wisckey`).
-    let design = if db.to_string_lossy().ends_with("-wisckey") {
+    // The design is chosen by the store's directory name (`...-wisckey`, `...-flodb`).
+    let name = db.to_string_lossy();
+    let design = if name.ends_with("-wisckey") {
         "wisckey"
+    } else if name.ends_with("-flodb") {
+        "flodb"
     } else {
         "leveldb"
     };
@@ -121,6 +124,11 @@ fn every_acknowledged_write_survives_kill_9() {
 #[test]
 fn every_acknowledged_write_survives_kill_9_wisckey() {
     kill_cycles("db-wisckey");
+}
+
+#[test]
+fn every_acknowledged_write_survives_kill_9_flodb() {
+    kill_cycles("db-flodb");
 }
 
 fn kill_cycles(name: &str) {

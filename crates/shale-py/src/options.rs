@@ -126,7 +126,8 @@ impl OpenArgs<'_> {
         if let Some(m) = &self.memory {
             o.memory = match m.as_str() {
                 "skiplist" => MemoryKind::SkipList,
-                _ => return Err(choice("memory", m, "'skiplist'")),
+                "flodb" => MemoryKind::FloDb,
+                _ => return Err(choice("memory", m, "'skiplist' or 'flodb'")),
             };
         }
         Ok(o)

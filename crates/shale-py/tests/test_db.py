@@ -302,7 +302,7 @@ class TestBadArguments:
 
     def test_planned_design(self, path):
         with pytest.raises(shale.UnsupportedError, match="not implemented"):
-            shale.DB(path, create_if_missing=True, design="flodb")
+            shale.DB(path, create_if_missing=True, design="lwc")
         assert shale.Unsupported is shale.UnsupportedError
         assert issubclass(shale.UnsupportedError, NotImplementedError)
 

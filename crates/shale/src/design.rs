@@ -5,7 +5,7 @@
 //!
 //! | axis | option | implementations |
 //! |---|---|---|
-//! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]) |
+//! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]), `flodb` ([`crate::memory::flodb`]) |
 //! | value placement | [`Options::values`] | `inline` ([`crate::values::inline`]), `vlog` ([`crate::values::vlog`]) |
 //! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]) |
 //! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]) |
@@ -17,6 +17,7 @@ use std::sync::atomic::AtomicU64;
 use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
+use crate::memory::flodb::{FloDbConfig, FloDbMemory};
 use crate::memory::{MemoryComponent, skiplist::SkipListMemory};
 use crate::options::{Axes, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
 use crate::table::{SstFormat, TableFormat};
@@ -37,6 +38,15 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     };
     let memory: Arc<dyn MemoryComponent> = match options.memory {
         MemoryKind::SkipList => Arc::new(SkipListMemory),
+        MemoryKind::FloDb => {
+            let f = &options.flodb;
+            Arc::new(FloDbMemory::with_config(FloDbConfig::sized(
+                options.write_buffer_size,
+                f.membuffer_fraction,
+                f.membuffer_partitions,
+                f.drain_threads,
+            )))
+        }
     };
     let table: Arc<dyn TableFormat> = match options.table_format {
         TableKind::Sst => Arc::new(SstFormat),

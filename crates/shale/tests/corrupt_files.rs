@@ -488,6 +488,11 @@ fn bit_flips_in_a_wisckey_store_are_detected_or_harmless() {
 }
 
 #[test]
+fn bit_flips_in_a_flodb_store_are_detected_or_harmless() {
+    flip_everything("flodb", Compression::None, 5, 37);
+}
+
+#[test]
 fn bit_flips_in_compressed_tables_are_detected_or_harmless() {
     flip_everything("leveldb", Compression::Lz4, 11, 31);
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
 
+pub mod flodb;
 pub mod skiplist;
 
 /// The newest version of a key visible at a snapshot.
@@ -30,7 +31,8 @@ pub enum MemLookup {
     Deleted,
 }
 
-/// A memory component. Implementations: [`skiplist::SkipListMemTable`].
+/// A memory component. Implementations: [`skiplist::SkipListMemTable`],
+/// [`flodb::FloDbMemTable`].
 pub trait MemTable: Send + Sync {
     /// Add an entry. `seq` must be unique in this memtable. Called from several threads at
     /// once, and concurrently with readers.
@@ -75,7 +77,8 @@ impl std::fmt::Debug for MemoryServices {
 }
 
 /// One store's memory component (the memory axis): it makes the store's memtables and runs
-/// its own background work. Implementations: [`skiplist::SkipListMemory`].
+/// its own background work. Implementations: [`skiplist::SkipListMemory`],
+/// [`flodb::FloDbMemory`].
 pub trait MemoryComponent: Send + Sync {
     /// A new, empty memtable (the engine asks for one at open, at every switch and for
     /// each memtable recovery fills).

@@ -65,6 +65,9 @@ pub enum MemoryKind {
     /// A concurrent skiplist memtable (LevelDB).
     #[default]
     SkipList,
+    /// A concurrent hash membuffer in front of the skiplist, drained into it by background
+    /// threads (FloDB, `docs/designs/flodb.md`).
+    FloDb,
 }
 
 /// The value-placement axis: where values live.
@@ -148,7 +151,7 @@ macro_rules! axis_names {
     };
 }
 
-axis_names!(MemoryKind, "memory", SkipList = "skiplist");
+axis_names!(MemoryKind, "memory", SkipList = "skiplist", FloDb = "flodb");
 axis_names!(ValuesKind, "values", Inline = "inline", Vlog = "vlog");
 axis_names!(LayoutKind, "layout", Leveled = "leveled", Flsm = "flsm");
 axis_names!(TableKind, "table", Sst = "sst");
@@ -266,6 +269,36 @@ impl Default for FlsmOptions {
             get_compaction: true,
             aggressive_ratio_percent: 25,
             parallel_seek_min_tables: 0,
+        }
+    }
+}
+
+/// Options of the FloDB memory component (`memory = flodb`; ignored by the others). Not
+/// kept in the options record: they shape nothing on disk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloDbOptions {
+    /// Share of [`Options::write_buffer_size`] the hash membuffer may hold; the skiplist
+    /// takes the rest (the memtable switches when both together reach the write buffer
+    /// size). In `0.0..=0.9`; 0 disables the membuffer (every write goes to the skiplist).
+    /// Default 0.25, the paper's 1/4 : 3/4 split.
+    pub membuffer_fraction: f64,
+    /// Partitions of the membuffer (by key hash), each with its own lock and an equal share
+    /// of its bytes; fewer when a partition would hold less than 1 KiB. In `1..=4096`.
+    /// Default 64.
+    pub membuffer_partitions: usize,
+    /// Background threads that move membuffer entries into the skiplist, in `0..=64`; with
+    /// 0 the membuffer is emptied only when a memtable is sealed or scanned (a full
+    /// partition sends writes to the skiplist directly). Default 1 (the benchmark machine
+    /// has 2 cores).
+    pub drain_threads: usize,
+}
+
+impl Default for FloDbOptions {
+    fn default() -> Self {
+        FloDbOptions {
+            membuffer_fraction: 0.25,
+            membuffer_partitions: 64,
+            drain_threads: 1,
         }
     }
 }
@@ -402,6 +435,8 @@ pub struct Options {
     pub vlog_gc_bytes_per_sec: u64,
     /// Options of the FLSM layout.
     pub flsm: FlsmOptions,
+    /// Options of the FloDB memory component.
+    pub flodb: FloDbOptions,
     /// A filter that keeps, removes or rewrites entries as flushes and compactions write
     /// them ([`filter`] says when it runs and what each decision does). A runtime option:
     /// not kept in the options record, give it at every open. Default none (the merge
@@ -452,6 +487,7 @@ impl Default for Options {
             vlog_gc_ratio: 0.5,
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
+            flodb: FloDbOptions::default(),
             compaction_filter: None,
             expiring_values: false,
         }
@@ -579,13 +615,13 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb", "pebblesdb", "wisckey"]
+        vec!["leveldb", "pebblesdb", "wisckey", "flodb"]
     }
 
     /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
-    /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog). The other names
-    /// (`flodb`, `lwc`, `lsm-trie`) are reserved for designs not yet built and return
-    /// [`Error::Unsupported`].
+    /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog), `flodb` (leveled +
+    /// flodb + inline). The other names (`lwc`, `lsm-trie`) are reserved for designs not
+    /// yet built and return [`Error::Unsupported`].
     ///
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
@@ -611,6 +647,10 @@ impl Options {
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
+                ..paper
+            }),
+            "flodb" => Ok(Options {
+                memory: MemoryKind::FloDb,
                 ..paper
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
@@ -736,6 +776,25 @@ impl Options {
                 self.vlog_gc_ratio
             ));
         }
+        let m = &self.flodb;
+        if !(0.0..=0.9).contains(&m.membuffer_fraction) {
+            return bad(format!(
+                "flodb.membuffer_fraction {} must be in 0.0..=0.9",
+                m.membuffer_fraction
+            ));
+        }
+        if m.membuffer_partitions == 0 || m.membuffer_partitions > 4096 {
+            return bad(format!(
+                "flodb.membuffer_partitions {} must be in 1..=4096",
+                m.membuffer_partitions
+            ));
+        }
+        if m.drain_threads > 64 {
+            return bad(format!(
+                "flodb.drain_threads {} must be in 0..=64",
+                m.drain_threads
+            ));
+        }
         let f = &self.flsm;
         if f.top_level_bits == 0 || f.top_level_bits > 63 {
             return bad(format!(
@@ -786,10 +845,8 @@ mod tests {
             Options::preset("pebblesdb").unwrap().layout,
             LayoutKind::Flsm
         );
-        assert!(matches!(
-            Options::preset("flodb"),
-            Err(Error::Unsupported(_))
-        ));
+        assert_eq!(Options::preset("flodb").unwrap().memory, MemoryKind::FloDb);
+        assert!(matches!(Options::preset("lwc"), Err(Error::Unsupported(_))));
         assert!(matches!(
             Options::preset("nope"),
             Err(Error::InvalidArgument(_))
@@ -810,5 +867,17 @@ mod tests {
         };
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("max_background_compactions"), "{e}");
+        for bad in [-0.1, 0.95, f64::NAN] {
+            let mut o = Options::default();
+            o.flodb.membuffer_fraction = bad;
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains("flodb.membuffer_fraction"), "{e}");
+        }
+        let mut o = Options::default();
+        o.flodb.membuffer_partitions = 0;
+        assert!(o.validate().is_err());
+        o.flodb.membuffer_partitions = 1;
+        o.flodb.drain_threads = 65;
+        assert!(o.validate().is_err());
     }
 }

@@ -176,11 +176,26 @@ impl SkipList {
     /// First node `>= t` (NIL if none), filling `splice` below the current height.
     #[inline]
     fn find_ge(&self, t: &Target<'_>, splice: &mut Splice) -> u32 {
-        let mut x_id = HEAD;
-        let mut x = self.node(HEAD);
         // The head differs from everything at byte 0 (see node.rs).
-        let mut dx = 0u8;
-        let mut level = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
+        let top = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
+        self.find_ge_at(t, splice, HEAD, 0, top)
+    }
+
+    /// [`SkipList::find_ge`] from node `start` on level `level` (a node before `t` linked on
+    /// that level, or the head) with `d(start, t)`: fills `splice` at and below `level`.
+    #[inline]
+    fn find_ge_at(
+        &self,
+        t: &Target<'_>,
+        splice: &mut Splice,
+        start: u32,
+        d_start: u8,
+        level: usize,
+    ) -> u32 {
+        let mut x_id = start;
+        let mut x = self.node(start);
+        let mut dx = d_start;
+        let mut level = level.min(MAX_HEIGHT - 1);
         // A node already found `>= t` one level up; meeting it again decides nothing new.
         let mut known_ge = NIL;
         loop {
@@ -349,6 +364,97 @@ impl SkipList {
     /// If the list outgrows its `u32` indexes (2^32 words or entries, i.e. tens of GiB),
     /// far beyond any configured write buffer.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.insert_from(user_key, seq, kind, value, None);
+    }
+
+    /// Insert `entries`, given in increasing internal-key order (a sorted batch: FloDB's
+    /// multi-insert), each search starting from the previous entry's predecessors instead
+    /// of the head; an entry out of order is searched from the head. Safe beside other
+    /// inserts and readers, as [`SkipList::insert`]; each entry is linked on its own (the
+    /// batch as a whole is not atomic). Same requirements and panics.
+    pub(crate) fn insert_sorted<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], SeqNo, ValueKind, &'a [u8])>,
+    ) {
+        let mut preds = None;
+        for (user_key, seq, kind, value) in entries {
+            preds = Some(self.insert_from(user_key, seq, kind, value, preds.as_ref()));
+        }
+    }
+
+    /// Where a search for `t` can resume from `prev`, the predecessors of an earlier key on
+    /// each level (nodes never leave a level, so each is still before that key, and before
+    /// `t` if the keys come in order): climbs from level 0 to the first level whose
+    /// successor is not before `t` and searches down from there, and gives the levels
+    /// above it up to `height` their distances to `t`. False (the splice half-filled) when
+    /// a predecessor is not before `t`: the caller searches from the head.
+    fn resume(
+        &self,
+        t: &Target<'_>,
+        prev: &[u32; MAX_HEIGHT],
+        height: usize,
+        splice: &mut Splice,
+    ) -> bool {
+        let top = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT);
+        let d = |p: u32| -> Option<u8> {
+            if p == HEAD {
+                return Some(0);
+            }
+            match self.cmp_node(self.node(p), t) {
+                (Ordering::Less, pos) => Some(pos),
+                _ => None,
+            }
+        };
+        let mut start = (top - 1, HEAD, 0u8);
+        for (level, &p) in prev.iter().enumerate().take(top) {
+            let Some(dp) = d(p) else {
+                return false;
+            };
+            let link = self.node(p).link(level);
+            let bracketed = link.next == NIL
+                || match t.step(link, dp) {
+                    Step::Down => true,
+                    Step::Right(_) => false,
+                    Step::Unknown => {
+                        self.cmp_node(self.node(link.next), t).0 != Ordering::Less
+                    }
+                };
+            if bracketed || level == top - 1 {
+                start = (level, p, dp);
+                break;
+            }
+        }
+        let (level, p, dp) = start;
+        for l in level + 1..height.min(MAX_HEIGHT) {
+            let q = prev.get(l).copied().unwrap_or(HEAD);
+            let Some(dq) = d(q) else {
+                return false;
+            };
+            if let Some(slot) = splice.get_mut(l) {
+                *slot = (q, dq);
+            }
+        }
+        // Above the new node only the ids matter (the next entry resumes from them; the
+        // link loop reads levels below `height` alone): keep the earlier ones.
+        for l in (level + 1).max(height)..MAX_HEIGHT {
+            if let (Some(slot), Some(&q)) = (splice.get_mut(l), prev.get(l)) {
+                *slot = (q, 0);
+            }
+        }
+        self.find_ge_at(t, splice, p, dp, level);
+        true
+    }
+
+    /// Insert one entry, its search resuming from `prev` when given (see
+    /// [`SkipList::insert_sorted`]); returns its predecessors on each level for the next.
+    fn insert_from(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        kind: ValueKind,
+        value: &[u8],
+        prev: Option<&[u32; MAX_HEIGHT]>,
+    ) -> [u32; MAX_HEIGHT] {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
         let total = user_key.len() + TRAILER_LEN + value.len();
         let mut buf = Vec::with_capacity(total);
@@ -388,7 +494,11 @@ impl SkipList {
         // The search fills the splice up to the height it saw; above it, the head precedes
         // everything (and a level another writer raised meanwhile is walked from the head).
         let mut splice = [(HEAD, 0); MAX_HEIGHT];
-        self.find_ge(&t, &mut splice);
+        let resumed = prev.is_some_and(|prev| self.resume(&t, prev, height, &mut splice));
+        if !resumed {
+            splice = [(HEAD, 0); MAX_HEIGHT];
+            self.find_ge(&t, &mut splice);
+        }
         self.max_height.fetch_max(height, Relaxed);
         'levels: for (level, &(p, dp)) in splice.iter().enumerate().take(height) {
             let (mut x, mut dx) = (p, dp);
@@ -428,11 +538,28 @@ impl SkipList {
         }
         self.len.fetch_add(1, Relaxed);
         self.bytes.fetch_add(charged, Relaxed);
+        // The new node precedes the next key of a sorted batch on its levels; above them,
+        // the predecessors this search found.
+        let mut preds = [HEAD; MAX_HEIGHT];
+        for (level, (p, &(q, _))) in preds.iter_mut().zip(splice.iter()).enumerate() {
+            *p = if level < height { id } else { q };
+        }
+        preds
     }
 
     /// The newest entry for `user_key` with a sequence number `<= snapshot`: its kind and
     /// value, or `None` when the key has no such version.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
+        self.get_versioned(user_key, snapshot)
+            .map(|(_, kind, value)| (kind, value))
+    }
+
+    /// As [`SkipList::get`], with the entry's sequence number.
+    pub(crate) fn get_versioned(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(SeqNo, ValueKind, &[u8])> {
         let trailer = key::pack_trailer(snapshot.min(MAX_SEQNO), ValueKind::FOR_SEEK);
         let t = Target::new(user_key, trailer);
         let id = self.seek(&t);
@@ -443,8 +570,9 @@ impl SkipList {
         if self.cmp_user_key(n, &t).0 != Ordering::Equal {
             return None;
         }
-        let kind = ValueKind::from_u8((n.trailer() & 0xff) as u8)?;
-        Some((kind, self.key_value(id).1))
+        let trailer = n.trailer();
+        let kind = ValueKind::from_u8((trailer & 0xff) as u8)?;
+        Some((trailer >> 8, kind, self.key_value(id).1))
     }
 }
 

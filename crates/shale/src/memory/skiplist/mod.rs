@@ -81,6 +81,27 @@ impl SkipListMemTable {
     pub fn get_ref(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
         self.list.get(user_key, snapshot)
     }
+
+    /// Insert entries given in increasing internal-key order (user key ascending, then
+    /// sequence number descending), each search starting from the previous entry's
+    /// predecessors (FloDB's multi-insert). An entry out of order is still inserted, with a
+    /// search from the head. Concurrent with other inserts and readers as
+    /// [`MemTable::insert`]; each sequence number must be new to the memtable.
+    pub fn insert_sorted<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], SeqNo, ValueKind, &'a [u8])>,
+    ) {
+        self.list.insert_sorted(entries);
+    }
+
+    /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number.
+    pub fn get_versioned(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(SeqNo, ValueKind, &[u8])> {
+        self.list.get_versioned(user_key, snapshot)
+    }
 }
 
 impl MemTable for SkipListMemTable {

@@ -1,0 +1,349 @@
+//! FloDB's two-level memory component (Balmau et al., EuroSys '17): a concurrent hash
+//! membuffer (`membuffer.rs`) in front of the concurrent skiplist, drained into it in
+//! sorted batches by background threads. The engine sees one [`MemTable`] per memtable, as
+//! for the skiplist: it switches, freezes, seals and flushes them as usual.
+//!
+//! - **Writes** go to the membuffer partition of their key; a write that finds its
+//!   partition full goes to the skiplist directly (the paper's rule). Every write already
+//!   carries its sequence number (the engine's leader gives it before the log write), so
+//!   draining assigns none.
+//! - **Drain**: threads started by [`MemoryComponent::start`] move partitions past half
+//!   their budget into the skiplist (sorted by internal key, with the skiplist's
+//!   multi-insert); [`MemTable::seal`] moves what
+//!   is left once the memtable is frozen and its inserts returned, so a flush iterates
+//!   every entry.
+//! - **Gets** look in the membuffer, then (unless the membuffer's answer is provably the
+//!   newest, `membuffer.rs`) in the skiplist, and return the newer of the two.
+//! - **Iterators** drain the membuffer into the skiplist first (FloDB's master-scan drain)
+//!   and then iterate the skiplist. The engine fixes a read's sequence number `S` before it
+//!   asks for the iterator: every write at or below `S` was inserted (into the membuffer or
+//!   the skiplist) before that, so the drain moves it; whatever is staged later has a
+//!   sequence number above `S`, and reaches the skiplist (whole, as every skiplist insert)
+//!   only to be skipped by the iterator's snapshot filter.
+//! - **Snapshots**: the membuffer keeps every version (no in-place update), so a read at
+//!   any sequence number sees the newest version at or below it.
+//!
+//! `docs/designs/flodb.md` has the paper's claims, the deviations and what is not built yet
+//! (scan restarts and piggybacking, in-place updates).
+
+mod membuffer;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::skiplist::SkipListMemTable;
+use super::{MemLookup, MemTable, MemoryComponent, MemoryServices};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{SeqNo, ValueKind};
+use membuffer::{Membuffer, Put};
+
+/// The smallest budget of one membuffer partition: a smaller membuffer has fewer
+/// partitions.
+const MIN_PARTITION_BYTES: usize = 1024;
+
+/// How a FloDB memtable is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FloDbConfig {
+    /// Membuffer partitions (0 disables the membuffer).
+    pub partitions: usize,
+    /// Byte budget of one partition.
+    pub partition_bytes: usize,
+    /// Drain threads [`MemoryComponent::start`] starts.
+    pub drain_threads: usize,
+}
+
+impl FloDbConfig {
+    /// `fraction` of a `write_buffer_size`-byte memtable for the membuffer, in up to
+    /// `partitions` partitions of at least 1 KiB (none when that leaves less than one),
+    /// and `drain_threads` drain threads (`Options::flodb` gives them).
+    pub fn sized(
+        write_buffer_size: usize,
+        fraction: f64,
+        partitions: usize,
+        drain_threads: usize,
+    ) -> FloDbConfig {
+        let budget = (write_buffer_size as f64 * fraction) as usize;
+        let partitions = if budget < MIN_PARTITION_BYTES {
+            0
+        } else {
+            partitions.clamp(1, budget / MIN_PARTITION_BYTES)
+        };
+        FloDbConfig {
+            partitions,
+            partition_bytes: budget.checked_div(partitions).unwrap_or(0),
+            drain_threads,
+        }
+    }
+}
+
+/// Wakes the drain threads.
+#[derive(Default)]
+struct Signal {
+    /// Set while a wake is pending: a writer finding it set skips the lock.
+    raised: AtomicBool,
+    state: Mutex<SignalState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct SignalState {
+    pending: bool,
+    stop: bool,
+}
+
+impl Signal {
+    fn wake(&self) {
+        if self.raised.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.state.lock().pending = true;
+        self.cv.notify_one();
+    }
+}
+
+/// What the component and its drain threads share.
+#[derive(Default)]
+struct Shared {
+    signal: Signal,
+    /// Every memtable made, while it lives.
+    tables: Mutex<Vec<Weak<FloDbMemTable>>>,
+}
+
+impl Shared {
+    fn live_tables(&self) -> Vec<Arc<FloDbMemTable>> {
+        let mut tables = self.tables.lock();
+        tables.retain(|w| w.strong_count() > 0);
+        tables.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+/// The FloDB memory component: makes [`FloDbMemTable`]s and runs their drain threads.
+pub struct FloDbMemory {
+    config: FloDbConfig,
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for FloDbMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FloDbMemory")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FloDbMemory {
+    /// A component sized by `config`.
+    pub fn with_config(config: FloDbConfig) -> Self {
+        FloDbMemory {
+            config,
+            shared: Arc::new(Shared::default()),
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A new memtable, typed (the trait's [`MemoryComponent::new_memtable`] erases it).
+    pub fn new_flodb_memtable(&self) -> Arc<FloDbMemTable> {
+        let table = Arc::new(FloDbMemTable {
+            membuffer: Membuffer::new(self.config.partitions, self.config.partition_bytes),
+            list: Arc::new(SkipListMemTable::new()),
+            sealed: AtomicBool::new(false),
+            shared: Arc::downgrade(&self.shared),
+        });
+        if self.config.partitions > 0 {
+            let mut tables = self.shared.tables.lock();
+            tables.retain(|w| w.strong_count() > 0);
+            tables.push(Arc::downgrade(&table));
+        }
+        table
+    }
+}
+
+impl MemoryComponent for FloDbMemory {
+    fn new_memtable(&self) -> Arc<dyn MemTable> {
+        self.new_flodb_memtable()
+    }
+
+    fn start(&self, services: MemoryServices) -> Result<()> {
+        // In-place updates (which would need the oldest snapshot) are not built: every
+        // version is kept.
+        let _ = services;
+        if self.config.partitions == 0 {
+            return Ok(());
+        }
+        let mut threads = self.threads.lock();
+        if !threads.is_empty() {
+            return Ok(());
+        }
+        self.shared.signal.state.lock().stop = false;
+        for i in 0..self.config.drain_threads {
+            let shared = Arc::clone(&self.shared);
+            let h = std::thread::Builder::new()
+                .name(format!("shale-flodb-drain-{i}"))
+                .spawn(move || drain_loop(&shared))
+                .map_err(|e| Error::Io {
+                    op: "start a FloDB drain thread",
+                    path: None,
+                    source: e,
+                });
+            match h {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    drop(threads);
+                    self.stop();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn stop(&self) {
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        if threads.is_empty() {
+            return;
+        }
+        self.shared.signal.state.lock().stop = true;
+        self.shared.signal.cv.notify_all();
+        for h in threads {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for FloDbMemory {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A drain thread: wait for a partition past its mark, drain every such partition of
+/// every live memtable, again until stopped.
+fn drain_loop(shared: &Shared) {
+    loop {
+        {
+            let mut s = shared.signal.state.lock();
+            while !s.pending && !s.stop {
+                shared.signal.cv.wait(&mut s);
+            }
+            if s.stop {
+                return;
+            }
+            s.pending = false;
+            shared.signal.raised.store(false, Ordering::Release);
+        }
+        for table in shared.live_tables() {
+            if table.sealed.load(Ordering::Acquire) {
+                continue;
+            }
+            for i in 0..table.membuffer.partitions() {
+                if table.membuffer.wants_drain(i) {
+                    table.membuffer.drain_partition(i, &table.list, false);
+                }
+            }
+        }
+    }
+}
+
+/// One FloDB memtable: the membuffer and the skiplist (see the module docs).
+pub struct FloDbMemTable {
+    membuffer: Membuffer,
+    list: Arc<SkipListMemTable>,
+    /// Set by [`MemTable::seal`]; an insert after it (which the engine never makes) goes
+    /// to the skiplist.
+    sealed: AtomicBool,
+    shared: Weak<Shared>,
+}
+
+impl std::fmt::Debug for FloDbMemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FloDbMemTable")
+            .field("staged", &self.membuffer.len())
+            .field("sorted", &self.list.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FloDbMemTable {
+    /// Versions staged in the membuffer.
+    pub fn staged(&self) -> usize {
+        self.membuffer.len()
+    }
+
+    /// Versions in the skiplist.
+    pub fn sorted(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Move everything staged into the skiplist now (what seal and iterators do). Returns
+    /// the versions moved.
+    pub fn drain(&self) -> usize {
+        self.membuffer.drain_all(&self.list)
+    }
+}
+
+impl MemTable for FloDbMemTable {
+    fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        if self.membuffer.partitions() == 0 || self.sealed.load(Ordering::Acquire) {
+            self.list.insert(user_key, seq, kind, value);
+            return;
+        }
+        match self.membuffer.put(user_key, seq, kind, value) {
+            Put::Staged { wake } => {
+                if wake && let Some(shared) = self.shared.upgrade() {
+                    shared.signal.wake();
+                }
+            }
+            Put::Full => {
+                if let Some(shared) = self.shared.upgrade() {
+                    shared.signal.wake();
+                }
+                self.list.insert(user_key, seq, kind, value);
+            }
+        }
+    }
+
+    fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+        let (staged, spilled) = self.membuffer.get(user_key, snapshot);
+        let lookup = |kind: ValueKind, value: &[u8]| match kind {
+            ValueKind::Delete => MemLookup::Deleted,
+            kind => MemLookup::Found(kind, value.to_vec()),
+        };
+        if let Some(v) = &staged
+            && spilled <= v.seq
+        {
+            return Some(lookup(v.kind, &v.value));
+        }
+        let sorted = self.list.get_versioned(user_key, snapshot);
+        match (staged, sorted) {
+            (Some(v), Some((seq, _, _))) if v.seq >= seq => Some(lookup(v.kind, &v.value)),
+            (_, Some((_, kind, value))) => Some(lookup(kind, value)),
+            (Some(v), None) => Some(lookup(v.kind, &v.value)),
+            (None, None) => None,
+        }
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        self.drain();
+        MemTable::iter(Arc::clone(&self.list))
+    }
+
+    fn approximate_bytes(&self) -> usize {
+        self.list.approximate_bytes() + self.membuffer.bytes()
+    }
+
+    fn len(&self) -> usize {
+        self.list.len() + self.membuffer.len()
+    }
+
+    fn seal(&self) {
+        self.sealed.store(true, Ordering::Release);
+        self.drain();
+    }
+}

@@ -1,0 +1,359 @@
+//! Tests of the FloDB memtable: gets at every snapshot against a model, draining, sealing,
+//! iterators, and readers at old sequence numbers while writers overwrite.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::{FloDbConfig, FloDbMemTable, FloDbMemory};
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo, ValueKind};
+use crate::memory::{MemLookup, MemTable, MemoryComponent, MemoryServices};
+
+/// splitmix64, so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn config(partitions: usize, partition_bytes: usize, drain_threads: usize) -> FloDbConfig {
+    FloDbConfig {
+        partitions,
+        partition_bytes,
+        drain_threads,
+    }
+}
+
+fn services() -> MemoryServices {
+    MemoryServices {
+        oldest_snapshot: Arc::new(|| 0),
+    }
+}
+
+/// A key's versions: seq -> (kind, value).
+type Versions = BTreeMap<SeqNo, (ValueKind, Vec<u8>)>;
+
+/// Every version of every key.
+#[derive(Default)]
+struct Model(BTreeMap<Vec<u8>, Versions>);
+
+impl Model {
+    fn insert(&mut self, k: &[u8], seq: SeqNo, kind: ValueKind, v: &[u8]) {
+        self.0
+            .entry(k.to_vec())
+            .or_default()
+            .insert(seq, (kind, v.to_vec()));
+    }
+    fn get(&self, k: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+        let (_, (kind, v)) = self.0.get(k)?.range(..=snapshot).next_back()?;
+        Some(match kind {
+            ValueKind::Delete => MemLookup::Deleted,
+            kind => MemLookup::Found(*kind, v.clone()),
+        })
+    }
+    /// Every entry in internal-key order.
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        for (k, versions) in &self.0 {
+            for (seq, (kind, v)) in versions.iter().rev() {
+                out.push((key::make_internal_key(k, *seq, *kind), v.clone()));
+            }
+        }
+        out
+    }
+}
+
+fn collect(it: &mut dyn InternalIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    it.seek_to_first().unwrap();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+/// Sequence numbers `1..=n` in a shuffled order within windows of 8, as concurrent
+/// writers insert them.
+fn shuffled_seqs(rng: &mut Rng, n: u64) -> Vec<SeqNo> {
+    let mut seqs: Vec<SeqNo> = (1..=n).collect();
+    for w in seqs.chunks_mut(8) {
+        for i in (1..w.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            w.swap(i, j);
+        }
+    }
+    seqs
+}
+
+/// Writes to few keys (many versions each), through small partitions (so some writes
+/// find theirs full and go to the skiplist), with drains at random points: a get at every
+/// sequence number returns the model's newest version at or below it.
+#[test]
+fn gets_at_every_snapshot_match_the_model() {
+    for seed in 0..4 {
+        let memory = FloDbMemory::with_config(config(4, 1024, 0));
+        let table = memory.new_flodb_memtable();
+        let mut rng = Rng(seed);
+        let mut model = Model::default();
+        let n = 600;
+        for (i, seq) in shuffled_seqs(&mut rng, n).into_iter().enumerate() {
+            let k = format!("k{}", rng.below(20)).into_bytes();
+            let kind = if rng.below(6) == 0 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Value
+            };
+            let v = if kind == ValueKind::Delete {
+                Vec::new()
+            } else {
+                format!("{seq}-{}", "x".repeat(rng.below(80) as usize)).into_bytes()
+            };
+            table.insert(&k, seq, kind, &v);
+            model.insert(&k, seq, kind, &v);
+            // No drain in the last writes: some stay staged for the first check.
+            if rng.below(50) == 0 && i + 40 < n as usize {
+                table.drain();
+            }
+        }
+        assert!(table.staged() > 0, "seed {seed}: some writes staged ({} sorted)", table.sorted());
+        assert!(table.sorted() > 0, "seed {seed}: some writes went to the skiplist");
+        assert_eq!(table.len(), n as usize);
+        let check = |table: &FloDbMemTable, when: &str| {
+            for i in 0..21 {
+                let k = format!("k{i}").into_bytes();
+                for snapshot in 0..=n + 1 {
+                    assert_eq!(
+                        table.get(&k, snapshot),
+                        model.get(&k, snapshot),
+                        "seed {seed} {when}: key {i} at {snapshot}"
+                    );
+                }
+            }
+        };
+        check(&table, "staged");
+        table.drain();
+        assert_eq!(table.staged(), 0);
+        check(&table, "drained");
+    }
+}
+
+/// An iterator drains the membuffer first and yields every entry once, in internal-key
+/// order; sealing leaves nothing staged and an insert after it still lands.
+#[test]
+fn iterator_and_seal_see_every_entry() {
+    let memory = FloDbMemory::with_config(config(8, 4096, 0));
+    let table = memory.new_flodb_memtable();
+    let mut rng = Rng(7);
+    let mut model = Model::default();
+    for seq in shuffled_seqs(&mut rng, 2000) {
+        let k = format!("key{:04}", rng.below(300)).into_bytes();
+        let v = format!("v{seq}").into_bytes();
+        table.insert(&k, seq, ValueKind::Value, &v);
+        model.insert(&k, seq, ValueKind::Value, &v);
+    }
+    assert!(table.staged() > 0);
+    let got = collect(&mut *Arc::clone(&table).iter());
+    assert_eq!(table.staged(), 0, "the iterator drained the membuffer");
+    assert_eq!(got, model.entries());
+    table.seal();
+    assert_eq!(table.staged(), 0);
+    assert_eq!(table.sorted(), 2000);
+    table.insert(b"late", 5000, ValueKind::Value, b"l");
+    assert_eq!(table.staged(), 0, "a sealed memtable stages nothing");
+    assert_eq!(
+        table.get(b"late", 5000),
+        Some(MemLookup::Found(ValueKind::Value, b"l".to_vec()))
+    );
+}
+
+/// Four writers insert at once while the drain thread runs; sealing then moves what is
+/// left, and the skiplist holds every entry, in order.
+#[test]
+fn concurrent_writers_then_seal_drains_everything() {
+    let memory = FloDbMemory::with_config(config(16, 2048, 2));
+    memory.start(services()).unwrap();
+    let table = memory.new_flodb_memtable();
+    let per = 3000u64;
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let table = &table;
+            s.spawn(move || {
+                for i in 0..per {
+                    let seq = 1 + t * per + i;
+                    let k = format!("key{:05}", (i * 7 + t) % 1000).into_bytes();
+                    table.insert(&k, seq, ValueKind::Value, &seq.to_le_bytes());
+                }
+            });
+        }
+    });
+    table.seal();
+    memory.stop();
+    assert_eq!(table.staged(), 0);
+    assert_eq!(table.sorted() as u64, 4 * per);
+    let mut model = Model::default();
+    for t in 0..4u64 {
+        for i in 0..per {
+            let seq = 1 + t * per + i;
+            let k = format!("key{:05}", (i * 7 + t) % 1000).into_bytes();
+            model.insert(&k, seq, ValueKind::Value, &seq.to_le_bytes());
+        }
+    }
+    let mut it = Arc::clone(&table).iter();
+    assert_eq!(collect(&mut *it), model.entries());
+}
+
+/// Keys of the writes: write `s` (beyond the first `KEYS`) overwrites key `s % KEYS`.
+const KEYS: u64 = 48;
+
+fn key_of(seq: SeqNo) -> Vec<u8> {
+    format!("key{:03}", seq % KEYS).into_bytes()
+}
+
+/// The sequence number of the version of key `k` a read at `snapshot` must see: the
+/// largest `s <= snapshot` with `s % KEYS == k` (every sequence number from 1 up is a
+/// write; the first `KEYS` write every key once).
+fn expected(k: u64, snapshot: SeqNo) -> Option<SeqNo> {
+    let first = if k == 0 { KEYS } else { k };
+    if snapshot < first {
+        return None;
+    }
+    Some(snapshot - (snapshot - k) % KEYS)
+}
+
+fn value_of(seq: SeqNo) -> Vec<u8> {
+    let mut v = seq.to_le_bytes().to_vec();
+    v.resize(40 + (seq % 50) as usize, b'.');
+    v
+}
+
+/// Readers at a held snapshot, at the newest published sequence number and at random older
+/// ones, and scanners, while two writers overwrite the same keys (publishing in order, as
+/// the engine does) and the drain thread moves entries: every read returns exactly the
+/// version its sequence number must see.
+#[test]
+fn readers_at_old_sequence_numbers_while_writers_overwrite() {
+    let memory = FloDbMemory::with_config(config(4, 2048, 1));
+    memory.start(services()).unwrap();
+    let table = memory.new_flodb_memtable();
+    for seq in 1..=KEYS {
+        table.insert(&key_of(seq), seq, ValueKind::Value, &value_of(seq));
+    }
+    let held = KEYS;
+    let published = AtomicU64::new(KEYS);
+    let next = AtomicU64::new(KEYS + 1);
+    let last = 12_000u64;
+    let reads = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                loop {
+                    let seq = next.fetch_add(1, Ordering::Relaxed);
+                    if seq > last {
+                        break;
+                    }
+                    table.insert(&key_of(seq), seq, ValueKind::Value, &value_of(seq));
+                    // Publish in order, after every earlier write.
+                    while published.load(Ordering::Acquire) != seq - 1 {
+                        std::thread::yield_now();
+                    }
+                    published.store(seq, Ordering::Release);
+                }
+            });
+        }
+        for r in 0..2u64 {
+            let (table, published, reads) = (&table, &published, &reads);
+            s.spawn(move || {
+                let mut rng = Rng(r);
+                while published.load(Ordering::Acquire) < last {
+                    let p = published.load(Ordering::Acquire);
+                    let k = rng.below(KEYS);
+                    let key = format!("key{k:03}").into_bytes();
+                    for snapshot in [held, p, KEYS + rng.below(p - KEYS + 1)] {
+                        let want = expected(k, snapshot)
+                            .map(|s| MemLookup::Found(ValueKind::Value, value_of(s)));
+                        assert_eq!(table.get(&key, snapshot), want, "key {k} at {snapshot}");
+                    }
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let (table, published) = (&table, &published);
+        s.spawn(move || {
+            while published.load(Ordering::Acquire) < last {
+                let p = published.load(Ordering::Acquire);
+                let mut it = Arc::clone(table).iter();
+                let all = collect(&mut *it);
+                assert!(
+                    all.windows(2)
+                        .all(|w| key::compare_internal(&w[0].0, &w[1].0).is_lt()),
+                    "internal-key order"
+                );
+                // What a scan at `p` yields: each key's first entry at or below `p`.
+                let mut seen = BTreeMap::new();
+                for (ikey, v) in &all {
+                    let parsed = key::parse_internal_key(ikey).unwrap();
+                    if parsed.seq <= p {
+                        seen.entry(parsed.user_key.to_vec())
+                            .or_insert((parsed.seq, v.clone()));
+                    }
+                }
+                for k in 0..KEYS {
+                    let key = format!("key{k:03}").into_bytes();
+                    let want = expected(k, p).map(|s| (s, value_of(s)));
+                    assert_eq!(seen.get(&key).cloned(), want, "scan at {p}: key {k}");
+                }
+            }
+        });
+    });
+    memory.stop();
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    assert!(table.sorted() > 0);
+}
+
+/// Through the engine: a snapshot held across overwrites of the same keys (all in one
+/// memtable's membuffer and skiplist) reads and scans what it saw.
+#[test]
+fn a_held_snapshot_survives_overwrites_through_the_engine() {
+    use crate::db::{Db, IterOptions};
+    use crate::env::Env;
+    use crate::options::Options;
+    let mut options = Options::preset("flodb").unwrap().with_env(Env::memory());
+    options.write_buffer_size = 1 << 20;
+    let db = Db::open("/db", options).unwrap();
+    let key = |i: u32| format!("k{i:03}").into_bytes();
+    for i in 0..100 {
+        db.put(&key(i), b"first").unwrap();
+    }
+    let snapshot = db.snapshot();
+    for round in 0..20u32 {
+        for i in 0..100 {
+            db.put(&key(i), format!("r{round}").as_bytes()).unwrap();
+        }
+    }
+    for i in 0..100 {
+        assert_eq!(
+            db.get_at(&key(i), &snapshot).unwrap().as_deref(),
+            Some(&b"first"[..])
+        );
+        assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&b"r19"[..]));
+    }
+    let at_snapshot = IterOptions {
+        snapshot: Some(snapshot),
+        ..IterOptions::default()
+    };
+    let scanned: Vec<_> = db.iter(at_snapshot).unwrap().map(Result::unwrap).collect();
+    let want: Vec<_> = (0..100).map(|i| (key(i), b"first".to_vec())).collect();
+    assert_eq!(scanned, want);
+    db.close().unwrap();
+}
