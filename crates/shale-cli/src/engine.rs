@@ -2,7 +2,9 @@
 //! embedded stores, behind one small trait so every workload runs unchanged on each.
 
 use shale::options::LayoutKind;
-use shale::{Compression, Db, IterOptions, Options, ValuesKind, WriteBatch, WriteOptions};
+use shale::{
+    Compression, Db, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch, WriteOptions,
+};
 
 use crate::CliError;
 
@@ -29,6 +31,8 @@ pub struct Counters {
     pub stall_micros: u64,
     /// Per level of the tree, when the engine reports levels (empty otherwise).
     pub levels: Vec<LevelCounters>,
+    /// The memory component's own counters, by name (empty when it keeps none).
+    pub memory: Vec<(&'static str, u64)>,
 }
 
 /// One level's files and bytes, and the bytes written into it.
@@ -73,6 +77,7 @@ impl Counters {
             read: diff(&self.read, &before.read),
             stall_micros: self.stall_micros.saturating_sub(before.stall_micros),
             levels,
+            memory: diff(&self.memory, &before.memory),
         }
     }
 
@@ -189,6 +194,19 @@ pub struct EngineConfig {
     pub max_sstables_per_guard: Option<usize>,
     /// Value-log overrides (designs with `values = vlog`); `None` keeps the preset's.
     pub vlog: VlogSettings,
+    /// FloDB memory overrides (designs with `memory = flodb`); `None` keeps the preset's.
+    pub flodb: FloDbSettings,
+}
+
+/// FloDB settings that override a preset's (Shale designs with the `flodb` memory).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FloDbSettings {
+    /// `FloDbOptions::membuffer_fraction`.
+    pub membuffer_fraction: Option<f64>,
+    /// `FloDbOptions::membuffer_partitions`.
+    pub membuffer_partitions: Option<usize>,
+    /// `FloDbOptions::drain_threads`.
+    pub drain_threads: Option<usize>,
 }
 
 /// Value-log settings that override a preset's (Shale designs with a value log).
@@ -257,6 +275,16 @@ pub struct EngineFlags {
     /// Value log: garbage ratio at which a segment is collected; default 0.5.
     #[arg(long = "vlog-gc-ratio", alias = "vlog_gc_ratio")]
     pub vlog_gc_ratio: Option<f64>,
+    /// FloDB memory: share of the memtable bytes the hash membuffer holds (0 disables
+    /// it); default: the design's (0.25).
+    #[arg(long = "membuffer-fraction")]
+    pub membuffer_fraction: Option<f64>,
+    /// FloDB memory: membuffer partitions, each with its own lock; default 64.
+    #[arg(long = "membuffer-partitions")]
+    pub membuffer_partitions: Option<usize>,
+    /// FloDB memory: threads that drain the membuffer into the skiplist; default 1.
+    #[arg(long = "drain-threads")]
+    pub drain_threads: Option<usize>,
 }
 
 /// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale) or
@@ -309,6 +337,11 @@ impl EngineFlags {
                 segment_size: self.vlog_segment_size,
                 gc: self.vlog_gc,
                 gc_ratio: self.vlog_gc_ratio,
+            },
+            flodb: FloDbSettings {
+                membuffer_fraction: self.membuffer_fraction,
+                membuffer_partitions: self.membuffer_partitions,
+                drain_threads: self.drain_threads,
             },
         })
     }
@@ -364,6 +397,16 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(r) = v.gc_ratio {
         o.vlog_gc_ratio = r;
     }
+    let f = &config.flodb;
+    if let Some(x) = f.membuffer_fraction {
+        o.flodb.membuffer_fraction = x;
+    }
+    if let Some(n) = f.membuffer_partitions {
+        o.flodb.membuffer_partitions = n;
+    }
+    if let Some(n) = f.drain_threads {
+        o.flodb.drain_threads = n;
+    }
     o.validate()?;
     Ok(o)
 }
@@ -409,6 +452,13 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
         lines.push(format!(
             "  flsm:     max_sstables_per_guard={} top_level_bits={} bit_decrement={}",
             f.max_sstables_per_guard, f.top_level_bits, f.bit_decrement
+        ));
+    }
+    if o.memory == MemoryKind::FloDb {
+        let f = &o.flodb;
+        lines.push(format!(
+            "  flodb:    membuffer {} of the memtable in {} partitions, {} drain thread(s)",
+            f.membuffer_fraction, f.membuffer_partitions, f.drain_threads
         ));
     }
     if o.values == ValuesKind::Vlog {
@@ -523,6 +573,11 @@ impl Engine for ShaleEngine {
                     written: l.compaction_written,
                 })
                 .collect(),
+            memory: if s.memory.is_empty() {
+                Vec::new()
+            } else {
+                s.memory.named().to_vec()
+            },
         })
     }
 
@@ -551,12 +606,14 @@ mod tests {
             read: vec![("get", 1)],
             stall_micros: 100,
             levels: vec![level(2, 200, 300)],
+            memory: vec![("staged", 5)],
         };
         let after = Counters {
             written: vec![("wal", 25), ("flush", 5), ("compaction", 7)],
             read: vec![("get", 4)],
             stall_micros: 150,
             levels: vec![level(1, 100, 400), level(3, 900, 900)],
+            memory: vec![("staged", 12), ("direct", 2)],
         };
         let d = after.since(&before);
         assert_eq!(
@@ -567,6 +624,7 @@ mod tests {
         assert_eq!(d.total_read(), 3);
         assert_eq!(d.stall_micros, 50);
         assert_eq!(d.levels, vec![level(1, 100, 100), level(3, 900, 900)]);
+        assert_eq!(d.memory, vec![("staged", 7), ("direct", 2)]);
     }
 
     #[test]
@@ -582,6 +640,7 @@ mod tests {
             level0_compaction_trigger: Some(6),
             max_sstables_per_guard: Some(40),
             vlog: VlogSettings::default(),
+            flodb: FloDbSettings::default(),
         };
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
@@ -610,6 +669,38 @@ mod tests {
         assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");
         assert!(lines.contains("max_sstables_per_guard=40"), "{lines}");
         assert!(!lines.contains("vlog:"), "{lines}");
+        assert!(!lines.contains("flodb:"), "{lines}");
+        let flodb = EngineConfig {
+            design: "flodb".into(),
+            flodb: FloDbSettings {
+                membuffer_fraction: Some(0.5),
+                membuffer_partitions: Some(8),
+                drain_threads: Some(2),
+            },
+            ..c.clone()
+        };
+        let o = shale_options(&flodb).unwrap();
+        assert_eq!(
+            (
+                o.flodb.membuffer_fraction,
+                o.flodb.membuffer_partitions,
+                o.flodb.drain_threads
+            ),
+            (0.5, 8, 2)
+        );
+        let lines = shale_settings(&o).join("\n");
+        assert!(
+            lines.contains("flodb:    membuffer 0.5 of the memtable in 8 partitions, 2 drain"),
+            "{lines}"
+        );
+        let wrong = EngineConfig {
+            flodb: FloDbSettings {
+                membuffer_fraction: Some(2.0),
+                ..Default::default()
+            },
+            ..flodb
+        };
+        assert!(shale_options(&wrong).is_err(), "the fraction is validated");
         let bad = EngineConfig {
             design: "nope".into(),
             ..c

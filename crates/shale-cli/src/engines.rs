@@ -68,6 +68,7 @@ mod tests {
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,
             vlog: VlogSettings::default(),
+            flodb: Default::default(),
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
             .err()

@@ -98,6 +98,10 @@ pub struct BenchJson {
     pub p999_us: Option<f64>,
     /// Slowest operation.
     pub max_us: Option<f64>,
+    /// For a benchmark mixing kinds of operation (`updatescan`): each kind's count and
+    /// latency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_kind: Vec<KindJson>,
     /// The engine's own counters, when it keeps them (absent otherwise).
     #[serde(flatten)]
     pub engine_counters: Option<EngineJson>,
@@ -124,6 +128,32 @@ pub struct EngineJson {
     /// benchmark (flushes into level 0, compactions into the others).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub engine_levels: Vec<LevelJson>,
+    /// The memory component's own counters during the benchmark (FloDB's membuffer:
+    /// versions staged and written directly, drains by threads, scans and seals), when it
+    /// keeps any.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::json::ordered_map"
+    )]
+    pub engine_memory: Vec<(String, u64)>,
+}
+
+/// One kind of operation of a mixed benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindJson {
+    /// `update`, `scan`.
+    pub kind: String,
+    /// Operations of this kind.
+    pub ops: u64,
+    /// Latency percentiles and maximum, in microseconds.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Slowest operation.
+    pub max_us: f64,
 }
 
 /// One level of an LSM tree in a JSON line.

@@ -83,6 +83,7 @@ mod tests {
     fn config(compression: Compression) -> EngineConfig {
         EngineConfig {
             design: "leveldb".into(),
+            axes: Default::default(),
             write_buffer_size: Some(1 << 20),
             cache_size: 4 << 20,
             compression,
@@ -91,6 +92,7 @@ mod tests {
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,
             vlog: crate::engine::VlogSettings::default(),
+            flodb: Default::default(),
         }
     }
 

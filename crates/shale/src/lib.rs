@@ -41,6 +41,7 @@ pub use db::{
 };
 pub use design::{load_options, verify};
 pub use error::{Error, Result};
+pub use memory::MemoryStats;
 pub use options::{
     Axes, CompactionFilter, Compression, Decision, FilterContext, FilterReason, FloDbOptions,
     LayoutKind, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck, Options, TableKind,

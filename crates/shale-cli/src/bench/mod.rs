@@ -53,7 +53,7 @@ const DEFAULT_BENCHMARKS: &str =
 pub struct BenchArgs {
     /// Comma-separated benchmarks, run in order. Known: fillseq, fillrandom, overwrite,
     /// readrandom, readseq, readreverse, readmissing, seekrandom, deleterandom,
-    /// readwhilewriting, updaterandom, compact, flush, stats.
+    /// readwhilewriting, updaterandom, updatescan, compact, flush, stats.
     #[arg(long, default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: String,
     /// Keys in the key space; writes of the fill benchmarks.
@@ -103,6 +103,14 @@ pub struct BenchArgs {
     /// Entries read after each seek of seekrandom.
     #[arg(long = "seek-nexts", alias = "seek_nexts", default_value_t = 0)]
     pub seek_nexts: usize,
+    /// updatescan: percent of its --num operations that are scans (the rest update a
+    /// random key).
+    #[arg(long = "scan-percent", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub scan_percent: u32,
+    /// updatescan: entries each scan reads.
+    #[arg(long = "scan-length", default_value_t = 100)]
+    pub scan_length: usize,
     /// Print the designs this build can open, one per line, and exit.
     #[arg(long = "list-designs")]
     pub list_designs: bool,
@@ -237,6 +245,7 @@ fn expected_ops(name: &str, num: u64, reads: u64, writes: u64) -> Option<u64> {
         "fillseq" | "fillrandom" => Some(num),
         "overwrite" => Some(writes),
         "readrandom" | "readmissing" | "seekrandom" => Some(reads),
+        "updatescan" => Some(num),
         _ => None,
     }
 }
@@ -353,6 +362,7 @@ fn op_name(bench: &str) -> &'static str {
         "readseq" | "readreverse" => "next",
         "seekrandom" => "seek",
         "updaterandom" => "update",
+        "updatescan" => "operation",
         "deleterandom" => "delete",
         "compact" => "compaction",
         "flush" => "flush",
@@ -428,6 +438,8 @@ fn run_all(
         round: 0,
         writes: a.writes.unwrap_or(a.num),
         hot_keys: workloads::hot_keys(a.num, a.overwrite_fraction),
+        scan_percent: a.scan_percent,
+        scan_length: a.scan_length,
     };
     let live = LiveSet::new(a.num);
     // On a store this run did not fill, assume the usual db_bench setup (every key written)
@@ -505,6 +517,7 @@ fn run_all(
             bytes: tally.bytes,
             found: tally.is_read.then_some((tally.found, tally.lookups)),
             hist: tally.hist.clone(),
+            parts: tally.parts.clone(),
             user_bytes_written: tally.user_bytes_written,
             io,
             db_size: dir_size(dir),
@@ -514,8 +527,14 @@ fn run_all(
             timeline,
         };
         writeln!(out, "{}", result.line())?;
+        for l in result.part_lines() {
+            writeln!(out, "{l}")?;
+        }
         if a.histogram {
             write!(out, "{}", result.hist.to_text(op_name(name)))?;
+            for (kind, h) in &result.parts {
+                write!(out, "{}", h.to_text(kind))?;
+            }
         }
         writeln!(out, "{}", result.amplification_line())?;
         if let Some(l) = result.engine_line(a.store.engine.name()) {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::bench::histogram::Histogram;
 use crate::engine::{Counters, EngineFlags};
-use crate::json::{BenchJson, EngineJson, LevelJson};
+use crate::json::{BenchJson, EngineJson, KindJson, LevelJson};
 
 /// Storage I/O of this process from `/proc/self/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,6 +85,8 @@ pub struct BenchResult {
     pub found: Option<(u64, u64)>,
     /// Latency of each operation.
     pub hist: Histogram,
+    /// For a mix of operation kinds (`updatescan`): each kind's latency.
+    pub parts: Vec<(&'static str, Histogram)>,
     /// Key and value bytes of the write operations.
     pub user_bytes_written: u64,
     /// Device I/O during the benchmark, when measurable.
@@ -166,6 +168,25 @@ impl BenchResult {
             if extra.is_empty() { "" } else { " " },
             extra
         )
+    }
+
+    /// One line per kind of operation of a mix: its count and latency percentiles.
+    pub fn part_lines(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .filter(|(_, h)| h.count() > 0)
+            .map(|(kind, h)| {
+                let us = |q: f64| h.percentile(q) / 1000.0;
+                format!(
+                    "  {kind:<10} : {} operations; p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1} micros",
+                    h.count(),
+                    us(50.0),
+                    us(99.0),
+                    us(99.9),
+                    h.max() as f64 / 1000.0
+                )
+            })
+            .collect()
     }
 
     /// The amplification line.
@@ -250,6 +271,19 @@ impl BenchResult {
             p99_us: p(99.0),
             p999_us: p(99.9),
             max_us: has.then(|| us(self.hist.max() as f64)),
+            by_kind: self
+                .parts
+                .iter()
+                .filter(|(_, h)| h.count() > 0)
+                .map(|(kind, h)| KindJson {
+                    kind: kind.to_string(),
+                    ops: h.count(),
+                    p50_us: us(h.percentile(50.0)),
+                    p99_us: us(h.percentile(99.0)),
+                    p999_us: us(h.percentile(99.9)),
+                    max_us: us(h.max() as f64),
+                })
+                .collect(),
             engine_counters: self.engine.as_ref().map(|c| EngineJson {
                 engine_bytes_written: names(&c.written),
                 engine_bytes_read: names(&c.read),
@@ -266,6 +300,7 @@ impl BenchResult {
                         bytes_written: l.written,
                     })
                     .collect(),
+                engine_memory: names(&c.memory),
             }),
             timeline: self.timeline.clone(),
         }
@@ -334,6 +369,7 @@ mod tests {
             bytes: 2_000_000 * 116,
             found: Some((2_000_000, 2_000_000)),
             hist,
+            parts: Vec::new(),
             user_bytes_written: 0,
             io: Some(IoCounters {
                 read_bytes: 4096,

@@ -12,7 +12,7 @@ use crate::bench::keys::{LiveSet, Permutation, ValueGen, format_key, format_miss
 use crate::engine::{Engine, EngineResult};
 
 /// Every benchmark name `--benchmarks` accepts.
-pub const BENCHMARKS: [&str; 14] = [
+pub const BENCHMARKS: [&str; 15] = [
     "fillseq",
     "fillrandom",
     "overwrite",
@@ -24,6 +24,7 @@ pub const BENCHMARKS: [&str; 14] = [
     "deleterandom",
     "readwhilewriting",
     "updaterandom",
+    "updatescan",
     "compact",
     "flush",
     "stats",
@@ -54,6 +55,10 @@ pub struct Workload {
     pub writes: u64,
     /// Keys `overwrite` draws from: a fixed random subset of the key space (`num`: all).
     pub hot_keys: u64,
+    /// Percent of `updatescan`'s operations that are scans (the rest are updates).
+    pub scan_percent: u32,
+    /// Entries each scan of `updatescan` reads.
+    pub scan_length: usize,
 }
 
 impl Workload {
@@ -112,6 +117,9 @@ pub struct Tally {
     pub hist: Histogram,
     /// Whether this benchmark reads (so `found` is reported).
     pub is_read: bool,
+    /// For a benchmark mixing kinds of operation: the latency of each kind (`hist` has
+    /// them all).
+    pub parts: Vec<(&'static str, Histogram)>,
 }
 
 impl Tally {
@@ -128,6 +136,12 @@ impl Tally {
         self.thread_seconds += o.thread_seconds;
         self.hist.merge(&o.hist);
         self.is_read |= o.is_read;
+        for (kind, h) in &o.parts {
+            match self.parts.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, mine)) => mine.merge(h),
+                None => self.parts.push((kind, h.clone())),
+            }
+        }
     }
 
     /// A description of the wrong answers, if any.
@@ -182,8 +196,13 @@ impl Worker {
 
     /// Count one finished operation that started at `start`.
     fn done(&mut self, start: Instant, sh: &Shared<'_>) {
+        self.done_ns(start.elapsed().as_nanos() as u64, sh);
+    }
+
+    /// Count one finished operation that took `ns` nanoseconds.
+    fn done_ns(&mut self, ns: u64, sh: &Shared<'_>) {
         self.tally.ops += 1;
-        self.tally.hist.add(start.elapsed().as_nanos() as u64);
+        self.tally.hist.add(ns);
         self.pending_progress += 1;
         if self.pending_progress == 256 {
             sh.progress.fetch_add(256, Ordering::Relaxed);
@@ -521,6 +540,60 @@ fn update_random(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResu
     })
 }
 
+/// `updatescan`: FloDB's mix (paper §5, 95% updates and 5% scans of 100 entries by
+/// default): each operation is a scan of `scan_length` entries from a random key with
+/// probability `scan_percent`%, else an update of a random key. The latencies of each kind
+/// are kept apart (a mix's percentiles mostly show its rarer, slower kind).
+fn update_scan(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResult<Tally> {
+    on_threads(sh, w.threads, |t| {
+        let mut wk = Worker::new(w, values, t, 8);
+        let mut updates = Histogram::new();
+        let mut scans = Histogram::new();
+        let (lo, hi) = share(w.num, t, w.threads);
+        let began = Instant::now();
+        for _ in lo..hi {
+            if sh.abort.load(Ordering::Relaxed) {
+                break;
+            }
+            let scan = wk.rng.random_range(0..100u32) < w.scan_percent;
+            let k = wk.rng.random_range(0..w.num.max(1));
+            format_key(k, w.key_size, &mut wk.key);
+            let ns = if scan {
+                let mut prev: Option<Vec<u8>> = None;
+                let mut bytes = 0u64;
+                let mut out_of_order = 0u64;
+                let start = Instant::now();
+                sh.engine.seek(&wk.key, w.scan_length, &mut |key, value| {
+                    bytes += (key.len() + value.len()) as u64;
+                    if prev.as_deref().is_some_and(|p| key <= p) {
+                        out_of_order += 1;
+                    }
+                    prev = Some(key.to_vec());
+                })?;
+                let ns = start.elapsed().as_nanos() as u64;
+                scans.add(ns);
+                wk.tally.bytes += bytes;
+                wk.tally.malformed += out_of_order;
+                ns
+            } else {
+                let value = wk.values.next(w.value_size);
+                let start = Instant::now();
+                sh.engine.put(&wk.key, value, w.sync)?;
+                let ns = start.elapsed().as_nanos() as u64;
+                updates.add(ns);
+                sh.live.insert(k);
+                let n = (wk.key.len() + value.len()) as u64;
+                wk.tally.user_bytes_written += n;
+                wk.tally.bytes += n;
+                ns
+            };
+            wk.done_ns(ns, sh);
+        }
+        wk.tally.parts = vec![("update", updates), ("scan", scans)];
+        Ok(wk.finish(sh, began))
+    })
+}
+
 fn read_while_writing(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResult<Tally> {
     let readers_done = AtomicBool::new(false);
     let writer_running = AtomicBool::new(true);
@@ -569,6 +642,7 @@ pub fn run(name: &str, sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> Engi
         "readseq" => read_all(sh, w, values, false),
         "readreverse" => read_all(sh, w, values, true),
         "updaterandom" => update_random(sh, w, values),
+        "updatescan" => update_scan(sh, w, values),
         "readwhilewriting" => read_while_writing(sh, w, values),
         other => Err(crate::CliError::msg(format!(
             "unknown benchmark {other:?}; known: {}",
@@ -646,6 +720,8 @@ mod engine_tests {
             round: 0,
             writes: num,
             hot_keys: num,
+            scan_percent: 5,
+            scan_length: 10,
         }
     }
 
@@ -688,6 +764,7 @@ mod engine_tests {
                 "seekrandom",
                 "fillseq",
                 "readrandom",
+                "updatescan",
             ];
             let tallies = run_seq(&e, &w, &names);
             for (n, t) in names.iter().zip(&tallies) {
@@ -707,6 +784,34 @@ mod engine_tests {
             assert_eq!(tallies[14].found, 2000);
             assert_eq!(e.len(), 2000);
         }
+    }
+
+    #[test]
+    fn updatescan_mixes_updates_and_scans_and_times_each() {
+        let e = MemEngine::default();
+        let mut w = workload(2000, 2);
+        w.scan_percent = 20;
+        let t = run_seq(&e, &w, &["fillseq", "updatescan"]);
+        let mix = &t[1];
+        assert_eq!(mix.wrong_answer("updatescan"), None);
+        assert_eq!(mix.ops, 2000);
+        let count = |kind: &str| {
+            mix.parts
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .map_or(0, |(_, h)| h.count())
+        };
+        let (updates, scans) = (count("update"), count("scan"));
+        assert_eq!(updates + scans, 2000);
+        assert_eq!(mix.hist.count(), 2000);
+        // 20% of 2000 draws: far from both ends.
+        assert!((200..600).contains(&scans), "{scans} scans");
+        assert_eq!(mix.user_bytes_written, updates * 48);
+        // With no scans, every operation is an update.
+        w.scan_percent = 0;
+        w.round = 2;
+        let t = run_seq(&e, &w, &["updatescan"]);
+        assert_eq!(t[0].user_bytes_written, 2000 * 48);
     }
 
     #[test]

@@ -251,6 +251,7 @@ mod tests {
                         bytes_written: 2 << 20,
                     },
                 ],
+                engine_memory: Vec::new(),
             }),
             timeline,
             ..Default::default()

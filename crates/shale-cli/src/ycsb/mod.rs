@@ -483,6 +483,8 @@ fn run_phases(
             bytes: 0,
             found: (reads > 0).then_some((reads - reads_missing, reads)),
             hist: overall,
+            // The YCSB line has its own per-operation fields.
+            parts: Vec::new(),
             user_bytes_written: m.user_bytes_written,
             io,
             db_size: dir_size(dir),

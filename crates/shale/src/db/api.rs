@@ -162,6 +162,9 @@ pub struct Stats {
     /// The value placement's own counters (for a value log: its segments and garbage
     /// collection); printed by `Display` when it has any.
     pub placement: PlacementStats,
+    /// The memory component's own counters (FloDB's membuffer and drains); printed by
+    /// `Display` when it has any.
+    pub memory: crate::memory::MemoryStats,
     /// Counters since the store was created, kept across restarts.
     pub lifetime: LifetimeStats,
 }
@@ -289,6 +292,7 @@ impl std::fmt::Display for Stats {
             self.last_sequence
         )?;
         write!(f, "{}", self.placement)?;
+        write!(f, "{}", self.memory)?;
         Ok(())
     }
 }

@@ -91,6 +91,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         block_cache_misses: inner.block_cache.as_ref().map_or(0, |b| b.misses()),
         last_sequence: inner.last_seq.load(Ordering::Acquire),
         placement: inner.values.stats(),
+        memory: inner.memory.stats(),
         lifetime: {
             let l = lifetime(inner);
             super::LifetimeStats {

@@ -103,4 +103,77 @@ pub trait MemoryComponent: Send + Sync {
     /// background threads stopped; the memtables are not flushed at close, their writes
     /// are in the log). Default: nothing.
     fn stop(&self) {}
+    /// The component's own counters since open (`Stats::memory`). Default: all zero.
+    fn stats(&self) -> MemoryStats {
+        MemoryStats::default()
+    }
+}
+
+/// A memory component's own counters since the store was opened: what a component with a
+/// staging level (FloDB's membuffer) did with the writes it took. All zero for the plain
+/// skiplist. `Display` prints one line, or nothing when every counter is zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// Versions the staging level took (moved on since, or still staged).
+    pub staged: u64,
+    /// Writes that found their staging partition full and went to the sorted level
+    /// directly.
+    pub direct: u64,
+    /// Partition drains by background threads that moved something, and the versions
+    /// they moved.
+    pub background_drains: u64,
+    /// Versions background drains moved.
+    pub background_moved: u64,
+    /// Iterators (scans, and the engine's own) that drained the staging level before
+    /// iterating, and the versions they moved.
+    pub scan_drains: u64,
+    /// Versions scans moved.
+    pub scan_moved: u64,
+    /// Partitions a scan found being drained by another thread and waited for instead of
+    /// draining them itself (the paper's piggybacking: the scan shares that drain's work).
+    pub scan_waits: u64,
+    /// Versions moved when a frozen memtable was sealed for its flush.
+    pub seal_moved: u64,
+}
+
+impl MemoryStats {
+    /// True when every counter is zero.
+    pub fn is_empty(&self) -> bool {
+        *self == MemoryStats::default()
+    }
+
+    /// Every counter with its name (the field's), in declaration order.
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("staged", self.staged),
+            ("direct", self.direct),
+            ("background_drains", self.background_drains),
+            ("background_moved", self.background_moved),
+            ("scan_drains", self.scan_drains),
+            ("scan_moved", self.scan_moved),
+            ("scan_waits", self.scan_waits),
+            ("seal_moved", self.seal_moved),
+        ]
+    }
+}
+
+impl std::fmt::Display for MemoryStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "membuffer: staged {} direct {}; drained by threads {} in {} drains, by scans {} in {} scans ({} partitions waited for), at seal {}",
+            self.staged,
+            self.direct,
+            self.background_moved,
+            self.background_drains,
+            self.scan_moved,
+            self.scan_drains,
+            self.scan_waits,
+            self.seal_moved
+        )
+    }
 }

@@ -57,6 +57,15 @@ pub(crate) struct Version {
     pub(crate) value: Arc<[u8]>,
 }
 
+/// What a drain did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Drained {
+    /// Versions moved into the skiplist.
+    pub(crate) moved: usize,
+    /// Partitions found being drained by another thread, whose drain was waited for.
+    pub(crate) waits: usize,
+}
+
 /// What [`Membuffer::put`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Put {
@@ -190,20 +199,28 @@ impl Membuffer {
     }
 
     /// Move every version partition `i` holds into `list` (module docs). With `wait`
-    /// false, returns at once when another drainer holds the partition. Returns the number
-    /// of versions moved.
-    pub(crate) fn drain_partition(&self, i: usize, list: &SkipListMemTable, wait: bool) -> usize {
+    /// false, returns at once when another drainer holds the partition.
+    pub(crate) fn drain_partition(&self, i: usize, list: &SkipListMemTable, wait: bool) -> Drained {
         let Some(p) = self.partitions.get(i) else {
-            return 0;
+            return Drained::default();
         };
-        let _draining = if wait {
-            p.drain.lock()
-        } else {
-            match p.drain.try_lock() {
-                Some(g) => g,
-                None => return 0,
+        let mut waits = 0;
+        let _draining = match p.drain.try_lock() {
+            Some(g) => g,
+            None if wait => {
+                waits = 1;
+                p.drain.lock()
             }
+            None => return Drained::default(),
         };
+        Drained {
+            moved: self.move_partition(p, list),
+            waits,
+        }
+    }
+
+    /// Move what `p` holds into `list`, its drain lock held.
+    fn move_partition(&self, p: &Partition, list: &SkipListMemTable) -> usize {
         let mut batch: Vec<(Arc<[u8]>, Version)> = {
             let s = p.state.lock();
             s.map
@@ -254,9 +271,13 @@ impl Membuffer {
 
     /// Move everything staged into `list`, waiting for other drainers (one pass: a version
     /// staged after its partition was passed stays).
-    pub(crate) fn drain_all(&self, list: &SkipListMemTable) -> usize {
-        (0..self.partitions.len())
-            .map(|i| self.drain_partition(i, list, true))
-            .sum()
+    pub(crate) fn drain_all(&self, list: &SkipListMemTable) -> Drained {
+        let mut total = Drained::default();
+        for i in 0..self.partitions.len() {
+            let d = self.drain_partition(i, list, true);
+            total.moved += d.moved;
+            total.waits += d.waits;
+        }
+        total
     }
 }

@@ -30,18 +30,18 @@ mod membuffer;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
 use super::skiplist::SkipListMemTable;
-use super::{MemLookup, MemTable, MemoryComponent, MemoryServices};
+use super::{MemLookup, MemTable, MemoryComponent, MemoryServices, MemoryStats};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
-use membuffer::{Membuffer, Put};
+use membuffer::{Drained, Membuffer, Put};
 
 /// The smallest budget of one membuffer partition: a smaller membuffer has fewer
 /// partitions.
@@ -113,6 +113,25 @@ struct Shared {
     signal: Signal,
     /// Every memtable made, while it lives.
     tables: Mutex<Vec<Weak<FloDbMemTable>>>,
+    counters: Counters,
+}
+
+/// [`MemoryStats`] as they are counted (relaxed: statistics, not synchronization). Only
+/// the rare or batched events count here; `staged` is derived (see
+/// [`MemoryComponent::stats`] for [`FloDbMemory`]).
+#[derive(Default)]
+struct Counters {
+    direct: AtomicU64,
+    background_drains: AtomicU64,
+    background_moved: AtomicU64,
+    scan_drains: AtomicU64,
+    scan_moved: AtomicU64,
+    scan_waits: AtomicU64,
+    seal_moved: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: usize) {
+    c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
 impl Shared {
@@ -204,6 +223,29 @@ impl MemoryComponent for FloDbMemory {
         Ok(())
     }
 
+    fn stats(&self) -> MemoryStats {
+        let c = &self.shared.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // Every staged version was moved by one of the three drains, or is staged still
+        // (in a live memtable: a memtable's membuffer is empty once it is sealed).
+        let still: u64 = self
+            .shared
+            .live_tables()
+            .iter()
+            .map(|t| t.membuffer.len() as u64)
+            .sum();
+        MemoryStats {
+            staged: get(&c.background_moved) + get(&c.scan_moved) + get(&c.seal_moved) + still,
+            direct: get(&c.direct),
+            background_drains: get(&c.background_drains),
+            background_moved: get(&c.background_moved),
+            scan_drains: get(&c.scan_drains),
+            scan_moved: get(&c.scan_moved),
+            scan_waits: get(&c.scan_waits),
+            seal_moved: get(&c.seal_moved),
+        }
+    }
+
     fn stop(&self) {
         let threads: Vec<_> = self.threads.lock().drain(..).collect();
         if threads.is_empty() {
@@ -244,7 +286,11 @@ fn drain_loop(shared: &Shared) {
             }
             for i in 0..table.membuffer.partitions() {
                 if table.membuffer.wants_drain(i) {
-                    table.membuffer.drain_partition(i, &table.list, false);
+                    let d = table.membuffer.drain_partition(i, &table.list, false);
+                    if d.moved > 0 {
+                        bump(&shared.counters.background_drains, 1);
+                        bump(&shared.counters.background_moved, d.moved);
+                    }
                 }
             }
         }
@@ -284,7 +330,28 @@ impl FloDbMemTable {
     /// Move everything staged into the skiplist now (what seal and iterators do). Returns
     /// the versions moved.
     pub fn drain(&self) -> usize {
-        self.membuffer.drain_all(&self.list)
+        self.membuffer.drain_all(&self.list).moved
+    }
+
+    /// [`FloDbMemTable::drain`], counted as a scan's drain or a seal's.
+    fn drain_counted(&self, scan: bool) {
+        // Once sealed, nothing is staged (a later insert goes to the skiplist): a flush's
+        // iterator has nothing to drain.
+        if self.membuffer.partitions() == 0 || (scan && self.sealed.load(Ordering::Acquire)) {
+            return;
+        }
+        let Drained { moved, waits } = self.membuffer.drain_all(&self.list);
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let c = &shared.counters;
+        if scan {
+            bump(&c.scan_drains, 1);
+            bump(&c.scan_moved, moved);
+            bump(&c.scan_waits, waits);
+        } else {
+            bump(&c.seal_moved, moved);
+        }
     }
 }
 
@@ -302,6 +369,7 @@ impl MemTable for FloDbMemTable {
             }
             Put::Full => {
                 if let Some(shared) = self.shared.upgrade() {
+                    bump(&shared.counters.direct, 1);
                     shared.signal.wake();
                 }
                 self.list.insert(user_key, seq, kind, value);
@@ -330,7 +398,7 @@ impl MemTable for FloDbMemTable {
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        self.drain();
+        self.drain_counted(true);
         MemTable::iter(Arc::clone(&self.list))
     }
 
@@ -344,6 +412,6 @@ impl MemTable for FloDbMemTable {
 
     fn seal(&self) {
         self.sealed.store(true, Ordering::Release);
-        self.drain();
+        self.drain_counted(false);
     }
 }

@@ -162,13 +162,29 @@ fn iterator_and_seal_see_every_entry() {
         table.insert(&k, seq, ValueKind::Value, &v);
         model.insert(&k, seq, ValueKind::Value, &v);
     }
-    assert!(table.staged() > 0);
+    let staged = table.staged() as u64;
+    assert!(staged > 0);
+    let before = memory.stats();
+    assert_eq!(before.staged, staged, "nothing moved yet: {before:?}");
+    assert!(before.direct > 0, "8 KiB of partitions cannot hold 2000 versions");
+    assert_eq!(before.staged + before.direct, 2000);
     let got = collect(&mut *Arc::clone(&table).iter());
     assert_eq!(table.staged(), 0, "the iterator drained the membuffer");
     assert_eq!(got, model.entries());
+    let after = memory.stats();
+    assert_eq!(
+        (after.scan_drains, after.scan_moved, after.scan_waits),
+        (1, staged, 0)
+    );
+    assert_eq!(after.staged, staged);
     table.seal();
     assert_eq!(table.staged(), 0);
     assert_eq!(table.sorted(), 2000);
+    // The seal found nothing staged; a flush's iterator over the sealed table drains
+    // nothing and is not counted as a scan.
+    let _ = collect(&mut *Arc::clone(&table).iter());
+    let sealed = memory.stats();
+    assert_eq!((sealed.seal_moved, sealed.scan_drains), (0, 1));
     table.insert(b"late", 5000, ValueKind::Value, b"l");
     assert_eq!(table.staged(), 0, "a sealed memtable stages nothing");
     assert_eq!(
@@ -201,6 +217,13 @@ fn concurrent_writers_then_seal_drains_everything() {
     memory.stop();
     assert_eq!(table.staged(), 0);
     assert_eq!(table.sorted() as u64, 4 * per);
+    // Every write was staged or went directly; every staged version was moved once, by a
+    // drain thread or by the seal.
+    let st = memory.stats();
+    assert_eq!(st.staged + st.direct, 4 * per, "{st:?}");
+    assert_eq!(st.background_moved + st.seal_moved, st.staged, "{st:?}");
+    assert_eq!(st.scan_moved, 0);
+    assert!(st.background_drains <= st.background_moved);
     let mut model = Model::default();
     for t in 0..4u64 {
         for i in 0..per {
