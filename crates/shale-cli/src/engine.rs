@@ -196,6 +196,8 @@ pub struct EngineConfig {
     pub vlog: VlogSettings,
     /// FloDB memory overrides (designs with `memory = flodb`); `None` keeps the preset's.
     pub flodb: FloDbSettings,
+    /// Shale: run the design's memory component alone ([`MemoryOnlyEngine`]).
+    pub memory_only: bool,
 }
 
 /// FloDB settings that override a preset's (Shale designs with the `flodb` memory).
@@ -343,6 +345,7 @@ impl EngineFlags {
                 membuffer_partitions: self.membuffer_partitions,
                 drain_threads: self.drain_threads,
             },
+            memory_only: false,
         })
     }
 
@@ -641,6 +644,7 @@ mod tests {
             max_sstables_per_guard: Some(40),
             vlog: VlogSettings::default(),
             flodb: FloDbSettings::default(),
+            memory_only: false,
         };
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
@@ -706,6 +710,111 @@ mod tests {
             ..c
         };
         assert!(shale_options(&bad).is_err());
+    }
+}
+
+/// Shale's memory component alone (`shale bench --memory-only`, FloDB's Fig. 17 setup):
+/// writes go to the design's memory component and full memtables are dropped
+/// ([`shale::memory_only::MemoryOnly`]); no log, no files, no scans.
+pub struct MemoryOnlyEngine {
+    m: shale::memory_only::MemoryOnly,
+    describe: Vec<String>,
+}
+
+impl MemoryOnlyEngine {
+    /// The memory component of the design `config` describes.
+    ///
+    /// # Errors
+    /// Options that do not validate.
+    pub fn open(config: &EngineConfig) -> EngineResult<MemoryOnlyEngine> {
+        let o = shale_options(config)?;
+        let mut describe = shale_settings(&o);
+        describe.push(format!(
+            "  memory-only: the {} memory component alone; full {:.1} MiB memtables are dropped, nothing is logged or written",
+            o.memory.name(),
+            o.write_buffer_size as f64 / 1048576.0
+        ));
+        Ok(MemoryOnlyEngine {
+            m: shale::memory_only::MemoryOnly::new(&o)?,
+            describe,
+        })
+    }
+
+    fn unsupported(what: &str) -> CliError {
+        CliError::msg(format!(
+            "--memory-only runs puts, deletes and gets on the memory component alone; it has no {what}"
+        ))
+    }
+}
+
+impl Engine for MemoryOnlyEngine {
+    fn write(&self, ops: &[Op<'_>], _sync: bool) -> EngineResult<()> {
+        // One operation at a time: there is no log to make a batch atomic in.
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => self.m.put(k, v)?,
+                Op::Delete(k) => self.m.delete(k)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.m.get(key))
+    }
+
+    fn seek(
+        &self,
+        _key: &[u8],
+        _nexts: usize,
+        _visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        Err(Self::unsupported("scans"))
+    }
+
+    fn scan_all(
+        &self,
+        _reverse: bool,
+        _limit: u64,
+        _visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        Err(Self::unsupported("scans"))
+    }
+
+    fn flush(&self) -> EngineResult<()> {
+        Err(Self::unsupported("flush"))
+    }
+
+    fn compact(&self) -> EngineResult<()> {
+        Err(Self::unsupported("compaction"))
+    }
+
+    fn stats_text(&self) -> String {
+        format!(
+            "memtables filled and dropped: {}\n{}",
+            self.m.memtables_dropped(),
+            self.m.stats()
+        )
+    }
+
+    fn counters(&self) -> Option<Counters> {
+        let s = self.m.stats();
+        Some(Counters {
+            memory: if s.is_empty() {
+                Vec::new()
+            } else {
+                s.named().to_vec()
+            },
+            ..Default::default()
+        })
+    }
+
+    fn describe(&self) -> Vec<String> {
+        self.describe.clone()
+    }
+
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(())
     }
 }
 

@@ -17,6 +17,12 @@ use crate::engine::{
 /// The engine's open error, or a peer engine asked for in a build without it.
 pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     match kind {
+        EngineKind::Shale if config.memory_only => {
+            Ok(Box::new(crate::engine::MemoryOnlyEngine::open(config)?))
+        }
+        EngineKind::Rocksdb | EngineKind::Fjall if config.memory_only => Err(CliError::msg(
+            "--memory-only runs Shale's memory components alone; it has no peer engine",
+        )),
         EngineKind::Shale => {
             let o = shale_options(config)?;
             let describe = shale_settings(&o);
@@ -69,6 +75,7 @@ mod tests {
             max_sstables_per_guard: None,
             vlog: VlogSettings::default(),
             flodb: Default::default(),
+            memory_only: false,
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
             .err()

@@ -93,6 +93,7 @@ mod tests {
             max_sstables_per_guard: None,
             vlog: crate::engine::VlogSettings::default(),
             flodb: Default::default(),
+            memory_only: false,
         }
     }
 

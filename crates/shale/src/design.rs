@@ -36,7 +36,21 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
         }
         ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
     };
-    let memory: Arc<dyn MemoryComponent> = match options.memory {
+    let memory = memory_component(options);
+    let table: Arc<dyn TableFormat> = match options.table_format {
+        TableKind::Sst => Arc::new(SstFormat),
+    };
+    Parts {
+        layout,
+        values,
+        memory,
+        table,
+    }
+}
+
+/// The memory component `options` choose (the memory axis's one match).
+pub(crate) fn memory_component(options: &Options) -> Arc<dyn MemoryComponent> {
+    match options.memory {
         MemoryKind::SkipList => Arc::new(SkipListMemory),
         MemoryKind::FloDb => {
             let f = &options.flodb;
@@ -47,15 +61,6 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
                 f.drain_threads,
             )))
         }
-    };
-    let table: Arc<dyn TableFormat> = match options.table_format {
-        TableKind::Sst => Arc::new(SstFormat),
-    };
-    Parts {
-        layout,
-        values,
-        memory,
-        table,
     }
 }
 

@@ -32,6 +32,7 @@ pub mod env;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod memory_only;
 pub mod options;
 pub mod ttl;
 

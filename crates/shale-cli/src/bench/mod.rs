@@ -111,6 +111,11 @@ pub struct BenchArgs {
     /// updatescan: entries each scan reads.
     #[arg(long = "scan-length", default_value_t = 100)]
     pub scan_length: usize,
+    /// Run the design's memory component alone: no log, no flush (full memtables are
+    /// dropped), no compaction; puts, deletes and gets only (FloDB's memory-only setup).
+    /// Reads are not checked, as dropped writes are gone.
+    #[arg(long = "memory-only")]
+    pub memory_only: bool,
     /// Print the designs this build can open, one per line, and exit.
     #[arg(long = "list-designs")]
     pub list_designs: bool,
@@ -385,7 +390,8 @@ pub fn run(a: &BenchArgs) -> CliResult {
             a.key_size, a.num
         )));
     }
-    let config = a.store.config()?;
+    let mut config = a.store.config()?;
+    config.memory_only = a.memory_only;
     let reads = a.reads.unwrap_or(a.num);
     let (dir, temporary) = bench_dir(a.db.as_deref(), a.use_existing_db, "bench")?;
     if !a.use_existing_db {
@@ -444,7 +450,7 @@ fn run_all(
     let live = LiveSet::new(a.num);
     // On a store this run did not fill, assume the usual db_bench setup (every key written)
     // for space amplification, but check no read against it.
-    let live_known = !a.use_existing_db;
+    let live_known = !a.use_existing_db && !a.memory_only;
     if !live_known {
         live.fill();
     }

@@ -56,6 +56,7 @@ mod store_files;
 mod value_jobs;
 mod verify;
 mod write;
+pub(crate) use write::check_entry;
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
