@@ -172,3 +172,62 @@ fn a_healthy_store_reads_its_own_tables() {
         shale::verify(DIR, opts(&env, design)).unwrap();
     }
 }
+
+/// The obsolete-file sweep deletes only the store's own leftovers: a complete table of
+/// another store copied in under a number this store does not list (named as its own
+/// number, as that store wrote it) is left alone and never read, through opens, flushes
+/// and compactions; a table of this store that no version lists (an old table put back)
+/// and a table file cut short (crash debris) are deleted.
+#[test]
+fn the_sweep_leaves_another_stores_unlisted_table_alone() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let ours = two_tables_of_one_size(&env, design);
+        let own_old = env.read_all(&ours[0].0, ReadCause::Other).unwrap();
+        let other = MemFs::new();
+        let theirs = two_tables_of_one_size(&Env::new(Arc::new(other.clone())), design);
+        // Compacting moves our data out of both tables: their numbers become unlisted.
+        let db = Db::open(DIR, opts(&env, design)).unwrap();
+        db.compact_range(None, None).unwrap();
+        let live: Vec<u64> = db.live_files().iter().map(|f| f.number).collect();
+        db.close().unwrap();
+        assert!(!live.contains(&900), "{design}: {live:?}");
+        assert!(!mem.file_names().contains(&ours[1].0), "{design}: swept");
+        let debris = Path::new(DIR).join("000900.sst");
+        copy(&other, &theirs[1].0, &mem, &ours[1].0);
+        let foreign = env.read_all(&ours[1].0, ReadCause::Other).unwrap();
+        write_file(&mem, &ours[0].0, &own_old);
+        write_file(&mem, &debris, &own_old[..own_old.len() / 2]);
+        for round in 0..2 {
+            shale::verify(DIR, opts(&env, design)).unwrap();
+            let db = Db::open(DIR, opts(&env, design)).unwrap();
+            for (_, k) in &ours {
+                assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"0123456789"[..]));
+            }
+            db.put(format!("round{round}").as_bytes(), b"x").unwrap();
+            db.flush().unwrap();
+            db.compact_range(None, None).unwrap();
+            assert_eq!(
+                db.iter(IterOptions::default()).unwrap().count(),
+                101 + round
+            );
+            db.close().unwrap();
+            let names = mem.file_names();
+            assert!(!names.contains(&ours[0].0), "{design}: our own old table");
+            assert!(!names.contains(&debris), "{design}: debris");
+            assert_eq!(
+                env.read_all(&ours[1].0, ReadCause::Other).unwrap(),
+                foreign,
+                "{design}: the other store's table is untouched"
+            );
+        }
+    }
+}
+
+fn write_file(mem: &MemFs, path: &Path, bytes: &[u8]) {
+    let mut f = mem.create(path).unwrap();
+    f.append(bytes).unwrap();
+    f.sync().unwrap();
+    mem.sync_dir(Path::new(DIR)).unwrap();
+}

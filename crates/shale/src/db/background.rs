@@ -402,7 +402,8 @@ pub(crate) fn compact_range(
     Ok(())
 }
 
-/// Delete files no live version needs: tables not listed by any version held by anyone,
+/// Delete files no live version needs: tables not listed by any version held by anyone
+/// (unless they are provably another store's, [`crate::table::TableCache::foreign`]),
 /// logs older than the log number, MANIFESTs older than the live one. Errors are ignored
 /// (a file left behind is deleted at the next sweep or open).
 ///
@@ -439,7 +440,11 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
             continue;
         };
         let obsolete = match kind {
-            FileKind::Table(n) => !live.contains(&n) && !pending.contains(&n),
+            // A complete table of another store (copied in under a name this store may
+            // use) is not this store's to delete; only the store's own leftovers are.
+            FileKind::Table(n) => {
+                !live.contains(&n) && !pending.contains(&n) && !inner.tables.foreign(n)
+            }
             // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
             // may already name it (the rename done, the directory sync failed); the next
             // open starts another MANIFEST and removes both.

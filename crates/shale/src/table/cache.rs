@@ -91,6 +91,27 @@ impl TableCache {
         }
     }
 
+    /// Whether table file `number`, which no version lists, is provably not this store's:
+    /// a complete table that records another store's id or another file number
+    /// ([`TableFormat::identity`]). A table in the cache is this store's (it was checked
+    /// when it was opened); a file that cannot be read as a table (crash debris: a table
+    /// cut short) or records no identity cannot be told apart and is not called foreign.
+    pub fn foreign(&self, number: u64) -> bool {
+        if self.tables.read().contains_key(&number) {
+            return false;
+        }
+        let path = self.dir.join(table_file_name(number));
+        let Ok(file) = self.env.open(&path) else {
+            return false;
+        };
+        match self.format.identity(file) {
+            Ok(Some(id)) => {
+                id.number != number || self.store_id.is_some_and(|s| s != id.store_id)
+            }
+            Ok(None) | Err(_) => false,
+        }
+    }
+
     /// The store's table format: flush and compaction write through it.
     pub fn format(&self) -> &Arc<dyn TableFormat> {
         &self.format

@@ -155,6 +155,19 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
         id: TableId,
         options: &TableReadOptions,
     ) -> Result<Arc<dyn TableReader>>;
+
+    /// The identity a complete table in `file` records, read without checking it against
+    /// anything: the obsolete-file sweep asks before it deletes a table no version lists,
+    /// so that a table of another store dropped into the directory is left alone. `None`
+    /// when the table records none or the format cannot tell. Default: `None` (such a
+    /// format's unlisted tables are swept as crash debris).
+    ///
+    /// # Errors
+    /// A file that is not a complete table (crash debris: a table cut short); I/O errors.
+    fn identity(&self, file: ReadFile) -> Result<Option<TableIdentity>> {
+        let _ = file;
+        Ok(None)
+    }
 }
 
 /// Writes one table from entries in internal-key order. Driven by one job.

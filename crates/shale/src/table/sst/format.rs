@@ -54,6 +54,17 @@ impl TableFormat for SstFormat {
         check_identity(&table, id.number, None)?;
         Ok(Arc::new(table))
     }
+
+    fn identity(&self, file: ReadFile) -> Result<Option<TableIdentity>> {
+        let len = file.len();
+        // The number only keys the block cache, and there is none here.
+        let table = Table::open_at(file, 0, len, None, true)?;
+        let p = table.properties();
+        Ok(match (p.store_id, p.file_number) {
+            (Some(store_id), Some(number)) => Some(TableIdentity { store_id, number }),
+            _ => None,
+        })
+    }
 }
 
 impl TableWriter for TableBuilder {
