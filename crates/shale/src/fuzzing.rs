@@ -26,7 +26,7 @@ pub fn scan_vlog_segment(bytes: &[u8]) -> Option<usize> {
     f.append(bytes).ok()?;
     f.sync().ok()?;
     let file = env.open(path).ok()?;
-    check_header(bytes.get(..HEADER_LEN as usize)?, 1).ok()?;
+    check_header(bytes.get(..HEADER_LEN as usize)?, 1, 1).ok()?;
     let mut scan = SegmentScanner::new(file, bytes.len() as u64, HEADER_LEN, ReadCause::Other);
     let mut n = 0;
     while let Ok(Ok(rec)) = scan.next() {

@@ -113,7 +113,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     {
         use shale::key::ValueKind;
         use shale::values::vlog::format::{Pointer, encode_header, encode_record};
-        let mut seg = encode_header(1).to_vec();
+        let mut seg = encode_header(1, 1).to_vec();
         let mut rec = Vec::new();
         encode_record(&mut rec, 300, ValueKind::Value, false, b"k1", b"abc");
         encode_record(&mut rec, 301, ValueKind::Delete, true, b"k2", b"");

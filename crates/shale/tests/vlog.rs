@@ -503,6 +503,8 @@ fn a_zeroed_head_segment_is_corruption_not_a_half_created_one() {
 fn a_half_created_segment_recovery_saw_is_removed_after_a_later_machine_crash() {
     use shale::values::vlog::format;
     let (fs, mut o, db) = store_with(10);
+    let store_id = db.property("shale.store-id").expect("store id");
+    let store_id = u64::from_str_radix(&store_id, 16).expect("hex");
     drop(db);
     // A process crash inside a segment's creation: its header handed to the OS, not yet
     // synced, the file longer than the header by its reservation.
@@ -510,7 +512,8 @@ fn a_half_created_segment_recovery_saw_is_removed_after_a_later_machine_crash() 
     let path = std::path::Path::new(DIR).join(format::segment_file_name(number));
     {
         let mut w = fs.create_log(&path).expect("create");
-        w.append(&format::encode_header(number)).expect("header");
+        w.append(&format::encode_header(number, store_id))
+            .expect("header");
         w.flush().expect("flush");
         let crashed = fs.fork();
         o.env = Env::new(Arc::new(crashed.clone()));

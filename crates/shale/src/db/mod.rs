@@ -704,7 +704,7 @@ impl Db {
     }
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
-    /// `shale.last-sequence`, `shale.total-sst-bytes`, `shale.memtable-bytes`,
+    /// `shale.last-sequence`, `shale.store-id` (16 hex digits), `shale.total-sst-bytes`, `shale.memtable-bytes`,
     /// `shale.block-cache-usage`, `shale.design`. `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
         stats::property(&self.inner, name)

@@ -123,6 +123,8 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
                 .join(" "),
         ),
         "shale.last-sequence" => Some(inner.last_seq.load(Ordering::Acquire).to_string()),
+        // RocksDB's GetDbIdentity: the id every table and log of the store records.
+        "shale.store-id" => Some(format!("{:016x}", inner.versions.lock().store_id())),
         "shale.total-sst-bytes" => Some(
             (0..sv.version.num_levels())
                 .map(|l| sv.version.level_bytes(l))

@@ -4,7 +4,7 @@
 //! ```text
 //! segment: | header (24 B) | record | record | ... |
 //! header:  | magic "SHALEVLG" (8) | version u32 LE | segment number u64 LE | crc u32 LE |
-//!          crc = mask_crc(crc32c(bytes 0..20))
+//!          crc = mask_crc(crc32c(bytes 0..20 ++ store id u64 LE)) (version 1: bytes 0..20)
 //! record:  | crc u32 LE | seq u64 LE | kind u8 | flags u8 | key_len u32 LE | value_len u32 LE |
 //!          | key | value |
 //!          crc = mask_crc(crc32c(bytes 4..end of record)); flags bit 0: last record of a batch
@@ -20,8 +20,11 @@ use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 /// The segment magic. On-disk: never change.
 pub const MAGIC: &[u8; 8] = b"SHALEVLG";
-/// The format version this code writes and reads. On-disk.
-pub const VERSION: u32 = 1;
+/// The format version this code writes (and the newest it reads). On-disk. Version 2's
+/// header checksum covers the store's id; version 1 (no store id) is still read.
+pub const VERSION: u32 = 2;
+/// The first version, whose header checksum covers the header's own bytes only.
+const VERSION_1: u32 = 1;
 /// Bytes of the segment header.
 pub const HEADER_LEN: u64 = 24;
 /// Bytes of a record header (before key and value).
@@ -33,22 +36,31 @@ pub const MAX_POINTER_LEN: usize = 10 + 10 + 5;
 
 pub use crate::filename::segment_file_name;
 
-/// Encode a segment header.
-pub fn encode_header(number: u64) -> [u8; HEADER_LEN as usize] {
+/// The checksum of a version-2 header's first 20 bytes: over them and the store's id, so
+/// a segment of another store fails it.
+fn header_crc(body: &[u8], store_id: u64) -> u32 {
+    let mut b = [0u8; 28];
+    b[..20].copy_from_slice(body.get(..20).unwrap_or(&[0; 20]));
+    b[20..].copy_from_slice(&store_id.to_le_bytes());
+    crc32c(&b)
+}
+
+/// Encode the header of segment `number` of the store `store_id`.
+pub fn encode_header(number: u64, store_id: u64) -> [u8; HEADER_LEN as usize] {
     let mut h = [0u8; HEADER_LEN as usize];
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
     h[12..20].copy_from_slice(&number.to_le_bytes());
-    let crc = mask_crc(crc32c(&h[..20]));
+    let crc = mask_crc(header_crc(&h[..20], store_id));
     h[20..24].copy_from_slice(&crc.to_le_bytes());
     h
 }
 
-/// Check a segment header read from segment `number`.
+/// Check a segment header read from segment `number` of the store `store_id`.
 ///
 /// # Errors
 /// A description of the first mismatch.
-pub fn check_header(bytes: &[u8], number: u64) -> Result<(), String> {
+pub fn check_header(bytes: &[u8], number: u64, store_id: u64) -> Result<(), String> {
     let mut r = Reader::new(bytes);
     let magic = r.bytes(8)?;
     if magic != MAGIC {
@@ -56,15 +68,30 @@ pub fn check_header(bytes: &[u8], number: u64) -> Result<(), String> {
     }
     let version = r.fixed32()?;
     let n = r.fixed64()?;
-    let crc = r.fixed32()?;
+    let crc = unmask_crc(r.fixed32()?);
     let body = bytes.get(..20).ok_or("short header")?;
-    if unmask_crc(crc) != crc32c(body) {
-        return Err("segment header checksum mismatch".into());
-    }
-    if version != VERSION {
-        return Err(format!(
-            "segment format version {version}; this build reads {VERSION}"
-        ));
+    match version {
+        VERSION_1 if crc == crc32c(body) => {}
+        VERSION if crc == header_crc(body, store_id) => {}
+        VERSION if crc == crc32c(body) => {
+            return Err("segment header checksum mismatch: a version-1 checksum in a \
+                        version-2 header"
+                .into());
+        }
+        VERSION => {
+            return Err(format!(
+                "segment header checksum mismatch for store {store_id:016x}: the segment \
+                 belongs to another store (its checksum covers the store id), or its \
+                 header is damaged"
+            ));
+        }
+        VERSION_1 => return Err("segment header checksum mismatch".into()),
+        v if crc == crc32c(body) || crc == header_crc(body, store_id) => {
+            return Err(format!(
+                "segment format version {v}; this build reads {VERSION_1} to {VERSION}"
+            ));
+        }
+        _ => return Err("segment header checksum mismatch".into()),
     }
     if n != number {
         return Err(format!("header names segment {n}, file name says {number}"));
@@ -333,8 +360,8 @@ mod tests {
     #[test]
     fn worked_example_of_the_format_doc() {
         assert_eq!(
-            hex(&encode_header(7)),
-            "53 48 41 4c 45 56 4c 47 01 00 00 00 07 00 00 00 00 00 00 00 72 4a 64 5d"
+            hex(&encode_header(7, 0x0123_4567_89ab_cdef)),
+            "53 48 41 4c 45 56 4c 47 02 00 00 00 07 00 00 00 00 00 00 00 c0 e6 82 2a"
         );
         let mut b = Vec::new();
         assert_eq!(
@@ -360,18 +387,38 @@ mod tests {
 
     #[test]
     fn header_checks() {
-        let h = encode_header(42);
-        check_header(&h, 42).unwrap();
+        let h = encode_header(42, 9);
+        check_header(&h, 42, 9).unwrap();
         assert!(
-            check_header(&h, 43)
+            check_header(&h, 43, 9)
                 .unwrap_err()
                 .contains("names segment 42")
         );
         for i in 0..h.len() {
             let mut d = h;
             d[i] ^= 1;
-            assert!(check_header(&d, 42).is_err());
+            assert!(check_header(&d, 42, 9).is_err());
         }
+        // Another store's segment.
+        let e = check_header(&h, 42, 10).unwrap_err();
+        assert!(e.contains("belongs to another store"), "{e}");
+        // A version-1 header (no store id) written before version 2 is still read, for
+        // any store.
+        let mut v1 = [0u8; HEADER_LEN as usize];
+        v1[..8].copy_from_slice(MAGIC);
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1[12..20].copy_from_slice(&42u64.to_le_bytes());
+        let crc = mask_crc(crc32c(&v1[..20]));
+        v1[20..].copy_from_slice(&crc.to_le_bytes());
+        check_header(&v1, 42, 9).unwrap();
+        check_header(&v1, 42, 10).unwrap();
+        // A newer version is refused by its number, not as damage.
+        let mut v3 = v1;
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = mask_crc(crc32c(&v3[..20]));
+        v3[20..].copy_from_slice(&crc.to_le_bytes());
+        let e = check_header(&v3, 42, 9).unwrap_err();
+        assert!(e.contains("version 3"), "{e}");
     }
 
     #[test]

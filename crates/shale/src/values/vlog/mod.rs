@@ -373,7 +373,7 @@ impl ValueStore for VlogPlacement {
         }
         self.note_edit(edit);
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
-        let w = SegmentWriter::create(&self.env, &self.dir, number)?;
+        let w = SegmentWriter::create(&self.env, &self.dir, number, ctx.store_id)?;
         self.segments.write().insert(
             number,
             Arc::new(Segment::new(number, format::HEADER_LEN, 0)),

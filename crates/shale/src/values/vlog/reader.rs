@@ -292,7 +292,7 @@ pub(crate) fn replay(
         };
         let mut header = [0u8; HEADER_LEN as usize];
         file.read_exact_at(&mut header, 0, ReadCause::Recovery)?;
-        if let Err(d) = format::check_header(&header, number) {
+        if let Err(d) = format::check_header(&header, number, ctx.store_id) {
             if !header_synced && all_zeros(&file, size, ReadCause::Recovery)? {
                 // The same half-created segment, its file extended by the space reserved
                 // ahead of the writer (`Env::create_log`) and its unsynced header lost:

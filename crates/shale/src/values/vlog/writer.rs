@@ -19,6 +19,8 @@ const KEEP_SCRATCH: usize = 4 << 20;
 pub(crate) struct SegmentWriter {
     file: WriteFile,
     number: u64,
+    /// The store's id, which every segment's header checksum covers.
+    store_id: u64,
     scratch: Vec<u8>,
     /// Bytes known durable.
     synced: u64,
@@ -32,10 +34,15 @@ impl SegmentWriter {
     /// ([`Env::create_log`]): the file system may keep zeros reserved after its records until
     /// it is left ([`SegmentWriter::rotate`], [`SegmentWriter::finish`]), so a crash can
     /// leave it with a zero-filled tail, which recovery reads as a torn tail.
-    pub(crate) fn create(env: &Env, dir: &Path, number: u64) -> Result<SegmentWriter> {
+    pub(crate) fn create(
+        env: &Env,
+        dir: &Path,
+        number: u64,
+        store_id: u64,
+    ) -> Result<SegmentWriter> {
         let path = dir.join(format::segment_file_name(number));
         let mut file = env.create_log(&path, WriteCause::Vlog)?;
-        file.append(&format::encode_header(number))?;
+        file.append(&format::encode_header(number, store_id))?;
         file.flush()?;
         file.sync()?;
         env.fs().sync_dir(dir)?;
@@ -44,6 +51,7 @@ impl SegmentWriter {
             syncer: file.syncer(),
             file,
             number,
+            store_id,
             scratch: Vec::new(),
         })
     }
@@ -62,7 +70,7 @@ impl SegmentWriter {
     /// to queue for sealing: the seal's sync makes the cut durable with the bytes.
     pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<Sealed> {
         self.file.finish()?;
-        let mut new = SegmentWriter::create(env, dir, next)?;
+        let mut new = SegmentWriter::create(env, dir, next, self.store_id)?;
         new.scratch = std::mem::take(&mut self.scratch);
         let old = std::mem::replace(self, new);
         let end = old.file.len();
