@@ -411,11 +411,44 @@ impl DbInner {
     }
 }
 
+/// An open that failed for lack of space says how much recovery needs: it writes what the
+/// logs hold beyond the tables into new tables, and starts a new log and MANIFEST.
+fn no_space_hint(e: Error, env: &Env, dir: &Path) -> Error {
+    let Error::Io { op, path, source } = e else {
+        return e;
+    };
+    if source.kind() != std::io::ErrorKind::StorageFull {
+        return Error::Io { op, path, source };
+    }
+    let logs: u64 = env
+        .fs()
+        .list_dir(dir)
+        .unwrap_or_default()
+        .iter()
+        .filter(|n| n.ends_with(".log") || n.ends_with(".vlog"))
+        .filter_map(|n| env.fs().file_size(&dir.join(n)).ok())
+        .sum();
+    let msg = format!(
+        "{source}: opening the store writes the unflushed part of its logs into tables and \
+         starts a new log and MANIFEST, so it needs free space of about the unflushed log \
+         bytes (at most the {} MiB of its log files) plus a few MiB; free that much and open \
+         it again, or open it read-only, which needs none",
+        logs.div_ceil(1 << 20)
+    );
+    Error::Io {
+        op,
+        path,
+        source: std::io::Error::new(std::io::ErrorKind::StorageFull, msg),
+    }
+}
+
 impl Db {
     /// Open the store in `path` with the parts `wiring` builds (the public `Db::open` is
     /// in `crate::design`, which knows the designs).
     pub(crate) fn open_with(path: &Path, options: Options, wiring: &Wiring) -> Result<Db> {
-        let db = Db::from_inner(open::open(path, options, wiring)?);
+        let env = options.env.clone();
+        let opened = open::open(path, options, wiring).map_err(|e| no_space_hint(e, &env, path));
+        let db = Db::from_inner(opened?);
         db.start_threads()?;
         let weak = Arc::downgrade(&db.inner);
         let services = crate::memory::MemoryServices {

@@ -96,6 +96,26 @@ struct Shared {
     /// while they hold their inode's lock, so a handle's operation either happens entirely
     /// before the crash's truncation of that inode or fails.
     crashes: AtomicU64,
+    /// The most bytes the named files may hold ([`MemFs::set_capacity`]); `u64::MAX`: no
+    /// limit.
+    capacity: AtomicU64,
+}
+
+impl Shared {
+    /// Bytes held by the files the live namespace names (each inode once, a log's reserved
+    /// zeros included). Takes the state lock and then each inode's: call it holding none.
+    fn used(&self) -> u64 {
+        let state = self.state.lock();
+        let mut seen = HashSet::new();
+        state
+            .live
+            .values()
+            .filter_map(|ino| {
+                let ino = ino.lock();
+                seen.insert(ino.id).then_some(ino.data.len() as u64)
+            })
+            .sum()
+    }
 }
 
 /// Chooses what survives of one file's unsynced tail in [`MemFs::crash_image_with`]:
@@ -257,8 +277,25 @@ impl MemFs {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
                 crashes: AtomicU64::new(0),
+                capacity: AtomicU64::new(u64::MAX),
             }),
         }
+    }
+
+    /// Make the file system hold at most `bytes` (the data of every file it names, a log's
+    /// reserved zeros included): a write that would go past it fails with
+    /// `ErrorKind::StorageFull` ("no space left on device") and writes nothing, as on a
+    /// full disk. Lowering it below what is held frees nothing; raising it is freeing space.
+    /// `None` (the default): no limit.
+    pub fn set_capacity(&self, bytes: Option<u64>) {
+        self.shared
+            .capacity
+            .store(bytes.unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// Bytes held by the files it names, as [`MemFs::set_capacity`] counts them.
+    pub fn used_bytes(&self) -> u64 {
+        self.shared.used()
     }
 
     /// Simulate a machine crash and reboot: directory entries not made durable by
@@ -684,9 +721,36 @@ impl MemWritableFile {
     }
 
     fn flush_pending(&mut self, op: &'static str) -> Result<()> {
+        self.check_space(op)?;
         let pending = std::mem::take(&mut self.pending);
         let log = self.log && !self.finished;
         self.with_inode(op, |ino| write_into(ino, &pending, log))
+    }
+
+    /// Refuse to write the pending bytes (and a log's next reservation) past the file
+    /// system's capacity; they stay pending.
+    fn check_space(&self, op: &'static str) -> Result<()> {
+        let capacity = self.shared.capacity.load(Ordering::SeqCst);
+        if capacity == u64::MAX || self.pending.is_empty() {
+            return Ok(());
+        }
+        let (held, written) = self.with_inode(op, |ino| (ino.data.len(), ino.written_len()))?;
+        let reserve = if self.log && !self.finished {
+            LOG_RESERVE
+        } else {
+            0
+        };
+        let after = written + self.pending.len() + reserve;
+        let grow = after.saturating_sub(held) as u64;
+        if self.shared.used().saturating_add(grow) > capacity {
+            return Err(io_error(
+                op,
+                &self.path,
+                io::ErrorKind::StorageFull,
+                "no space left on device",
+            ));
+        }
+        Ok(())
     }
 
     /// Cut a log's reserved zeros off.
@@ -743,6 +807,7 @@ impl WritableFile for MemWritableFile {
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.check_space("sync")?;
         let pending = std::mem::take(&mut self.pending);
         let log = self.log && !self.finished;
         self.with_inode("sync", |ino| {
