@@ -113,6 +113,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             last_sequence: last_seq,
             store_id: versions.store_id(),
             wal_recovery_mode: options.wal_recovery_mode,
+            block_cache: block_cache.as_ref(),
         };
         let mut mem: Arc<dyn MemTable> = memory.new_memtable();
         let mut failed: Option<Error> = None;

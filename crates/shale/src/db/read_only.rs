@@ -225,6 +225,7 @@ fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
         last_sequence,
         store_id: versions.store_id(),
         wal_recovery_mode: options.wal_recovery_mode,
+        block_cache: block_cache.as_ref(),
     };
     // Each full memtable is frozen and kept, oldest first.
     let mut frozen: Vec<Arc<dyn MemTable>> = Vec::new();

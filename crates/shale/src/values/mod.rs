@@ -150,6 +150,9 @@ pub struct RecoverContext<'a> {
     pub last_sequence: SeqNo,
     /// The store's id (MANIFEST tag 17): a log must carry it.
     pub store_id: u64,
+    /// The store's block cache, if any: a placement that reads values from its own files
+    /// may keep them there (keyed by its file numbers, which no table shares).
+    pub block_cache: Option<&'a Arc<crate::cache::block_cache::BlockCache>>,
     /// What to do with damage in the write-ahead log ([`crate::Options::wal_recovery_mode`]).
     pub wal_recovery_mode: crate::options::WalRecoveryMode,
 }

@@ -425,3 +425,51 @@ fn garbage_replayed_after_a_crash_is_counted_once() {
         drop(db);
     }
 }
+
+/// Value reads keep the records they read in the block cache: a second pass of gets and a
+/// scan read no value-log bytes, and give the same values; with no block cache every pass
+/// reads the log again. Values past the cached-record limit are never kept.
+#[test]
+fn value_reads_are_served_from_the_block_cache_once_read() {
+    use crate::IterOptions;
+    use crate::env::ReadCause;
+    for cache in [true, false] {
+        let env = Env::memory();
+        let mut o = opts(&env, 0.5);
+        o.block_cache_bytes = if cache { 8 << 20 } else { 0 };
+        let db = Db::open(DIR, o).expect("open");
+        let n = 200;
+        for i in 0..n {
+            db.put(&key(i), &value(i, 0)).expect("put");
+        }
+        let big = vec![b'x'; 100 * 1024];
+        db.put(b"big", &big).expect("put");
+        db.flush().expect("flush");
+        let pass = |db: &Db| {
+            for i in 0..n {
+                assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 0)));
+            }
+            let mut scanned = 0;
+            for e in db.iter(IterOptions::default()).expect("iter") {
+                let (k, v) = e.expect("entry");
+                if k != b"big" {
+                    assert_eq!(db.get(&k).expect("get"), Some(v));
+                }
+                scanned += 1;
+            }
+            assert_eq!(scanned, n as usize + 1);
+        };
+        pass(&db);
+        let first = reads_of(&db, ReadCause::Get);
+        assert!(first > 0);
+        pass(&db);
+        let second = reads_of(&db, ReadCause::Get) - first;
+        if cache {
+            // Only the big value, which the scan reads again.
+            assert_eq!(second, record_len(b"big", &big) as u64, "cache {cache}");
+        } else {
+            assert!(second >= first, "cache {cache}: {second} < {first}");
+        }
+        db.close().expect("close");
+    }
+}

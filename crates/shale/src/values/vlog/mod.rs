@@ -146,6 +146,9 @@ pub struct VlogPlacement {
     /// (`Options::max_open_files`), so that a writer in another process deleting one
     /// cannot take it from under the handle.
     pin_limit: usize,
+    /// The store's block cache (set by recovery), where value reads keep the records they
+    /// read, keyed by segment number and offset (RocksDB's blob cache).
+    cache: std::sync::OnceLock<Arc<crate::cache::block_cache::BlockCache>>,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -157,6 +160,18 @@ impl std::fmt::Debug for VlogPlacement {
 }
 
 impl VlogPlacement {
+    /// Keep value records in the store's block cache, if it has one.
+    fn use_cache(&self, ctx: &RecoverContext<'_>) {
+        if let Some(c) = ctx.block_cache {
+            let _ = self.cache.set(Arc::clone(c));
+        }
+    }
+
+    /// The block cache value reads use.
+    pub(crate) fn cache(&self) -> Option<&Arc<crate::cache::block_cache::BlockCache>> {
+        self.cache.get()
+    }
+
     /// A placement for the store in `dir`; [`ValueStore::recover`] opens its log.
     pub fn new(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>) -> VlogPlacement {
         VlogPlacement {
@@ -184,6 +199,7 @@ impl VlogPlacement {
             open_handles: Mutex::default(),
             max_open_handles: options.max_open_files.max(1),
             dropped: AtomicU64::new(0),
+            cache: std::sync::OnceLock::new(),
             pin_limit: options.max_open_files,
         }
     }
@@ -338,6 +354,9 @@ impl VlogPlacement {
     pub(crate) fn remove_segment(&self, number: u64) {
         self.segments.write().remove(&number);
         let _ = self.env.fs().remove_file(&self.segment_path(number));
+        if let Some(c) = self.cache() {
+            c.erase_file(number);
+        }
     }
 }
 
@@ -367,6 +386,7 @@ impl ValueStore for VlogPlacement {
         apply: &mut Apply<'_>,
         edit: &mut VersionEdit,
     ) -> Result<SeqNo> {
+        self.use_cache(ctx);
         let (last, torn) = reader::replay(self, ctx, apply, false)?;
         for (segment, end) in torn {
             VlogRecord::SegmentEnd(segment, end).push(edit);
@@ -389,6 +409,7 @@ impl ValueStore for VlogPlacement {
     /// segment open (up to `max_open_files`); no segment is started, so the placement takes
     /// no writes.
     fn recover_read_only(&self, ctx: &RecoverContext<'_>, apply: &mut Apply<'_>) -> Result<SeqNo> {
+        self.use_cache(ctx);
         Ok(reader::replay(self, ctx, apply, true)?.0)
     }
 

@@ -1,6 +1,5 @@
 //! Reading the value log: checked pointer reads, and sequential scans for replay and GC.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -11,12 +10,21 @@ use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
 use crate::values::{Apply, RecoverContext};
 
+/// Records up to this many bytes are kept in the block cache once read; a larger value is
+/// read from its segment each time (it would push many table blocks out for one value).
+const CACHED_RECORD_MAX: usize = 64 * 1024;
+
 /// Read the value a pointer names, checking the pointer against the live segments, the
-/// record's checksum and its key.
+/// record's checksum and its key. Records up to [`CACHED_RECORD_MAX`] bytes are kept in the
+/// store's block cache, keyed by segment number and offset: a record below the segment's
+/// valid end never changes, and segment numbers are never reused.
 pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Result<Vec<u8>> {
-    let bad = |path: &Path, offset: u64, m: String| Error::corruption(path, offset, m);
+    // The path is built only for an error: it is a formatted name, not free per read.
+    let bad = |segment: u64, offset: u64, m: String| {
+        Error::corruption(vlog.segment_path(segment), offset, m)
+    };
     let p = Pointer::decode(stored).map_err(|d| {
-        bad(
+        Error::corruption(
             &vlog.dir,
             0,
             format!(
@@ -25,10 +33,9 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
             ),
         )
     })?;
-    let path = vlog.segment_path(p.segment);
     let Some(seg) = vlog.segment(p.segment) else {
         return Err(bad(
-            &path,
+            p.segment,
             p.offset,
             format!(
                 "a value pointer names segment {}, which is not live",
@@ -40,7 +47,7 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
     let end = seg.end.load(Ordering::Acquire);
     if !p.fits(key.len(), end) {
         return Err(bad(
-            &path,
+            p.segment,
             p.offset,
             format!(
                 "a value pointer ({} bytes at {}) lies outside the segment's {end} valid bytes",
@@ -48,27 +55,44 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
             ),
         ));
     }
-    let file = vlog.handle(&seg)?;
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, p.offset, ReadCause::Get)?;
-    let value_start = {
-        let rec = format::decode_record(&buf).map_err(|d| bad(&path, p.offset, d))?;
-        if rec.key != key || rec.kind != ValueKind::Value {
-            return Err(bad(
-                &path,
-                p.offset,
-                format!(
-                    "the record a pointer names holds key {:?} ({:?}), not {:?}",
-                    String::from_utf8_lossy(rec.key),
-                    rec.kind,
-                    String::from_utf8_lossy(key)
-                ),
-            ));
+    let cache = vlog.cache().filter(|_| len <= CACHED_RECORD_MAX);
+    let cached = cache
+        .and_then(|c| c.get(p.segment, p.offset))
+        .filter(|b| b.len() == len);
+    let hit = cached.is_some();
+    let buf: std::sync::Arc<[u8]> = match cached {
+        Some(b) => b,
+        None => {
+            let file = vlog.handle(&seg)?;
+            let mut buf = vec![0u8; len];
+            file.read_exact_at(&mut buf, p.offset, ReadCause::Get)?;
+            buf.into()
         }
-        RECORD_HEADER_LEN + rec.key.len()
     };
-    buf.drain(..value_start);
-    Ok(buf)
+    let rec = if hit {
+        format::decode_checked_record(&buf)
+    } else {
+        format::decode_record(&buf)
+    }
+    .map_err(|d| bad(p.segment, p.offset, d))?;
+    if rec.key != key || rec.kind != ValueKind::Value {
+        return Err(bad(
+            p.segment,
+            p.offset,
+            format!(
+                "the record a pointer names holds key {:?} ({:?}), not {:?}",
+                String::from_utf8_lossy(rec.key),
+                rec.kind,
+                String::from_utf8_lossy(key)
+            ),
+        ));
+    }
+    let value = rec.value.to_vec();
+    // Kept once its checksum and key held.
+    if !hit && let Some(c) = cache {
+        c.insert(p.segment, p.offset, buf);
+    }
+    Ok(value)
 }
 
 /// One record found by a scan: where it is, and its decoded contents.

@@ -33,6 +33,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
         names: &[],
         last_sequence: 0,
         store_id: 1,
+        block_cache: None,
         wal_recovery_mode: Default::default(),
     };
     let mut edit = VersionEdit::default();
@@ -182,6 +183,7 @@ fn recover_at(
         names: &names,
         last_sequence: 0,
         store_id: 1,
+        block_cache: None,
         wal_recovery_mode: Default::default(),
     };
     q.recover(&ctx, apply, edit)
