@@ -123,6 +123,11 @@ pub trait Engine: Send + Sync {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<u64>;
+    /// Whether [`Engine::seek`] and [`Engine::scan_all`] work (a hash-ordered design, Shale's
+    /// `lsm-trie`, answers point operations only).
+    fn supports_scans(&self) -> bool {
+        true
+    }
     /// Write buffered data down to table files.
     fn flush(&self) -> EngineResult<()>;
     /// Compact the whole key range.
@@ -543,6 +548,10 @@ impl Engine for ShaleEngine {
             }
         }
         Ok(n)
+    }
+
+    fn supports_scans(&self) -> bool {
+        self.db.supports_scans()
     }
 
     fn flush(&self) -> EngineResult<()> {

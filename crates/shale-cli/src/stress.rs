@@ -332,7 +332,11 @@ fn verify(db: &Db, e: &Expected) -> CliResult<Verified> {
     }
     v.pending_applied = applied.len();
     v.pending_dropped = dropped.len();
-    // A scan must see exactly what the point reads saw.
+    // A scan must see exactly what the point reads saw (a design without scans, lsm-trie,
+    // is checked by its point reads alone).
+    if !db.supports_scans() {
+        return Ok(v);
+    }
     let mut scanned = 0usize;
     for r in db.iter(IterOptions::default())? {
         let (kb, val) = r?;
@@ -552,7 +556,8 @@ impl Workload<'_> {
                     ("batch", self.write(&ks, sync))
                 }
                 600..=899 => ("get", self.get(k)),
-                900..=997 => ("scan", self.scan(k)),
+                900..=997 if self.db.supports_scans() => ("scan", self.scan(k)),
+                900..=997 => ("get", self.get(k)),
                 998 => ("flush", self.db.flush().map_err(|e| e.to_string())),
                 _ if next() % 8 == 0 => {
                     let (a, b) = (key(k), key(k.saturating_add(200)));

@@ -318,6 +318,55 @@ fn stats_compact_and_verify() {
     assert!(flipped.iter().any(|f| err.contains(f.as_str())), "{err}");
 }
 
+/// The lsm-trie design through the CLI: point commands work, scans say they are not
+/// supported, and `verify` finds a flipped byte in every table (the bit-flip test).
+#[test]
+fn lsm_trie_points_scans_refused_and_bit_flips_found() {
+    let d = TempDir::new("trie");
+    let lines: String = (0..3000)
+        .map(|i| format!("key{i:06}\tvalue{i}\n"))
+        .collect();
+    quiet(&run_stdin(
+        &["load", "--db", d.db(), "--design", "lsm-trie"],
+        lines.as_bytes(),
+    ));
+    let o = run(&["get", "--db", d.db(), "key000042"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "value42\n");
+    for args in [
+        vec!["scan", "--db", d.db(), "--prefix", "key"],
+        vec!["dump", "--db", d.db()],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
+    }
+    quiet(&run(&["compact", "--db", d.db()]));
+    let o = run(&["get", "--db", d.db(), "key002999"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "value2999\n");
+    let o = run(&["verify", "--db", d.db()]);
+    quiet(&o);
+    assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
+    let mut flipped = Vec::new();
+    for e in std::fs::read_dir(d.path()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst") {
+            let mut bytes = std::fs::read(&p).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x5a;
+            std::fs::write(&p, bytes).unwrap();
+            flipped.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert!(!flipped.is_empty(), "no table files in {}", d.db());
+    let o = run(&["verify", "--db", d.db()]);
+    assert_eq!(o.status.code(), Some(4), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("damaged: "), "{err}");
+    assert!(flipped.iter().any(|f| err.contains(f.as_str())), "{err}");
+}
+
 #[test]
 fn bench_runs_checks_and_writes_json() {
     let d = TempDir::new("bench");

@@ -39,6 +39,8 @@ fn shale(db: &Path, args: &[&str]) -> Command {
         "wisckey"
     } else if name.ends_with("-flodb") {
         "flodb"
+    } else if name.ends_with("-lsm-trie") {
+        "lsm-trie"
     } else {
         "leveldb"
     };
@@ -129,6 +131,11 @@ fn every_acknowledged_write_survives_kill_9_wisckey() {
 #[test]
 fn every_acknowledged_write_survives_kill_9_flodb() {
     kill_cycles("db-flodb");
+}
+
+#[test]
+fn every_acknowledged_write_survives_kill_9_lsm_trie() {
+    kill_cycles("db-lsm-trie");
 }
 
 fn kill_cycles(name: &str) {

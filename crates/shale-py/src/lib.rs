@@ -57,6 +57,16 @@ fn available_designs() -> Vec<&'static str> {
     shale::Options::available_presets()
 }
 
+/// The designs among `available_designs()` whose stores answer iterators (`lsm-trie` places
+/// keys by hash and answers point operations only: its iterators raise `UnsupportedError`).
+#[pyfunction]
+fn scan_designs() -> Vec<&'static str> {
+    shale::Options::available_presets()
+        .into_iter()
+        .filter(|d| shale::Options::preset(d).is_ok_and(|o| o.axes().supports_scans()))
+        .collect()
+}
+
 /// The native module; `shale/__init__.py` re-exports it.
 #[pymodule]
 fn _shale(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -68,6 +78,7 @@ fn _shale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<range::RangeIterator>()?;
     m.add_class::<iter::RawIterator>()?;
     m.add_function(wrap_pyfunction!(available_designs, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_designs, m)?)?;
     m.add_function(wrap_pyfunction!(admin::destroy_db, m)?)?;
     m.add_function(wrap_pyfunction!(admin::repair_db, m)?)?;
     Ok(())

@@ -53,6 +53,17 @@ fn live_files_list_every_table_with_its_level_size_and_range() {
         // hold every key.
         let deepest = files.iter().map(|f| f.level).max().unwrap();
         let last: Vec<_> = files.iter().filter(|f| f.level == deepest).collect();
+        if !db.supports_scans() {
+            // Keys placed by hash (lsm-trie): the deepest level's tables hold every key
+            // once, in no key order.
+            assert!(files.iter().all(|f| f.level == deepest), "{design}");
+            assert_eq!(
+                last.iter().map(|f| f.entries).sum::<u64>(),
+                3000,
+                "{design}"
+            );
+            continue;
+        }
         for w in last.windows(2) {
             assert!(w[0].largest_key < w[1].smallest_key, "{design}: {w:?}");
         }
@@ -86,6 +97,15 @@ fn approximate_sizes_follow_the_tables() {
         db.flush().unwrap();
         db.compact_range(None, None).unwrap();
         let total: u64 = db.live_files().iter().map(|f| f.size).sum();
+        if !db.supports_scans() {
+            // Keys placed by hash: no key range has a size to estimate.
+            assert!(matches!(
+                db.approximate_sizes(&[(b"key", b"kez")]),
+                Err(shale::Error::Unsupported(_))
+            ));
+            db.close().unwrap();
+            continue;
+        }
         let sizes = db
             .approximate_sizes(&[
                 (b"key", b"kez"),

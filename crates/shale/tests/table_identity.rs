@@ -83,11 +83,13 @@ fn refused_naming(env: &Env, design: &str, bad: &Path, key: &[u8], good_key: &[u
         e.to_string().contains("table"),
         "{design} {what}: the message says why: {e}"
     );
-    let e = match db.iter(IterOptions::default()) {
-        Err(e) => e,
-        Ok(mut it) => it.find_map(Result::err).unwrap(),
-    };
-    assert_eq!(corruption_at(&e), bad, "{design} {what}: scan: {e}");
+    if db.supports_scans() {
+        let e = match db.iter(IterOptions::default()) {
+            Err(e) => e,
+            Ok(mut it) => it.find_map(Result::err).unwrap(),
+        };
+        assert_eq!(corruption_at(&e), bad, "{design} {what}: scan: {e}");
+    }
     assert_eq!(
         db.get(good_key).unwrap().as_deref(),
         Some(&b"0123456789"[..]),
@@ -167,7 +169,12 @@ fn a_healthy_store_reads_its_own_tables() {
             assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"0123456789"[..]));
         }
         db.compact_range(None, None).unwrap();
-        assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 100);
+        if db.supports_scans() {
+            assert_eq!(db.iter(IterOptions::default()).unwrap().count(), 100);
+        }
+        for (_, k) in &tables {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"0123456789"[..]));
+        }
         db.close().unwrap();
         shale::verify(DIR, opts(&env, design)).unwrap();
     }

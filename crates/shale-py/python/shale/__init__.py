@@ -33,6 +33,7 @@ from ._shale import (
     __version__,
     available_designs,
     destroy_db,
+    scan_designs,
     repair_db,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "Iterator",
     "RawIterator",
     "available_designs",
+    "scan_designs",
     "destroy_db",
     "repair_db",
     "Error",

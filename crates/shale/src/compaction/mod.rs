@@ -72,6 +72,12 @@ pub struct CompactionContext<'a> {
     pub filter: Option<filter::FilterHook<'a>>,
 }
 
+/// Which output partition a user key goes to ([`MergeSpec::partition`]).
+pub type Partition<'a> = dyn Fn(&[u8]) -> usize + 'a;
+
+/// An output table being written: its file number and writer.
+type Output = (u64, Box<dyn TableWriter>);
+
 /// How one merge writes its output.
 pub struct MergeSpec<'a> {
     /// Start a new output file once the current one reaches this size (at a user-key
@@ -82,6 +88,10 @@ pub struct MergeSpec<'a> {
     pub is_base_for_key: &'a dyn Fn(&[u8]) -> bool,
     /// The level the output goes to (what the compaction filter is told).
     pub level: usize,
+    /// Split the output by key: each user key goes to the output table of the partition
+    /// this returns for it, one open table per partition (LSM-trie writes one table per
+    /// child container). `None`: one stream of tables, cut by size.
+    pub partition: Option<&'a Partition<'a>>,
 }
 
 /// Counters of one merge.
@@ -142,7 +152,10 @@ fn merge_with<H: filter::EntryHook>(
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut stats = MergeStats::default();
+    // The open output of the current key's partition, and those of the other partitions.
     let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
+    let mut parked: Vec<(usize, Output)> = Vec::new();
+    let mut part = 0usize;
     let result = (|| -> Result<()> {
         let mut current_key: Vec<u8> = Vec::new();
         let mut has_current = false;
@@ -157,6 +170,20 @@ fn merge_with<H: filter::EntryHook>(
                 .map_err(|d| Error::corruption(ctx.dir, 0, format!("compaction input: {d}")))?;
             stats.entries_in += 1;
             let new_key = !has_current || parsed.user_key != current_key.as_slice();
+            if new_key
+                && let Some(f) = spec.partition
+            {
+                let p = f(parsed.user_key);
+                if p != part {
+                    if let Some(b) = builder.take() {
+                        parked.push((part, b));
+                    }
+                    if let Some(i) = parked.iter().position(|(q, _)| *q == p) {
+                        builder = Some(parked.swap_remove(i).1);
+                    }
+                    part = p;
+                }
+            }
             if new_key {
                 // A user-key boundary: the place where an output file may end.
                 if let Some((_, b)) = &builder
@@ -230,6 +257,11 @@ fn merge_with<H: filter::EntryHook>(
         if let Some((number, b)) = builder.take() {
             outputs.push(finish(number, b)?);
         }
+        parked.sort_by_key(|(p, _)| *p);
+        while !parked.is_empty() {
+            let (_, (number, b)) = parked.remove(0);
+            outputs.push(finish(number, b)?);
+        }
         if !outputs.is_empty() {
             ctx.env.fs().sync_dir(ctx.dir)?;
         }
@@ -239,7 +271,11 @@ fn merge_with<H: filter::EntryHook>(
         Ok(())
     })();
     if let Err(e) = result {
-        if let Some((number, b)) = builder.take() {
+        let open = builder
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut parked).into_iter().map(|(_, b)| b));
+        for (number, b) in open {
             b.abandon();
             outputs.push(FileMeta {
                 number,

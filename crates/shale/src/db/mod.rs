@@ -605,11 +605,18 @@ impl Db {
         }
     }
 
+    /// Whether the store answers [`Db::iter`] and [`Db::cursor`]: false for a layout that
+    /// places keys by hash (`lsm-trie`), whose stores answer point operations only.
+    pub fn supports_scans(&self) -> bool {
+        self.inner.layout.supports_scans()
+    }
+
     /// An iterator of `(key, value)` pairs in key order; it is double-ended, so `.rev()`
     /// walks backwards.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::get`]; [`Error::Unsupported`] for a store whose layout has no key order
+    /// ([`Db::supports_scans`]).
     pub fn iter(&self, options: IterOptions) -> Result<DbIterator> {
         read::iter(&self.inner, options, self.scan_prefetch())
     }
@@ -617,7 +624,7 @@ impl Db {
     /// A positioned cursor with seek, next and prev. Starts unpositioned.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`Db::iter`].
     pub fn cursor(&self, options: IterOptions) -> Result<Cursor> {
         read::cursor(&self.inner, options, self.scan_prefetch())
     }

@@ -5,7 +5,7 @@
 //! cover a scan, and what should be compacted next (`pick`, a pure function returning a
 //! [`Plan`]). Flushing and executing a plan (`compact`) each produce a [`VersionEdit`] that
 //! the engine commits; recovery flushes replayed writes through the same `flush`.
-//! Implementations: [`leveled`], [`flsm`].
+//! Implementations: [`leveled`], [`flsm`], [`trie`].
 //!
 //! # Concurrent compactions
 //!
@@ -35,6 +35,7 @@ use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 pub mod concat;
 pub mod flsm;
 pub mod leveled;
+pub mod trie;
 
 /// What a picker decided: the inputs of one compaction and where its output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -363,6 +364,7 @@ pub fn flush_to_level0(
         // Tombstones stay: older versions of their keys may sit in the tables below.
         is_base_for_key: &|_| false,
         level: 0,
+        partition: None,
     };
     let (files, _) = crate::compaction::merge_into_tables(input, &spec, ctx)?;
     let mut edit = VersionEdit::default();
@@ -375,6 +377,13 @@ pub fn flush_to_level0(
 pub trait Layout: Send + Sync + std::fmt::Debug {
     /// The name recorded in the MANIFEST; a store is reopened only with the same layout.
     fn name(&self) -> &'static str;
+
+    /// Whether [`Layout::iterators`] can cover a scan. A layout that places keys by hash
+    /// (LSM-trie) answers point reads only; the engine then refuses scans and cursors with
+    /// [`crate::Error::Unsupported`] and tests skip their scan checks. Default: true.
+    fn supports_scans(&self) -> bool {
+        true
+    }
 
     /// The layout's state in an empty store (see [`LayoutState`]): what the version set
     /// replays the layout's MANIFEST records into. Default: a layout without state.

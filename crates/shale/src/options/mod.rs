@@ -91,6 +91,18 @@ pub enum LayoutKind {
     /// Fragmented LSM: guards partition each level, tables within a guard may overlap and
     /// compaction appends to the next level instead of rewriting it (PebblesDB).
     Flsm,
+    /// A trie of table containers addressed by the SHA-1 of the key; compaction moves a
+    /// container's pile into its 8 children as a new sub-level each (LSM-trie). Point
+    /// operations only: scans return [`Error::Unsupported`].
+    Trie,
+}
+
+impl LayoutKind {
+    /// Whether stores of this layout answer scans and cursors (a hash-ordered layout does
+    /// not: [`crate::Db::iter`] and [`crate::Db::cursor`] return [`Error::Unsupported`]).
+    pub fn supports_scans(self) -> bool {
+        !matches!(self, LayoutKind::Trie)
+    }
 }
 
 /// The table-format axis: the bytes of one table file. It follows the layout (each layout
@@ -101,6 +113,9 @@ pub enum TableKind {
     /// Sorted blocks, a bloom filter, an index and a footer (LevelDB lineage).
     #[default]
     Sst,
+    /// Fixed-size buckets chosen by the key's hash, with migration between buckets and an
+    /// overflow area (LSM-trie's HTable, `docs/format/htable.md`).
+    HTable,
 }
 
 /// One choice on each axis: a design. Presets are names for some of them
@@ -153,15 +168,27 @@ macro_rules! axis_names {
 
 axis_names!(MemoryKind, "memory", SkipList = "skiplist", FloDb = "flodb");
 axis_names!(ValuesKind, "values", Inline = "inline", Vlog = "vlog");
-axis_names!(LayoutKind, "layout", Leveled = "leveled", Flsm = "flsm");
-axis_names!(TableKind, "table", Sst = "sst");
+axis_names!(
+    LayoutKind,
+    "layout",
+    Leveled = "leveled",
+    Flsm = "flsm",
+    Trie = "trie"
+);
+axis_names!(TableKind, "table", Sst = "sst", HTable = "htable");
 
 impl Axes {
     /// The table format `layout` reads and writes.
     pub fn table_for(layout: LayoutKind) -> TableKind {
         match layout {
             LayoutKind::Leveled | LayoutKind::Flsm => TableKind::Sst,
+            LayoutKind::Trie => TableKind::HTable,
         }
+    }
+
+    /// Whether this combination answers scans and cursors ([`LayoutKind::supports_scans`]).
+    pub fn supports_scans(&self) -> bool {
+        self.layout.supports_scans()
     }
 
     /// Every valid combination: any memory component with any value placement with any
@@ -269,6 +296,33 @@ impl Default for FlsmOptions {
             get_compaction: true,
             aggressive_ratio_percent: 25,
             parallel_seek_min_tables: 0,
+        }
+    }
+}
+
+/// Options of the LSM-trie layout (`layout = trie`; ignored by the others).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrieOptions {
+    /// A container above the last level whose pile holds this many tables (sub-levels) is
+    /// compacted into its 8 children. Default 8 (the paper's: as many sub-levels as the
+    /// amplification factor).
+    pub max_sub_levels: usize,
+    /// A container of the last level is garbage-collected (its pile merged into one table,
+    /// dropping shadowed versions and tombstones) once the estimated share of its entries
+    /// that are garbage reaches this. In `(0, 1]`. Default 0.5.
+    pub gc_garbage_ratio: f64,
+    /// One key in `2^gc_sample_bits` (chosen by hash) is sampled when a compaction appends a
+    /// sub-level to a last-level container: the sample's hits in the older sub-levels give
+    /// the garbage estimate. In `0..=16`. Default 6 (one key in 64).
+    pub gc_sample_bits: u32,
+}
+
+impl Default for TrieOptions {
+    fn default() -> Self {
+        TrieOptions {
+            max_sub_levels: 8,
+            gc_garbage_ratio: 0.5,
+            gc_sample_bits: 6,
         }
     }
 }
@@ -437,6 +491,8 @@ pub struct Options {
     pub flsm: FlsmOptions,
     /// Options of the FloDB memory component.
     pub flodb: FloDbOptions,
+    /// Options of the LSM-trie layout.
+    pub trie: TrieOptions,
     /// A filter that keeps, removes or rewrites entries as flushes and compactions write
     /// them ([`filter`] says when it runs and what each decision does). A runtime option:
     /// not kept in the options record, give it at every open. Default none (the merge
@@ -488,6 +544,7 @@ impl Default for Options {
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
             flodb: FloDbOptions::default(),
+            trie: TrieOptions::default(),
             compaction_filter: None,
             expiring_values: false,
         }
@@ -615,13 +672,14 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb", "pebblesdb", "wisckey", "flodb"]
+        vec!["leveldb", "pebblesdb", "wisckey", "flodb", "lsm-trie"]
     }
 
     /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
     /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog), `flodb` (leveled +
-    /// flodb + inline). The other names (`lwc`, `lsm-trie`) are reserved for designs not
-    /// yet built and return [`Error::Unsupported`].
+    /// flodb + inline), `lsm-trie` (trie + skiplist + inline, htable tables; point
+    /// operations only). The other name (`lwc`) is reserved for a design not yet built and
+    /// returns [`Error::Unsupported`].
     ///
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
@@ -651,6 +709,19 @@ impl Options {
             }),
             "flodb" => Ok(Options {
                 memory: MemoryKind::FloDb,
+                ..paper
+            }),
+            // The paper's five levels (the last one grows by sub-levels and is collected),
+            // 16 filter bits per key for the many sub-levels a get may ask, and 4 KiB buckets.
+            // See docs/designs/lsm-trie.md.
+            "lsm-trie" => Ok(Options {
+                layout: LayoutKind::Trie,
+                table_format: TableKind::HTable,
+                num_levels: 5,
+                table: TableOptions {
+                    bloom_bits_per_key: 16,
+                    ..TableOptions::default()
+                },
                 ..paper
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
@@ -814,6 +885,25 @@ impl Options {
         if f.rewrite_ratio == 0 {
             return bad("flsm.rewrite_ratio must be at least 1".into());
         }
+        let t = &self.trie;
+        if t.max_sub_levels < 2 || t.max_sub_levels > 64 {
+            return bad(format!(
+                "trie.max_sub_levels {} must be in 2..=64",
+                t.max_sub_levels
+            ));
+        }
+        if !(t.gc_garbage_ratio > 0.0 && t.gc_garbage_ratio <= 1.0) {
+            return bad(format!(
+                "trie.gc_garbage_ratio {} must be in (0, 1]",
+                t.gc_garbage_ratio
+            ));
+        }
+        if t.gc_sample_bits > 16 {
+            return bad(format!(
+                "trie.gc_sample_bits {} must be in 0..=16",
+                t.gc_sample_bits
+            ));
+        }
         Ok(())
     }
 }
@@ -846,6 +936,11 @@ mod tests {
             LayoutKind::Flsm
         );
         assert_eq!(Options::preset("flodb").unwrap().memory, MemoryKind::FloDb);
+        let trie = Options::preset("lsm-trie").unwrap();
+        assert_eq!(trie.layout, LayoutKind::Trie);
+        assert_eq!(trie.table_format, TableKind::HTable);
+        assert!(!trie.axes().supports_scans());
+        assert!(leveldb.axes().supports_scans());
         assert!(matches!(Options::preset("lwc"), Err(Error::Unsupported(_))));
         assert!(matches!(
             Options::preset("nope"),

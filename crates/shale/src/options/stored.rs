@@ -455,10 +455,11 @@ mod tests {
             let e = StoredOptions::decode(bytes).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
-        let unknown = StoredOptions::decode(b"shale-options 1\nlayout=trie\nfuture=1\n").unwrap();
+        let unknown =
+            StoredOptions::decode(b"shale-options 1\nlayout=hashtree\nfuture=1\n").unwrap();
         let e = unknown.apply(Options::default()).unwrap_err().to_string();
         assert!(
-            e.contains("records layout=trie") && e.contains("unknown layout"),
+            e.contains("records layout=hashtree") && e.contains("unknown layout"),
             "{e}"
         );
         let e = StoredOptions::decode(b"shale-options 1\nnum_levels=many\n")

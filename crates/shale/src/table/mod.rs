@@ -3,7 +3,8 @@
 //! [`format`] holds the traits every format implements (a writer, a reader of one committed
 //! generation, and the format that makes both); the engine, the layouts and the table
 //! cache ([`cache`]) use tables only through them. [`sst`] is the sorted-block format of
-//! LevelDB lineage (leveled and FLSM layouts). Blocks ([`block`]), the bloom filter
+//! LevelDB lineage (leveled and FLSM layouts); [`htable`] is LSM-trie's hash table of
+//! fixed-size buckets (trie layout). Blocks ([`block`]), the bloom filter
 //! ([`bloom`]) and the properties block ([`properties`]) are building blocks other formats
 //! may share.
 
@@ -11,6 +12,7 @@ pub mod block;
 pub mod bloom;
 pub mod cache;
 pub mod format;
+pub mod htable;
 pub mod properties;
 pub mod sst;
 

@@ -412,6 +412,7 @@ impl Layout for Flsm {
             target_file_size,
             is_base_for_key: &is_base,
             level: out_level,
+        partition: None,
         };
         let mut cut = GuardCut {
             inner: merged,

@@ -192,6 +192,7 @@ impl Layout for Leveled {
             target_file_size: self.target_file_size,
             is_base_for_key: &is_base,
             level: plan.output_level,
+        partition: None,
         };
         let (outputs, _stats) = merge_into_tables(&mut merged, &spec, ctx)?;
         for f in outputs {

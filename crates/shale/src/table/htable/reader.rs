@@ -1,0 +1,655 @@
+//! Reads an HTable: open (footer, migration records, overflow index, filter, properties,
+//! all kept in memory), lookups (one bucket or one overflow record), a full iterator and
+//! `verify`.
+//!
+//! Thread-safety: an `HTable` is immutable after open and shared between readers.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::writer::{Handle, Migration};
+use super::{
+    BUCKET_HEADER_LEN, BUCKET_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, HTABLE_MAGIC, HashKey,
+    MAX_BUCKET_SIZE, MIN_BUCKET_SIZE, hashkey, home_bucket, rank,
+};
+use crate::cache::block_cache::BlockCache;
+use crate::env::{ReadCause, ReadFile};
+use crate::error::{CorruptionContext, Error, Result};
+use crate::format::{Reader, crc32c, decode_fixed32, decode_fixed64, unmask_crc};
+use crate::iter::InternalIterator;
+use crate::key;
+use crate::table::bloom::BloomFilter;
+use crate::table::format::TableReader;
+use crate::table::properties::TableProperties;
+
+/// One entry of the overflow index: an internal key and where its record is.
+#[derive(Clone, Debug)]
+struct OverflowEntry {
+    ikey: Vec<u8>,
+    offset: u64,
+    len: u32,
+}
+
+/// An open HTable (one committed generation of its file).
+pub struct HTable {
+    file: ReadFile,
+    size: u64,
+    path: Arc<Path>,
+    file_number: u64,
+    cache: Option<Arc<BlockCache>>,
+    verify_checksums: bool,
+    buckets: u64,
+    bucket_size: usize,
+    /// Where the overflow records end (the first metadata block).
+    overflow_end: u64,
+    migrations: Vec<Migration>,
+    overflow: Vec<OverflowEntry>,
+    filter: Option<Arc<BloomFilter>>,
+    props: TableProperties,
+}
+
+impl std::fmt::Debug for HTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HTable")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("buckets", &self.buckets)
+            .field("entries", &self.props.num_entries)
+            .finish()
+    }
+}
+
+/// One item of a bucket: internal key and value.
+type Item<'a> = (&'a [u8], &'a [u8]);
+
+/// Decode the items of a bucket (its bytes, without checking its crc).
+fn bucket_items(data: &[u8]) -> std::result::Result<Vec<Item<'_>>, String> {
+    if data.len() < BUCKET_HEADER_LEN + BUCKET_TRAILER_LEN {
+        return Err("bucket shorter than its header and trailer".into());
+    }
+    let n = u16::from_le_bytes([data[0], data[1]]) as usize;
+    let mut r = Reader::new(&data[BUCKET_HEADER_LEN..data.len() - BUCKET_TRAILER_LEN]);
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let kl = r.varint32()? as usize;
+        let vl = r.varint32()? as usize;
+        let k = r.bytes(kl)?;
+        let v = r.bytes(vl)?;
+        key::parse_internal_key(k)?;
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+/// Check a block's masked crc32c (the 4 bytes after it).
+fn check_crc(data: &[u8], stored: u32, what: &str) -> std::result::Result<(), String> {
+    let actual = crc32c(data);
+    let expected = unmask_crc(stored);
+    if actual != expected {
+        return Err(format!(
+            "{what} checksum mismatch: stored {expected:08x}, computed {actual:08x}"
+        ));
+    }
+    Ok(())
+}
+
+impl HTable {
+    /// Open the generation of `file` that ends at byte `len`: read and check the footer and
+    /// every metadata block (always under their checksums). Reads count as
+    /// [`ReadCause::Recovery`].
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and offset; I/O errors.
+    pub fn open(
+        file: ReadFile,
+        file_number: u64,
+        len: u64,
+        cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Result<HTable> {
+        let path: Arc<Path> = Arc::from(file.path());
+        if file.len() < len {
+            return Err(Error::corruption(
+                path.to_path_buf(),
+                file.len(),
+                format!(
+                    "the table file holds {} bytes, but {len} were committed",
+                    file.len()
+                ),
+            ));
+        }
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                path.to_path_buf(),
+                0,
+                format!("file of {len} bytes is shorter than the {FOOTER_LEN}-byte htable footer"),
+            ));
+        }
+        let foff = len - FOOTER_LEN as u64;
+        let raw = file.read_at(foff, FOOTER_LEN, ReadCause::Recovery)?;
+        let footer = decode_footer(&raw, len).at(&path, foff)?;
+        let read_meta = |h: Handle, what: &str| -> Result<Vec<u8>> {
+            let n = usize::try_from(h.size + 4)
+                .map_err(|_| Error::corruption(path.to_path_buf(), h.offset, "block too large"))?;
+            let mut buf = file.read_at(h.offset, n, ReadCause::Recovery)?;
+            let stored = decode_fixed32(&buf, h.size as usize).at(&path, h.offset)?;
+            buf.truncate(h.size as usize);
+            check_crc(&buf, stored, what).at(&path, h.offset)?;
+            Ok(buf)
+        };
+        let props_raw = read_meta(footer.properties, "properties block")?;
+        let props =
+            TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
+        let mig_raw = read_meta(footer.migration, "migration block")?;
+        let migrations =
+            decode_migrations(&mig_raw, footer.buckets).at(&path, footer.migration.offset)?;
+        let data_end = footer.buckets * footer.bucket_size as u64;
+        let idx_raw = read_meta(footer.overflow_index, "overflow index")?;
+        let overflow = decode_overflow_index(&idx_raw, data_end, footer.migration.offset)
+            .at(&path, footer.overflow_index.offset)?;
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let data = read_meta(footer.filter, "filter block")?;
+            Some(Arc::new(
+                BloomFilter::new(data).at(&path, footer.filter.offset)?,
+            ))
+        };
+        Ok(HTable {
+            file,
+            size: len,
+            path,
+            file_number,
+            cache,
+            verify_checksums,
+            buckets: footer.buckets,
+            bucket_size: footer.bucket_size as usize,
+            overflow_end: footer.migration.offset,
+            migrations,
+            overflow,
+            filter,
+            props,
+        })
+    }
+
+    /// Number of buckets.
+    pub fn bucket_count(&self) -> u64 {
+        self.buckets
+    }
+
+    /// Groups placed in the overflow area (entries of the overflow index).
+    pub fn overflow_entries(&self) -> usize {
+        self.overflow.len()
+    }
+
+    /// Buckets that migrated part of their keys to another bucket.
+    pub fn migrations(&self) -> usize {
+        self.migrations.len()
+    }
+
+    fn corruption(&self, offset: u64, detail: impl Into<String>) -> Error {
+        Error::corruption(self.path.to_path_buf(), offset, detail)
+    }
+
+    /// The bucket that holds the key whose hashkey is `h`, if it is not in the overflow
+    /// area: its home, or the bucket its home migrated the key's rank to.
+    fn bucket_of(&self, h: &HashKey) -> u64 {
+        let home = home_bucket(h, self.buckets);
+        match self
+            .migrations
+            .binary_search_by_key(&(home as u32), |m| m.source)
+        {
+            Ok(i) => match self.migrations.get(i) {
+                Some(m) if rank(h) >= m.mark => u64::from(m.dest),
+                _ => home,
+            },
+            Err(_) => home,
+        }
+    }
+
+    /// Read bucket `b` (through the block cache; a compaction read does not fill it).
+    fn read_bucket(&self, b: u64, cause: ReadCause, verify: bool) -> Result<Arc<[u8]>> {
+        let off = b * self.bucket_size as u64;
+        if let Some(c) = &self.cache
+            && let Some(data) = c.get(self.file_number, off)
+        {
+            return Ok(data);
+        }
+        let buf = self.file.read_at(off, self.bucket_size, cause)?;
+        if verify {
+            let stored = decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN)
+                .at(&self.path, off)?;
+            check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
+                .at(&self.path, off)?;
+        }
+        let data: Arc<[u8]> = Arc::from(buf);
+        if let Some(c) = &self.cache
+            && cause != ReadCause::Compaction
+        {
+            c.insert(self.file_number, off, Arc::clone(&data));
+        }
+        Ok(data)
+    }
+
+    /// Read overflow record `e`, checked.
+    fn read_record(&self, e: &OverflowEntry, cause: ReadCause) -> Result<(Vec<u8>, Vec<u8>)> {
+        let buf = self.file.read_at(e.offset, e.len as usize, cause)?;
+        decode_record(&buf, &e.ikey).at(&self.path, e.offset)
+    }
+
+    /// The overflow entries of `user_key` (its whole group, newest first), if its group is
+    /// in the overflow area.
+    fn overflow_group(&self, user_key: &[u8]) -> &[OverflowEntry] {
+        let lo = self
+            .overflow
+            .partition_point(|e| key::user_key(&e.ikey) < user_key);
+        let hi = lo
+            + self
+                .overflow
+                .get(lo..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|e| key::user_key(&e.ikey) == user_key)
+                .count();
+        self.overflow.get(lo..hi).unwrap_or_default()
+    }
+
+    /// Every entry, in internal-key order (reads the whole table).
+    fn load_all(&self, cause: ReadCause) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::with_capacity(self.props.num_entries.min(1 << 20) as usize);
+        for b in 0..self.buckets {
+            let data = self.read_bucket_uncached(b, cause)?;
+            let items = bucket_items(&data).at(&self.path, b * self.bucket_size as u64)?;
+            out.extend(items.into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())));
+        }
+        for e in &self.overflow {
+            out.push(self.read_record(e, cause)?);
+        }
+        out.sort_by(|a, b| key::compare_internal(&a.0, &b.0));
+        Ok(out)
+    }
+
+    fn read_bucket_uncached(&self, b: u64, cause: ReadCause) -> Result<Vec<u8>> {
+        let off = b * self.bucket_size as u64;
+        let buf = self.file.read_at(off, self.bucket_size, cause)?;
+        let stored =
+            decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN).at(&self.path, off)?;
+        check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
+            .at(&self.path, off)?;
+        Ok(buf)
+    }
+
+    /// Read everything and check every checksum and placement rule; `quick` reads only the
+    /// first and last bucket and every overflow record.
+    fn check(&self, quick: bool) -> Result<()> {
+        let cause = ReadCause::Other;
+        let mut all: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let last = self.buckets.saturating_sub(1);
+        for b in 0..self.buckets {
+            if quick && b != 0 && b != last {
+                continue;
+            }
+            let off = b * self.bucket_size as u64;
+            let data = self.read_bucket_uncached(b, cause)?;
+            let items = bucket_items(&data).at(&self.path, off)?;
+            let mut prev: Option<&[u8]> = None;
+            for (k, v) in items {
+                if prev.is_some_and(|p| key::compare_internal(p, k) != Ordering::Less) {
+                    return Err(self.corruption(off, "bucket items are not in increasing order"));
+                }
+                prev = Some(k);
+                let uk = key::user_key(k);
+                let h = hashkey(uk);
+                if self.bucket_of(&h) != b || !self.overflow_group(uk).is_empty() {
+                    return Err(self.corruption(
+                        off,
+                        format!("bucket {b} holds a key whose place is elsewhere"),
+                    ));
+                }
+                if !self.filter.as_ref().is_none_or(|f| f.may_contain(uk)) {
+                    return Err(self.corruption(off, "the filter does not know a key of the bucket"));
+                }
+                all.push((k.to_vec(), v.to_vec()));
+            }
+        }
+        let mut prev: Option<&[u8]> = None;
+        for e in &self.overflow {
+            if prev.is_some_and(|p| key::compare_internal(p, &e.ikey) != Ordering::Less) {
+                return Err(self.corruption(e.offset, "the overflow index is not in order"));
+            }
+            prev = Some(&e.ikey);
+            let rec = self.read_record(e, cause)?;
+            if !self
+                .filter
+                .as_ref()
+                .is_none_or(|f| f.may_contain(key::user_key(&rec.0)))
+            {
+                return Err(self.corruption(e.offset, "the filter does not know an overflow key"));
+            }
+            all.push(rec);
+        }
+        if quick {
+            return Ok(());
+        }
+        all.sort_by(|a, b| key::compare_internal(&a.0, &b.0));
+        let end = self.overflow_end;
+        if all
+            .windows(2)
+            .any(|w| matches!(w, [a, b] if key::compare_internal(&a.0, &b.0) == Ordering::Equal))
+        {
+            return Err(self.corruption(end, "an internal key is stored twice"));
+        }
+        if all.len() as u64 != self.props.num_entries {
+            return Err(self.corruption(
+                end,
+                format!(
+                    "the buckets hold {} entries, the properties say {}",
+                    all.len(),
+                    self.props.num_entries
+                ),
+            ));
+        }
+        let first = all.first().map(|e| e.0.as_slice()).unwrap_or_default();
+        let last = all.last().map(|e| e.0.as_slice()).unwrap_or_default();
+        if first != self.props.smallest.as_slice() || last != self.props.largest.as_slice() {
+            return Err(self.corruption(
+                end,
+                "the smallest or largest key differs from the properties",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn decode_footer(raw: &[u8], len: u64) -> std::result::Result<super::writer::Footer, String> {
+    let magic = decode_fixed64(raw, 84)?;
+    if magic != HTABLE_MAGIC {
+        return Err(format!("bad htable magic {magic:016x}"));
+    }
+    let stored = decode_fixed32(raw, 80)?;
+    check_crc(raw.get(..80).unwrap_or_default(), stored, "footer")?;
+    let version = decode_fixed32(raw, 12)?;
+    if version != FORMAT_VERSION {
+        return Err(format!(
+            "htable format version {version} (this build reads {FORMAT_VERSION})"
+        ));
+    }
+    let buckets = decode_fixed64(raw, 0)?;
+    let bucket_size = decode_fixed32(raw, 8)?;
+    if !(MIN_BUCKET_SIZE as u32..=MAX_BUCKET_SIZE as u32).contains(&bucket_size) {
+        return Err(format!("bucket size {bucket_size} out of range"));
+    }
+    let h = |at: usize| -> std::result::Result<Handle, String> {
+        Ok(Handle {
+            offset: decode_fixed64(raw, at)?,
+            size: decode_fixed64(raw, at + 8)?,
+        })
+    };
+    let f = super::writer::Footer {
+        buckets,
+        bucket_size,
+        migration: h(16)?,
+        overflow_index: h(32)?,
+        filter: h(48)?,
+        properties: h(64)?,
+    };
+    let meta_end = len - FOOTER_LEN as u64;
+    let data_end = buckets
+        .checked_mul(u64::from(bucket_size))
+        .ok_or("bucket count overflows")?;
+    if buckets == 0 || data_end > f.migration.offset {
+        return Err(format!(
+            "{buckets} buckets of {bucket_size} bytes do not end before the metadata at {}",
+            f.migration.offset
+        ));
+    }
+    for (name, hd) in [
+        ("migration", f.migration),
+        ("overflow index", f.overflow_index),
+        ("filter", f.filter),
+        ("properties", f.properties),
+    ] {
+        if name == "filter" && hd.size == 0 {
+            continue;
+        }
+        let end = hd
+            .offset
+            .checked_add(hd.size)
+            .and_then(|e| e.checked_add(4))
+            .ok_or("block handle overflows")?;
+        if hd.offset < data_end || end > meta_end {
+            return Err(format!(
+                "the {name} block [{}, {end}) lies outside the metadata area",
+                hd.offset
+            ));
+        }
+    }
+    Ok(f)
+}
+
+fn decode_migrations(raw: &[u8], buckets: u64) -> std::result::Result<Vec<Migration>, String> {
+    let mut r = Reader::new(raw);
+    let n = r.varint32()? as usize;
+    let mut out: Vec<Migration> = Vec::with_capacity(n.min(raw.len() / 12 + 1));
+    for _ in 0..n {
+        let m = Migration {
+            source: r.fixed32()?,
+            dest: r.fixed32()?,
+            mark: r.fixed32()?,
+        };
+        if u64::from(m.source) >= buckets || u64::from(m.dest) >= buckets || m.source == m.dest {
+            return Err(format!(
+                "migration record {} -> {} does not fit {buckets} buckets",
+                m.source, m.dest
+            ));
+        }
+        if out.last().is_some_and(|p| p.source >= m.source) {
+            return Err("migration records are not sorted by source bucket".into());
+        }
+        out.push(m);
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after the migration records".into());
+    }
+    Ok(out)
+}
+
+fn decode_overflow_index(
+    raw: &[u8],
+    start: u64,
+    end: u64,
+) -> std::result::Result<Vec<OverflowEntry>, String> {
+    let mut r = Reader::new(raw);
+    let n = r.varint32()? as usize;
+    let mut out = Vec::with_capacity(n.min(raw.len()));
+    for _ in 0..n {
+        let kl = r.varint32()? as usize;
+        let ikey = r.bytes(kl)?.to_vec();
+        key::parse_internal_key(&ikey)?;
+        let offset = r.varint64()?;
+        let len = r.varint32()?;
+        if offset < start || offset.saturating_add(u64::from(len)) > end {
+            return Err(format!(
+                "overflow record at {offset} (+{len}) lies outside the overflow area"
+            ));
+        }
+        out.push(OverflowEntry { ikey, offset, len });
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after the overflow index".into());
+    }
+    Ok(out)
+}
+
+/// Decode an overflow record that the index says holds `ikey`.
+fn decode_record(buf: &[u8], ikey: &[u8]) -> std::result::Result<(Vec<u8>, Vec<u8>), String> {
+    if buf.len() < 4 {
+        return Err("overflow record shorter than its checksum".into());
+    }
+    let body = buf.get(..buf.len() - 4).unwrap_or_default();
+    let stored = decode_fixed32(buf, buf.len() - 4)?;
+    check_crc(body, stored, "overflow record")?;
+    let mut r = Reader::new(body);
+    let kl = r.varint32()? as usize;
+    let vl = r.varint32()? as usize;
+    let k = r.bytes(kl)?;
+    let v = r.bytes(vl)?;
+    if !r.is_empty() {
+        return Err("trailing bytes in an overflow record".into());
+    }
+    if k != ikey {
+        return Err("the overflow record holds another key than its index entry".into());
+    }
+    Ok((k.to_vec(), v.to_vec()))
+}
+
+impl TableReader for HTable {
+    fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+
+    fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    fn filter(&self) -> Option<&Arc<BloomFilter>> {
+        self.filter.as_ref()
+    }
+
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        cause: ReadCause,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let group = self.overflow_group(user_key);
+        if !group.is_empty() {
+            return match group
+                .iter()
+                .find(|e| key::compare_internal(&e.ikey, seek_key) != Ordering::Less)
+            {
+                Some(e) => Ok(Some(self.read_record(e, cause)?)),
+                None => Ok(None),
+            };
+        }
+        let h = hashkey(user_key);
+        let b = self.bucket_of(&h);
+        let data = self.read_bucket(b, cause, self.verify_checksums)?;
+        let off = b * self.bucket_size as u64;
+        let items = bucket_items(&data).at(&self.path, off)?;
+        for (k, v) in items {
+            if key::user_key(k) == user_key
+                && key::compare_internal(k, seek_key) != Ordering::Less
+            {
+                return Ok(Some((k.to_vec(), v.to_vec())));
+            }
+        }
+        Ok(None)
+    }
+
+    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator> {
+        Box::new(HTableIter {
+            table: self,
+            cause,
+            entries: None,
+            pos: 0,
+        })
+    }
+
+    /// Entries are placed by hash: no offset follows key order. 0 for every key.
+    fn approximate_offset_of(&self, _ikey: &[u8]) -> Result<u64> {
+        Ok(0)
+    }
+
+    fn verify(&self) -> Result<()> {
+        self.check(false)
+    }
+
+    fn verify_quick(&self) -> Result<()> {
+        self.check(true)
+    }
+}
+
+/// Every entry of one HTable in internal-key order: the whole table is read and sorted at
+/// the first positioning (compaction and `verify` read tables whole anyway).
+struct HTableIter {
+    table: Arc<HTable>,
+    cause: ReadCause,
+    entries: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// Position in `entries`; `entries.len()` (or beyond) is not valid.
+    pos: usize,
+}
+
+impl HTableIter {
+    fn load(&mut self) -> Result<&[(Vec<u8>, Vec<u8>)]> {
+        if self.entries.is_none() {
+            self.entries = Some(self.table.load_all(self.cause)?);
+        }
+        Ok(self.entries.as_deref().unwrap_or_default())
+    }
+
+    /// Move to the position `r` holds, or (an error) nowhere.
+    fn position(&mut self, r: Result<usize>) -> Result<()> {
+        match r {
+            Ok(p) => {
+                self.pos = p;
+                Ok(())
+            }
+            Err(e) => {
+                self.pos = usize::MAX;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl InternalIterator for HTableIter {
+    fn valid(&self) -> bool {
+        self.entries.as_ref().is_some_and(|e| self.pos < e.len())
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.load().map(|_| 0);
+        self.position(r)
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        let r = self
+            .load()
+            .map(|e| e.len().checked_sub(1).unwrap_or(usize::MAX));
+        self.position(r)
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.load().map(|e| {
+            e.partition_point(|(k, _)| key::compare_internal(k, target) == Ordering::Less)
+        });
+        self.position(r)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.pos = self.pos.saturating_add(1);
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.pos = self.pos.checked_sub(1).unwrap_or(usize::MAX);
+        Ok(())
+    }
+    fn key(&self) -> &[u8] {
+        self.entries
+            .as_ref()
+            .and_then(|e| e.get(self.pos))
+            .map_or(&[], |e| e.0.as_slice())
+    }
+    fn value(&self) -> &[u8] {
+        self.entries
+            .as_ref()
+            .and_then(|e| e.get(self.pos))
+            .map_or(&[], |e| e.1.as_slice())
+    }
+}

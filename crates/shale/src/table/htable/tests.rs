@@ -1,0 +1,359 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::writer::place;
+use super::*;
+use crate::env::{Env, ReadCause, WriteCause};
+use crate::iter::InternalIterator;
+use crate::key::{self, MAX_SEQNO, ValueKind, make_internal_key, seek_key};
+use crate::options::TableOptions;
+use crate::table::format::{TableIdentity, TableReader, TableSummary, TableWriter};
+use crate::table::properties::TableProperties;
+use crate::table::test_fs::TestFs;
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Entries of `n` user keys (even numbers only, so odd ones are absent), 1..=3 versions
+/// each, some tombstones, values of `value_len(i)` bytes.
+fn entries(n: u64, value_len: impl Fn(u64) -> usize) -> Entries {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let user = format!("key-{:06}", i * 2);
+        for v in 0..(1 + i % 3) {
+            let seq = 1000 + i * 4 - v;
+            let kind = if (i + v).is_multiple_of(7) {
+                ValueKind::Delete
+            } else {
+                ValueKind::Value
+            };
+            let value = if kind == ValueKind::Delete {
+                Vec::new()
+            } else {
+                let mut s = format!("v{i}.{v}:").into_bytes();
+                s.resize(value_len(i).max(s.len()), b'a' + (i % 26) as u8);
+                s
+            };
+            out.push((make_internal_key(user.as_bytes(), seq, kind), value));
+        }
+    }
+    out
+}
+
+fn options(bucket: usize) -> TableOptions {
+    TableOptions {
+        block_size: bucket,
+        bloom_bits_per_key: 16,
+        ..TableOptions::default()
+    }
+}
+
+/// Write `es` (added in reverse order: the writer takes any order) as table 7.
+fn write(env: &Env, path: &Path, es: &Entries, o: &TableOptions) -> TableSummary {
+    let f = env.create(path, WriteCause::Flush).unwrap();
+    let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
+        f,
+        o,
+        Some(TableIdentity {
+            store_id: 1,
+            number: 7,
+        }),
+    ));
+    for (k, v) in es.iter().rev() {
+        w.add(k, v).unwrap();
+    }
+    assert_eq!(w.num_entries(), es.len() as u64);
+    w.finish().unwrap()
+}
+
+fn open(env: &Env, path: &Path) -> crate::Result<Arc<HTable>> {
+    let f = env.open(path)?;
+    let len = f.len();
+    HTable::open(f, 7, len, None, true).map(Arc::new)
+}
+
+fn setup(n: u64, bucket: usize, value_len: impl Fn(u64) -> usize) -> (TestFs, Env, PathBuf, Entries) {
+    let (fs, env) = TestFs::env();
+    let path = PathBuf::from("/db/000007.sst");
+    let es = entries(n, value_len);
+    write(&env, &path, &es, &options(bucket));
+    (fs, env, path, es)
+}
+
+/// Every key, at every sequence number that matters, answers as the sorted entries say.
+fn check_lookups(t: &HTable, es: &Entries) {
+    for (k, v) in es {
+        let p = key::parse_internal_key(k).unwrap();
+        let got = t
+            .lookup(p.user_key, &seek_key(p.user_key, p.seq), ReadCause::Get)
+            .unwrap();
+        assert_eq!(got, Some((k.clone(), v.clone())), "{:?}", p.user_key);
+    }
+    // The newest version for a snapshot past everything; none below the oldest.
+    for (k, _) in es {
+        let uk = key::user_key(k);
+        let newest = es.iter().find(|(e, _)| key::user_key(e) == uk).unwrap();
+        let got = t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get).unwrap();
+        assert_eq!(got.as_ref(), Some(newest));
+        assert_eq!(t.lookup(uk, &seek_key(uk, 1), ReadCause::Get).unwrap(), None);
+    }
+    for i in 0..50 {
+        let absent = format!("key-{:06}", i * 2 + 1);
+        let got = t
+            .lookup(absent.as_bytes(), &seek_key(absent.as_bytes(), MAX_SEQNO), ReadCause::Get)
+            .unwrap();
+        assert_eq!(got, None);
+    }
+}
+
+fn collect(t: &Arc<HTable>) -> Entries {
+    let mut it = Arc::clone(t).iter(ReadCause::Scan);
+    it.seek_to_first().unwrap();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+#[test]
+fn round_trip_lookups_iteration_and_verify() {
+    let (_fs, env, path, es) = setup(2000, 4096, |i| (i % 90) as usize);
+    let t = open(&env, &path).unwrap();
+    assert_eq!(t.properties().num_entries, es.len() as u64);
+    assert_eq!(t.properties().file_number, Some(7));
+    assert_eq!(t.properties().store_id, Some(1));
+    assert!(t.bucket_count() > 1);
+    check_lookups(&t, &es);
+    assert_eq!(collect(&t), es);
+    // Seeks land where internal-key order says.
+    let mut it = Arc::clone(&t).iter(ReadCause::Scan);
+    it.seek(&es[100].0).unwrap();
+    assert_eq!(it.key(), es[100].0.as_slice());
+    it.prev().unwrap();
+    assert_eq!(it.key(), es[99].0.as_slice());
+    it.seek_to_last().unwrap();
+    assert_eq!(it.key(), es.last().unwrap().0.as_slice());
+    t.verify().unwrap();
+    t.verify_quick().unwrap();
+}
+
+#[test]
+fn buckets_fill_to_at_most_95_percent_on_average() {
+    let (_fs, env, path, es) = setup(3000, 4096, |i| (i % 60) as usize);
+    let t = open(&env, &path).unwrap();
+    let bytes: usize = es
+        .iter()
+        .map(|(k, v)| writer::item_len(k, v))
+        .sum();
+    let payload = 4096 - BUCKET_HEADER_LEN - BUCKET_TRAILER_LEN;
+    let capacity = t.bucket_count() as usize * payload;
+    assert!(bytes * 100 <= capacity * 95, "{bytes} in {capacity}");
+    assert!(bytes * 100 > (capacity - payload) * 95, "one bucket fewer would do");
+}
+
+#[test]
+fn overloaded_buckets_migrate_by_hashmark_and_lookups_read_one_bucket() {
+    // Small buckets and varied items: many buckets overflow their home.
+    let (_fs, env, path, es) = setup(3000, 512, |i| (i * 37 % 120) as usize);
+    let t = open(&env, &path).unwrap();
+    assert!(t.migrations() > 0, "no bucket migrated");
+    check_lookups(&t, &es);
+    t.verify().unwrap();
+    // One bucket read (or one overflow record) per lookup of a present key.
+    let io = env.io();
+    let before = io.read(ReadCause::Get);
+    let mut n = 0u64;
+    for (k, _) in es.iter().step_by(5) {
+        let uk = key::user_key(k);
+        t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get)
+            .unwrap()
+            .unwrap();
+        n += 1;
+    }
+    let read = io.read(ReadCause::Get) - before;
+    assert!(read <= n * 512, "{read} bytes for {n} lookups");
+}
+
+#[test]
+fn greedy_placement_moves_the_top_ranks_of_an_overloaded_bucket() {
+    // Twelve 100-byte groups whose hashkeys all choose bucket 0 of 4 (payload 400).
+    let mut groups = Vec::new();
+    for i in 0..12u8 {
+        let mut h = [0u8; 20];
+        h[8] = i * 16; // rank, increasing with i
+        groups.push((h, 100));
+    }
+    let p = place(&groups, 4, 400);
+    assert_eq!(p.buckets[0], vec![0, 1, 2, 3]);
+    // The rank of group 4 is the mark; the emptiest bucket (1, the lowest of the empty
+    // ones) takes groups 4..8, the rest overflow (no other bucket was tried).
+    assert_eq!(p.migrations.len(), 1);
+    let m = p.migrations[0];
+    assert_eq!((m.source, m.dest, m.mark), (0, 1, (4 * 16) << 24));
+    assert_eq!(p.buckets[1], vec![4, 5, 6, 7]);
+    assert_eq!(p.overflow, vec![8, 9, 10, 11]);
+    // Groups of the mark's rank move together, even when the first of them fits.
+    let mut tied = groups.clone();
+    tied[3].0[8] = 4 * 16;
+    let p = place(&tied, 4, 400);
+    assert_eq!(p.buckets[0], vec![0, 1, 2]);
+    assert_eq!(p.migrations[0].mark, (4 * 16) << 24);
+}
+
+#[test]
+fn items_too_big_for_a_bucket_go_to_the_indexed_overflow_area() {
+    let (_fs, env, path, es) = setup(300, 256, |i| if i % 10 == 0 { 700 } else { 10 });
+    let t = open(&env, &path).unwrap();
+    assert!(t.overflow_entries() >= 30, "{}", t.overflow_entries());
+    check_lookups(&t, &es);
+    assert_eq!(collect(&t), es);
+    t.verify().unwrap();
+}
+
+#[test]
+fn one_entry_and_only_big_entries() {
+    let (_fs, env) = TestFs::env();
+    let path = PathBuf::from("/db/000007.sst");
+    let es = vec![(make_internal_key(b"k", 5, ValueKind::Value), vec![7u8; 10_000])];
+    write(&env, &path, &es, &options(4096));
+    let t = open(&env, &path).unwrap();
+    assert_eq!(t.bucket_count(), 1);
+    check_lookups(&t, &es);
+    assert_eq!(collect(&t), es);
+    t.verify().unwrap();
+}
+
+#[test]
+fn an_internal_key_added_twice_is_refused() {
+    let (_fs, env) = TestFs::env();
+    let f = env.create(Path::new("/db/000009.sst"), WriteCause::Flush).unwrap();
+    let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(f, &options(4096), None));
+    let k = make_internal_key(b"k", 5, ValueKind::Value);
+    w.add(&k, b"a").unwrap();
+    w.add(&k, b"b").unwrap();
+    assert!(matches!(w.finish(), Err(crate::Error::InvalidArgument(_))));
+}
+
+/// Damage at `at` is found by `check` and reported with the file and an offset.
+fn damaged(fs: &TestFs, env: &Env, path: &Path, at: usize, check: impl Fn(&Env) -> crate::Result<()>) -> crate::Error {
+    let good = fs.get(path);
+    let mut bad = good.clone();
+    bad[at] ^= 0x40;
+    fs.set(path, bad);
+    let e = check(env).expect_err("damage must be found");
+    fs.set(path, good);
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains("000007.sst"), "{e}");
+    e
+}
+
+#[test]
+fn damage_anywhere_is_found_with_file_and_offset() {
+    let (fs, env, path, es) = setup(400, 512, |i| if i % 25 == 0 { 900 } else { (i % 40) as usize });
+    let len = fs.get(&path).len();
+    let t = open(&env, &path).unwrap();
+    let buckets = t.bucket_count() as usize;
+    drop(t);
+    // A bucket: found by verify and by a lookup of a key in it.
+    let e = damaged(&fs, &env, &path, 512 + 100, |env| open(env, &path)?.verify());
+    assert!(e.to_string().contains("offset 512:"), "{e}");
+    // An overflow record: found by verify.
+    damaged(&fs, &env, &path, buckets * 512 + 3, |env| open(env, &path)?.verify());
+    // The footer and every metadata block: found by open.
+    for at in [len - 1, len - 10, len - 60, len - super::FOOTER_LEN - 2] {
+        damaged(&fs, &env, &path, at, |env| open(env, &path).map(|_| ()));
+    }
+    // A lookup of every key meets a damaged bucket when its own bucket is hit.
+    let bad_bucket = 3;
+    let good = fs.get(&path);
+    let mut bad = good.clone();
+    bad[bad_bucket * 512 + 20] ^= 1;
+    fs.set(&path, bad);
+    let t = open(&env, &path).unwrap();
+    let errors = es
+        .iter()
+        .filter(|(k, _)| {
+            let uk = key::user_key(k);
+            t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get).is_err()
+        })
+        .count();
+    assert!(errors > 0);
+    fs.set(&path, good);
+}
+
+#[test]
+fn a_truncated_file_is_corruption() {
+    let (fs, env, path, _) = setup(50, 4096, |_| 10);
+    let data = fs.get(&path);
+    let f = env.open(&path).unwrap();
+    let e = HTable::open(f, 7, data.len() as u64 + 10, None, true).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    fs.set(&path, data[..data.len() - 1].to_vec());
+    assert!(open(&env, &path).unwrap_err().is_corruption());
+}
+
+#[test]
+fn hashkey_fields() {
+    // SHA-1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d
+    let h = hashkey(b"abc");
+    assert_eq!(prefix64(&h), 0xa999_3e36_4706_816a);
+    assert_eq!(rank(&h), 0xba3e_2571);
+    assert_eq!(home_bucket(&h, 1 << 32), 0x9cd0_d89d);
+    assert_eq!(home_bucket(&h, 10), 0x9cd0_d89d % 10);
+}
+
+/// The worked example of `docs/format/htable.md` §6: its bytes, field by field.
+fn worked_example_bytes() -> Vec<u8> {
+    let (fs, env) = TestFs::env();
+    let path = PathBuf::from("/db/000007.sst");
+    let o = TableOptions {
+        block_size: 128,
+        bloom_bits_per_key: 0,
+        ..TableOptions::default()
+    };
+    let f = env.create(&path, WriteCause::Flush).unwrap();
+    let mut w = HTableWriter::new(f, &o, Some(TableIdentity { store_id: 1, number: 7 }));
+    w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y").unwrap();
+    w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap();
+    w.add(&make_internal_key(b"b", 3, ValueKind::Delete), b"").unwrap();
+    Box::new(w).finish().unwrap();
+    fs.get(&path)
+}
+
+#[test]
+fn worked_example() {
+    // docs/format/htable.md §6, byte for byte.
+    let want = "\
+        03 00 09 01 61 01 01 00 00 00 00 00 00 78 09 00 \
+        62 00 03 00 00 00 00 00 00 09 01 62 01 02 00 00 \
+        00 00 00 00 79"
+        .split_whitespace()
+        .chain(std::iter::repeat_n("00", 0x7c - 0x25))
+        .chain(
+            "42 c2 a2 61 \
+             00 d2 8f 25 49 \
+             00 d2 8f 25 49"
+                .split_whitespace(),
+        )
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect::<Vec<u8>>();
+    let bytes = worked_example_bytes();
+    assert_eq!(bytes.len(), 306);
+    assert_eq!(&bytes[..0x8a], want.as_slice());
+    let footer = "01 00 00 00 00 00 00 00 80 00 00 00 01 00 00 00 \
+        80 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 \
+        85 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 \
+        00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 \
+        8a 00 00 00 00 00 00 00 48 00 00 00 00 00 00 00 \
+        67 d0 c0 63 53 48 41 4c 45 48 54 42"
+        .split_whitespace()
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect::<Vec<u8>>();
+    assert_eq!(&bytes[306 - 92..], footer.as_slice());
+    // The properties block in between: 72 bytes and its crc.
+    let props = TableProperties::decode(&bytes[0x8a..0x8a + 72]).unwrap();
+    assert_eq!(props.num_entries, 3);
+    assert_eq!(props.file_number, Some(7));
+    assert_eq!(&bytes[0xd2..0xd6], &[0xc4, 0xc6, 0x01, 0xea]);
+}
