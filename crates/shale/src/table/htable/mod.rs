@@ -132,4 +132,15 @@ impl TableFormat for HTableFormat {
         check_identity(&t, id.number, None)?;
         Ok(Arc::new(t))
     }
+
+    fn identity(&self, file: ReadFile) -> Result<Option<TableIdentity>> {
+        let len = file.len();
+        // The number only keys the block cache, and there is none here.
+        let t = HTable::open(file, 0, len, None, true)?;
+        let p = t.properties();
+        Ok(match (p.store_id, p.file_number) {
+            (Some(store_id), Some(number)) => Some(TableIdentity { store_id, number }),
+            _ => None,
+        })
+    }
 }
