@@ -404,6 +404,16 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             o.max_background_compactions
         ),
     ];
+    if o.layout == LayoutKind::Leveled {
+        let l = &o.leveled;
+        lines.push(format!(
+            "  leveled:  max_grandparent_overlap_factor={} seek_compaction={} (min {} seeks, one per {} bytes)",
+            l.max_grandparent_overlap_factor,
+            l.seek_compaction,
+            l.seek_compaction_min_seeks,
+            l.seek_compaction_bytes_per_seek
+        ));
+    }
     if o.layout == LayoutKind::Flsm {
         let f = &o.flsm;
         lines.push(format!(
