@@ -455,6 +455,17 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             o.max_background_compactions
         ),
     ];
+    if o.layout == LayoutKind::Leveled {
+        let l = &o.leveled;
+        lines.push(format!(
+            "  leveled:  max_grandparent_overlap_factor={} round_robin={} seek_compaction={} (min {} seeks, one per {} bytes)",
+            l.max_grandparent_overlap_factor,
+            l.round_robin,
+            l.seek_compaction,
+            l.seek_compaction_min_seeks,
+            l.seek_compaction_bytes_per_seek
+        ));
+    }
     if o.layout == LayoutKind::Flsm {
         let f = &o.flsm;
         lines.push(format!(
@@ -682,6 +693,14 @@ mod tests {
         assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");
         assert!(lines.contains("max_sstables_per_guard=40"), "{lines}");
         assert!(!lines.contains("vlog:"), "{lines}");
+        assert!(!lines.contains("leveled:"), "{lines}");
+        let leveldb = shale_settings(&Options::preset("leveldb").unwrap()).join("\n");
+        assert!(
+            leveldb.contains("tables 2.0 MiB, level-0 triggers 4/8/12")
+                && leveldb.contains("max_grandparent_overlap_factor=10 round_robin=true")
+                && leveldb.contains("seek_compaction=true (min 100 seeks, one per 16384 bytes)"),
+            "{leveldb}"
+        );
         assert!(!lines.contains("flodb:"), "{lines}");
         let flodb = EngineConfig {
             design: "flodb".into(),

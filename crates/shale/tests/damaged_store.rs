@@ -550,6 +550,8 @@ fn a_cut_last_manifest_record_never_drops_a_committed_edit() {
             let mut o = opts(&env, design);
             o.write_buffer_size = 1 << 20;
             o.level0_compaction_trigger = 10;
+            o.level0_slowdown_trigger = 20;
+            o.level0_stop_trigger = 36;
             let db = Db::open(DIR, o).unwrap();
             let mut model = BTreeMap::new();
             for round in 0..3 {

@@ -45,6 +45,8 @@ fn small_options(design: &str, env: &Env) -> Options {
     o.flsm.bit_decrement = 1;
     o.flsm.max_sstables_per_guard = 2;
     o.flsm.seek_compaction_trigger = 3;
+    // Leveled: gets and seeks that look into several tables soon make them compacted.
+    o.leveled.seek_compaction_min_seeks = 3;
     // Seeks into the last level's guards of two or more tables run on threads.
     o.flsm.parallel_seek_min_tables = 2;
     // LSM-trie: containers compact after three sub-levels, and many keys are sampled for

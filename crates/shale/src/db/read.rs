@@ -130,25 +130,101 @@ pub(crate) fn cursor(
 ) -> Result<Cursor> {
     let (_, sv, opts, pinned) = prepare(inner, options);
     let it = merged(inner, &sv)?;
+    let (lower, upper) = bound_seeks(&opts);
     Ok(Cursor {
         it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
-        on_seek: seek_hook(inner, &sv),
+        hooks: ReadHooks::new(inner, &sv),
+        lower,
+        upper,
         _pinned: pinned,
     })
 }
 
-/// Tell the layout where each seek lands (FLSM compacts guards that seeks keep hitting), and
-/// wake the compaction thread when it asks for it.
-fn seek_hook(inner: &Arc<DbInner>, sv: &Arc<SuperVersion>) -> SeekHook {
-    let weak = Arc::downgrade(inner);
-    let version = Arc::clone(&sv.version);
-    Box::new(move |key: &[u8]| {
-        if let Some(inner) = weak.upgrade()
-            && inner.layout.note_seek(&version, key)
+/// Where an iterator with `opts` seeks when it starts at its lower end (the larger of the
+/// lower bound and the prefix) and at its upper end (the smaller of the upper bound and the
+/// first key past the prefix); `None` where it starts from the store's first or last key
+/// instead.
+fn bound_seeks(opts: &DbIterOptions) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let lower = opts.lower_bound.iter().chain(&opts.prefix).max().cloned();
+    let past_prefix = opts
+        .prefix
+        .as_deref()
+        .and_then(crate::iter::db_iter::prefix_successor);
+    let upper = opts.upper_bound.iter().chain(&past_prefix).min().cloned();
+    (lower, upper)
+}
+
+/// A user iterator reports a sample of its reads about once per this many bytes of the
+/// entries it reads (LevelDB's `kReadBytesPeriod`): the gaps are drawn uniformly from
+/// `0..2 * READ_SAMPLE_BYTES`.
+const READ_SAMPLE_BYTES: i64 = 1 << 20;
+
+/// What a user iterator tells the layout about its reads, so that layouts can compact what
+/// reads keep paying for (FLSM guards, leveled tables), waking the compaction thread when
+/// the layout asks for it: where each seek lands ([`crate::layout::Layout::note_seek`]:
+/// cursors at every seek and at a bounded `seek_to_first`/`seek_to_last`, iterators at the
+/// first step from a bound in each direction), and a sample of the entries read (LevelDB's
+/// read sampling, [`crate::layout::Layout::note_read_sample`]).
+struct ReadHooks {
+    inner: std::sync::Weak<DbInner>,
+    version: Arc<crate::version::Version>,
+    /// Bytes left to read before the next sample (LevelDB's `bytes_until_read_sampling_`).
+    until_sample: i64,
+    /// State of the generator of the gaps between samples.
+    rng: u64,
+}
+
+impl ReadHooks {
+    fn new(inner: &Arc<DbInner>, sv: &Arc<SuperVersion>) -> ReadHooks {
+        // Each iterator draws its own gaps, from a per-process sequence of seeds (LevelDB
+        // seeds each iterator with `++seed_`).
+        static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let rng = SEED
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            .wrapping_add(0x2545_f491_4f6c_dd1d);
+        let mut hooks = ReadHooks {
+            inner: Arc::downgrade(inner),
+            version: Arc::clone(&sv.version),
+            until_sample: 0,
+            rng,
+        };
+        hooks.until_sample = hooks.gap();
+        hooks
+    }
+
+    /// The next gap between samples: uniform in `0..2 * READ_SAMPLE_BYTES`.
+    fn gap(&mut self) -> i64 {
+        // xorshift64*
+        let mut x = self.rng | 1;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) % (2 * READ_SAMPLE_BYTES as u64)) as i64
+    }
+
+    /// Tell the layout with `note`, and wake compaction when it asks.
+    fn tell(&self, key: &[u8], note: fn(&dyn crate::layout::Layout, &crate::version::Version, &[u8]) -> bool) {
+        if let Some(inner) = self.inner.upgrade()
+            && note(inner.layout.as_ref(), &self.version, key)
         {
             wake_compaction(&inner);
         }
-    })
+    }
+
+    /// A seek lands at `key`.
+    fn seek(&self, key: &[u8]) {
+        self.tell(key, |l, v, k| l.note_seek(v, k));
+    }
+
+    /// The iterator read the entry of `key` with a value of `value_len` bytes.
+    fn read(&mut self, key: &[u8], value_len: usize) {
+        self.until_sample -= (key.len() + value_len) as i64;
+        while self.until_sample < 0 {
+            self.until_sample += self.gap().max(1);
+            self.tell(key, |l, v, k| l.note_read_sample(v, k));
+        }
+    }
 }
 
 /// Ask the compaction thread to run the picker (a read made the layout want a compaction).
@@ -158,18 +234,20 @@ fn wake_compaction(inner: &DbInner) {
     inner.bg_cv.notify_all();
 }
 
-type SeekHook = Box<dyn Fn(&[u8]) + Send + Sync>;
-
 pub(crate) fn iter(
-    inner: &DbInner,
+    inner: &Arc<DbInner>,
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<DbIterator> {
     let (_, sv, opts, pinned) = prepare(inner, options);
     let front = merged(inner, &sv)?;
     let back = merged(inner, &sv)?;
+    let (front_seek, back_seek) = bound_seeks(&opts);
     Ok(DbIterator {
         entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),
+        front_seek,
+        back_seek,
+        hooks: ReadHooks::new(inner, &sv),
         _pinned: pinned,
     })
 }
@@ -180,19 +258,42 @@ pub(crate) fn iter(
 /// [`crate::iter::prefetch`]).
 pub struct DbIterator {
     entries: PrefetchEntries<MergingIterator>,
+    /// Where the first step forward seeks (its bound), told to the layout on that step.
+    front_seek: Option<Vec<u8>>,
+    /// Where the first step backward seeks, told to the layout on that step.
+    back_seek: Option<Vec<u8>>,
+    hooks: ReadHooks,
     _pinned: Pinned,
+}
+
+impl DbIterator {
+    /// Count `item` as read.
+    fn read(&mut self, item: Option<Result<(Vec<u8>, Vec<u8>)>>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        if let Some(Ok((k, v))) = &item {
+            self.hooks.read(k, v.len());
+        }
+        item
+    }
 }
 
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.entries.next()
+        if let Some(k) = self.front_seek.take() {
+            self.hooks.seek(&k);
+        }
+        let item = self.entries.next();
+        self.read(item)
     }
 }
 
 impl DoubleEndedIterator for DbIterator {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.entries.next_back()
+        if let Some(k) = self.back_seek.take() {
+            self.hooks.seek(&k);
+        }
+        let item = self.entries.next_back();
+        self.read(item)
     }
 }
 
@@ -202,7 +303,11 @@ impl DoubleEndedIterator for DbIterator {
 /// [`crate::iter::prefetch`]).
 pub struct Cursor {
     it: PrefetchCursor<MergingIterator>,
-    on_seek: SeekHook,
+    hooks: ReadHooks,
+    /// Where `seek_to_first` seeks (its lower bound), if anywhere.
+    lower: Option<Vec<u8>>,
+    /// Where `seek_to_last` seeks (its upper bound), if anywhere.
+    upper: Option<Vec<u8>>,
     _pinned: Pinned,
 }
 
@@ -213,20 +318,31 @@ impl Cursor {
     }
     /// Position on the first key (within the bounds).
     pub fn seek_to_first(&mut self) -> Result<()> {
-        self.it.seek_to_first()
+        if let Some(k) = &self.lower {
+            self.hooks.seek(k);
+        }
+        let r = self.it.seek_to_first();
+        self.read(r)
     }
     /// Position on the last key (within the bounds).
     pub fn seek_to_last(&mut self) -> Result<()> {
-        self.it.seek_to_last()
+        if let Some(k) = &self.upper {
+            self.hooks.seek(k);
+        }
+        let r = self.it.seek_to_last();
+        self.read(r)
     }
     /// Position on the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        (self.on_seek)(key);
-        self.it.seek(key)
+        self.hooks.seek(key);
+        let r = self.it.seek(key);
+        self.read(r)
     }
     /// Position on the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        self.it.seek_for_prev(key)
+        self.hooks.seek(key);
+        let r = self.it.seek_for_prev(key);
+        self.read(r)
     }
     /// Move forward. Requires `valid()`.
     #[expect(
@@ -234,11 +350,20 @@ impl Cursor {
         reason = "a cursor moves in place and reports errors; DbIterator is the Iterator"
     )]
     pub fn next(&mut self) -> Result<()> {
-        self.it.next()
+        let r = self.it.next();
+        self.read(r)
     }
     /// Move back. Requires `valid()`.
     pub fn prev(&mut self) -> Result<()> {
-        self.it.prev()
+        let r = self.it.prev();
+        self.read(r)
+    }
+    /// Count the entry a move (with result `r`) landed on as read.
+    fn read(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_ok() && self.it.valid() {
+            self.hooks.read(self.it.key(), self.it.value().len());
+        }
+        r
     }
     /// The current key. Requires `valid()`.
     pub fn key(&self) -> &[u8] {

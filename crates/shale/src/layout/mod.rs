@@ -532,15 +532,27 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     /// itself): write new files and describe the change as an edit (not committed).
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit>;
 
-    /// A user iterator sought `user_key` in `version`. Layouts that compact by read patterns
-    /// (FLSM's seek-based compaction) keep counters here; returns true when a compaction
-    /// became wanted, so the engine wakes its compaction thread. Default: nothing.
+    /// A user iterator sought `user_key` in `version` (a cursor's seek, or an iterator's
+    /// first step from one of its bounds). Layouts that compact by read patterns (FLSM's
+    /// and the leveled layout's seek-based compaction) keep counters here; returns true
+    /// when a compaction became wanted, so the engine wakes its compaction thread. Default:
+    /// nothing.
     fn note_seek(&self, _version: &Version, _user_key: &[u8]) -> bool {
         false
     }
 
+    /// A user iterator read about 1 MiB of entries since its last sample (at random gaps
+    /// averaging that, LevelDB's read sampling in `DBIter`) and stands on `user_key` in
+    /// `version`. Layouts that compact by read patterns keep counters here (the leveled
+    /// layout's seek-based compaction, as LevelDB's `RecordReadSample`); returns true when a
+    /// compaction became wanted. Default: nothing.
+    fn note_read_sample(&self, _version: &Version, _user_key: &[u8]) -> bool {
+        false
+    }
+
     /// True once after `get` made the layout want a compaction (FLSM charges guards whose
-    /// many tables gets had to probe); the engine then wakes its compaction thread.
+    /// many tables gets had to probe, the leveled layout the first of several tables a get
+    /// probed); the engine then wakes its compaction thread.
     /// Default: never.
     fn take_compaction_wanted(&self) -> bool {
         false

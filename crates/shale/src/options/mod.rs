@@ -239,6 +239,57 @@ impl Axes {
     }
 }
 
+/// Options of the leveled layout (ignored by the others): LevelDB's two compaction rules
+/// beyond level sizes. Both only steer compaction (where outputs are cut, what is compacted
+/// next), so they may change between opens. [`Options::default`] leaves both off (RocksDB
+/// has neither in this form); the `leveldb` preset turns both on with LevelDB's constants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeveledOptions {
+    /// A compaction into level `n` starts a new output file before the current one would
+    /// overlap more than this many times [`Options::target_file_size`] of level `n + 1`
+    /// (LevelDB's `kMaxGrandParentOverlapBytes`, 10 x its 2 MiB files), and a file whose
+    /// range holds more than that much of level `n + 2` is merged into level `n + 1` rather
+    /// than moved there. Without the limit one output can span a wide range of the level
+    /// below, and its own compaction later rewrites all of it. 0 disables the limit.
+    /// Default 0; the `leveldb` preset 10.
+    pub max_grandparent_overlap_factor: u64,
+    /// Which file of a level over its size limit is compacted: with true, the files are
+    /// taken in key order, each compaction of the level starting after where the last one
+    /// ended and wrapping around at the end of the key space (LevelDB's compact pointer;
+    /// kept in memory, so after a reopen the rotation starts over at the first key); with
+    /// false, the file with the fewest overlapping bytes in the next level per byte of its
+    /// own (RocksDB's `kMinOverlappingRatio`). Default false; the `leveldb` preset true
+    /// (with uniformly random writes it also rewrote about 2 % less: `docs/designs/leveldb.md`).
+    pub round_robin: bool,
+    /// Seek-triggered compaction (LevelDB's `allowed_seeks`): a point lookup that looks
+    /// into more than one table for its key (a table whose key range holds the key, whatever
+    /// its filter answers) charges the first of them one seek, as does a sample of a user
+    /// iterator's reads (one per about 1 MiB read) when the sampled key falls in the range
+    /// of more than one table; a table that has absorbed its allowance is compacted into the
+    /// next level when no level is over its size limit. Default false; the `leveldb` preset
+    /// true.
+    pub seek_compaction: bool,
+    /// The fewest seeks a table absorbs before it is compacted (LevelDB: 100). At least 1.
+    /// Default 100.
+    pub seek_compaction_min_seeks: u32,
+    /// A table absorbs one seek per this many bytes of its size, when that is more than
+    /// [`LeveledOptions::seek_compaction_min_seeks`] (LevelDB: 16 KiB, taking one seek to
+    /// cost about as much as compacting 40 KiB). At least 1. Default 16 KiB.
+    pub seek_compaction_bytes_per_seek: u64,
+}
+
+impl Default for LeveledOptions {
+    fn default() -> Self {
+        LeveledOptions {
+            max_grandparent_overlap_factor: 0,
+            round_robin: false,
+            seek_compaction: false,
+            seek_compaction_min_seeks: 100,
+            seek_compaction_bytes_per_seek: 16 * 1024,
+        }
+    }
+}
+
 /// Options of the FLSM layout (ignored by the others).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlsmOptions {
@@ -487,6 +538,8 @@ pub struct Options {
     /// With `values = vlog`: bytes per second the automatic garbage collection may read;
     /// 0 means no limit. Default 64 MiB/s.
     pub vlog_gc_bytes_per_sec: u64,
+    /// Options of the leveled layout.
+    pub leveled: LeveledOptions,
     /// Options of the FLSM layout.
     pub flsm: FlsmOptions,
     /// Options of the FloDB memory component.
@@ -542,6 +595,7 @@ impl Default for Options {
             vlog_gc: true,
             vlog_gc_ratio: 0.5,
             vlog_gc_bytes_per_sec: 64 << 20,
+            leveled: LeveledOptions::default(),
             flsm: FlsmOptions::default(),
             flodb: FloDbOptions::default(),
             trie: TrieOptions::default(),
@@ -684,6 +738,8 @@ impl Options {
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
     /// designs and their LevelDB baselines with, so the presets compare as the papers do.
+    /// The presets on the leveled layout (`leveldb`, `wisckey`, `flodb`, all built on
+    /// LevelDB) also keep LevelDB's tree ([`Options::leveldb_tree`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
@@ -693,11 +749,14 @@ impl Options {
             write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
             ..Options::default()
         };
+        // The designs built on a leveled LevelDB tree keep LevelDB's, so that each differs
+        // from the `leveldb` baseline in its own axis only.
+        let leveldb = Options::leveldb_tree(paper.clone());
         match name {
-            "leveldb" => Ok(paper),
+            "leveldb" => Ok(leveldb),
             "wisckey" => Ok(Options {
                 values: ValuesKind::Vlog,
-                ..paper
+                ..leveldb
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often
             // data is written again one level down, not how much of it is rewritten. See
@@ -709,7 +768,7 @@ impl Options {
             }),
             "flodb" => Ok(Options {
                 memory: MemoryKind::FloDb,
-                ..paper
+                ..leveldb
             }),
             // The paper's five levels (the last one grows by sub-levels and is collected),
             // 16 filter bits per key for the many sub-levels a get may ask, and 4 KiB buckets.
@@ -732,6 +791,31 @@ impl Options {
                 "unknown design {n:?}; available: {}",
                 Options::available_presets().join(", ")
             ))),
+        }
+    }
+
+    /// `o` with LevelDB's leveled tree (its `Options` defaults and the constants of its
+    /// `version_set.cc`, as of LevelDB 1.23): 2 MiB tables, level 1 of 10 MiB and each
+    /// level 10 times the one above, level-0 triggers 4/8/12, outputs cut at 10 tables'
+    /// worth of overlap with the level below, a level's files compacted in turn (its compact
+    /// pointer), and seek-triggered compaction (100 seeks or one per 16 KiB of a table). What is not LevelDB's is listed in
+    /// `docs/designs/leveldb.md`.
+    pub fn leveldb_tree(o: Options) -> Options {
+        Options {
+            target_file_size: 2 << 20,
+            max_bytes_for_level_base: 10 << 20,
+            level_size_multiplier: 10,
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 8,
+            level0_stop_trigger: 12,
+            leveled: LeveledOptions {
+                max_grandparent_overlap_factor: 10,
+                round_robin: true,
+                seek_compaction: true,
+                seek_compaction_min_seeks: 100,
+                seek_compaction_bytes_per_seek: 16 * 1024,
+            },
+            ..o
         }
     }
 
@@ -865,6 +949,19 @@ impl Options {
                 "flodb.drain_threads {} must be in 0..=64",
                 m.drain_threads
             ));
+        }
+        let l = &self.leveled;
+        if l.max_grandparent_overlap_factor > 1 << 20 {
+            return bad(format!(
+                "leveled.max_grandparent_overlap_factor {} is above 2^20",
+                l.max_grandparent_overlap_factor
+            ));
+        }
+        if l.seek_compaction_min_seeks == 0 {
+            return bad("leveled.seek_compaction_min_seeks must be at least 1".into());
+        }
+        if l.seek_compaction_bytes_per_seek == 0 {
+            return bad("leveled.seek_compaction_bytes_per_seek must be at least 1".into());
         }
         let f = &self.flsm;
         if f.top_level_bits == 0 || f.top_level_bits > 63 {

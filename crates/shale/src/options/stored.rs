@@ -143,6 +143,31 @@ const FIELDS: &[Field] = &[
     plain!("vlog_gc", Rule::Free, "", vlog_gc),
     plain!("vlog_gc_ratio", Rule::Free, "", vlog_gc_ratio),
     plain!(
+        "leveled.max_grandparent_overlap_factor",
+        Rule::Free,
+        "",
+        leveled.max_grandparent_overlap_factor
+    ),
+    plain!("leveled.round_robin", Rule::Free, "", leveled.round_robin),
+    plain!(
+        "leveled.seek_compaction",
+        Rule::Free,
+        "",
+        leveled.seek_compaction
+    ),
+    plain!(
+        "leveled.seek_compaction_min_seeks",
+        Rule::Free,
+        "",
+        leveled.seek_compaction_min_seeks
+    ),
+    plain!(
+        "leveled.seek_compaction_bytes_per_seek",
+        Rule::Free,
+        "",
+        leveled.seek_compaction_bytes_per_seek
+    ),
+    plain!(
         "flsm.top_level_bits",
         Rule::FixedForFlsm,
         "",

@@ -3,11 +3,20 @@
 //! than the one above. A user key's versions never straddle two files of a level >= 1
 //! (outputs are cut only at user-key boundaries), so a lookup reads at most one file per
 //! level.
+//!
+//! Two of LevelDB's rules are options ([`crate::options::LeveledOptions`]): compaction
+//! outputs are cut by their overlap with the level below them ([`cut`]), and reads that look
+//! into several tables for a key charge the first one until it is compacted ([`seeks`]).
 
+pub mod cut;
 pub mod picker;
+pub mod seeks;
+#[cfg(test)]
+mod tests;
 
 use std::cmp::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
@@ -21,25 +30,135 @@ use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
 use crate::version::{FileMeta, Version};
-use picker::PickerConfig;
+use cut::{GrandparentOverlap, OverlapCut};
+use parking_lot::Mutex;
+use picker::{PickMemory, PickerConfig};
+use seeks::SeekCharges;
+
+/// LevelDB's `ExpandedCompactionByteSizeLimit`: a compaction of a level >= 1 takes in more
+/// files of its level while its inputs stay under this many target files.
+const EXPANDED_COMPACTION_FILES: u64 = 25;
 
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Leveled {
     cfg: PickerConfig,
     target_file_size: u64,
+    /// Seek counters; `None` when seek-triggered compaction is off.
+    seeks: Option<SeekCharges>,
+    /// By level, where its last compaction ended (LevelDB's compact pointers; used with
+    /// `round_robin`).
+    pointers: Mutex<Vec<Vec<u8>>>,
+    /// Set when a get used up a table's seek allowance; taken by the engine to wake
+    /// compaction.
+    wanted: AtomicBool,
 }
 
 impl Leveled {
     /// A leveled layout configured from `options`.
     pub fn new(options: &Options) -> Leveled {
+        let l = &options.leveled;
+        let max_grandparent_overlap = match l.max_grandparent_overlap_factor {
+            0 => u64::MAX,
+            factor => factor.saturating_mul(options.target_file_size),
+        };
         Leveled {
             cfg: PickerConfig {
                 level0_trigger: options.level0_compaction_trigger,
                 base_bytes: options.max_bytes_for_level_base,
                 multiplier: options.level_size_multiplier,
+                max_grandparent_overlap,
+                expanded_compaction_bytes: EXPANDED_COMPACTION_FILES
+                    .saturating_mul(options.target_file_size),
+                round_robin: l.round_robin,
             },
             target_file_size: options.target_file_size,
+            seeks: l.seek_compaction.then(|| {
+                SeekCharges::new(l.seek_compaction_min_seeks, l.seek_compaction_bytes_per_seek)
+            }),
+            pointers: Mutex::new(Vec::new()),
+            wanted: AtomicBool::new(false),
+        }
+    }
+
+    /// The newest entry for `user_key` at or below `seek_key`'s snapshot: level 0 newest
+    /// first, then the one table per level that may hold the key, the filters of a batch of
+    /// tables asked at once (see `ReadContext::probe`: most keys of a loaded store live in
+    /// the deepest level, so the filters of the levels above are asked anyway). Every table
+    /// whose range holds the key, up to the one that answers, is noted in `probes`.
+    fn search<'v>(
+        &self,
+        version: &'v Version,
+        ctx: &ReadContext<'_>,
+        user_key: &[u8],
+        seek_key: &[u8],
+        probes: &mut Probes<'v>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let hash = bloom::hash64(user_key);
+        for files in version.level(0).chunks(PROBE_BATCH) {
+            let mut p = ctx.probe(files.iter().map(|f| &**f), user_key, hash);
+            for (i, f) in files.iter().enumerate() {
+                if p.asked(i) {
+                    probes.note(0, f);
+                }
+                if let Some((t, true)) = p.slot(i)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
+                {
+                    return Ok(Some(hit));
+                }
+            }
+        }
+        let mut level = 1;
+        while level < version.num_levels() {
+            let end = (level + PROBE_BATCH).min(version.num_levels());
+            let mut batch: [Option<(usize, &'v FileMeta)>; PROBE_BATCH] = [None; PROBE_BATCH];
+            let mut n = 0;
+            for l in level..end {
+                if let Some(f) = find_file(version.level(l), seek_key) {
+                    batch[n] = Some((l, &**f));
+                    n += 1;
+                }
+            }
+            let mut p = ctx.probe(batch.iter().flatten().map(|&(_, f)| f), user_key, hash);
+            for (i, &(l, f)) in batch.iter().flatten().enumerate() {
+                if p.asked(i) {
+                    probes.note(l, f);
+                }
+                if let Some((t, true)) = p.slot(i)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
+                {
+                    return Ok(Some(hit));
+                }
+            }
+            level = end;
+        }
+        Ok(None)
+    }
+
+    /// Charge the first table `probes` looked into, when a read looked into more than one.
+    /// Returns true when that used up the table's allowance.
+    fn charge(&self, probes: &Probes<'_>) -> bool {
+        match (&self.seeks, probes.first) {
+            (Some(seeks), Some((level, f))) if probes.more => seeks.charge(level, f),
+            _ => false,
+        }
+    }
+}
+
+/// The tables a read looked into for one key, in the order it did (LevelDB's `GetStats`):
+/// the first, and whether there was another.
+#[derive(Default)]
+struct Probes<'a> {
+    first: Option<(usize, &'a FileMeta)>,
+    more: bool,
+}
+
+impl<'a> Probes<'a> {
+    fn note(&mut self, level: usize, f: &'a FileMeta) {
+        if self.first.is_none() {
+            self.first = Some((level, f));
+        } else {
+            self.more = true;
         }
     }
 }
@@ -48,6 +167,11 @@ impl Leveled {
 fn find_file<'a>(files: &'a [Arc<FileMeta>], seek_key: &[u8]) -> Option<&'a Arc<FileMeta>> {
     let i = files.partition_point(|f| compare_internal(&f.largest, seek_key) == Ordering::Less);
     files.get(i)
+}
+
+/// True when `f`'s user-key range holds `key`.
+fn holds(f: &FileMeta, key: &[u8]) -> bool {
+    f.smallest_user_key() <= key && key <= f.largest_user_key()
 }
 
 /// An opener for a level iterator: tables come from the cache, reads count under `cause`.
@@ -79,30 +203,45 @@ impl Layout for Leveled {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let hash = bloom::hash64(user_key);
-        if let Some(hit) = ctx.get_level0(version, user_key, hash, seek_key)? {
-            return Ok(Some(hit));
+        let mut probes = Probes::default();
+        let found = self.search(version, ctx, user_key, seek_key, &mut probes)?;
+        if self.charge(&probes) {
+            self.wanted.store(true, AtomicOrdering::Release);
         }
-        // The one table per level that may hold the key, all filters asked at once (see
-        // `ReadContext::probe`): most keys of a loaded store live in the deepest level, so
-        // the filters of the levels above are asked anyway.
-        let mut level = 1;
-        while level < version.num_levels() {
-            let end = (level + PROBE_BATCH).min(version.num_levels());
-            let files = (level..end)
-                .filter_map(|l| find_file(version.level(l), seek_key))
-                .map(|f| &**f);
-            let mut p = ctx.probe(files, user_key, hash);
-            for i in 0..PROBE_BATCH {
-                if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
-                {
-                    return Ok(Some(hit));
-                }
+        Ok(found)
+    }
+
+    fn take_compaction_wanted(&self) -> bool {
+        self.wanted.load(AtomicOrdering::Relaxed) && self.wanted.swap(false, AtomicOrdering::AcqRel)
+    }
+
+    /// As LevelDB's `RecordReadSample`: the tables whose range holds `user_key`, level 0
+    /// newest first and then one per level; when there are two or more, the first is charged
+    /// one seek. (A seek itself charges nothing, as in LevelDB: the entry it lands on is
+    /// counted towards the next sample.)
+    fn note_read_sample(&self, version: &Version, user_key: &[u8]) -> bool {
+        if self.seeks.is_none() {
+            return false;
+        }
+        let mut probes = Probes::default();
+        for f in version.level(0) {
+            if holds(f, user_key) {
+                probes.note(0, f);
             }
-            level = end;
         }
-        Ok(None)
+        for level in 1..version.num_levels() {
+            if probes.more {
+                break;
+            }
+            let files = version.level(level);
+            let i = files.partition_point(|f| f.largest_user_key() < user_key);
+            if let Some(f) = files.get(i)
+                && holds(f, user_key)
+            {
+                probes.note(level, f);
+            }
+        }
+        self.charge(&probes)
     }
 
     fn iterators(
@@ -124,7 +263,38 @@ impl Layout for Leveled {
     }
 
     fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan> {
-        picker::pick(version, &self.cfg, running)
+        let memory = PickMemory {
+            seek_due: self
+                .seeks
+                .as_ref()
+                .map(|s| s.due(version))
+                .unwrap_or_default(),
+            pointers: if self.cfg.round_robin {
+                self.pointers.lock().clone()
+            } else {
+                Vec::new()
+            },
+        };
+        let plan = picker::pick(version, &self.cfg, running, &memory)?;
+        if let Some(seeks) = &self.seeks {
+            seeks.forget(&plan);
+        }
+        // The level's next compaction starts after this one (LevelDB sets its compact
+        // pointer when it picks, so a failed compaction is not retried on the same files).
+        if self.cfg.round_robin
+            && let Some((level, files)) = plan.inputs.first()
+            && let Some(largest) = files.iter().map(|f| f.largest_user_key()).max()
+        {
+            let mut pointers = self.pointers.lock();
+            if pointers.len() <= *level {
+                pointers.resize(*level + 1, Vec::new());
+            }
+            if let Some(p) = pointers.get_mut(*level) {
+                p.clear();
+                p.extend_from_slice(largest);
+            }
+        }
+        Some(plan)
     }
 
     fn pick_range(
@@ -178,7 +348,7 @@ impl Layout for Leveled {
                 )));
             }
         }
-        let mut merged = MergingIterator::new(children);
+        let merged = MergingIterator::new(children);
         let deeper: Vec<Vec<Arc<FileMeta>>> = plan_deeper_levels(plan, ctx);
         let is_base = |user_key: &[u8]| {
             deeper.iter().all(|files| {
@@ -194,9 +364,24 @@ impl Layout for Leveled {
             level: plan.output_level,
         partition: None,
         };
-        let (outputs, _stats) = merge_into_tables(&mut merged, &spec, ctx)?;
-        for f in outputs {
-            edit.new_files.push((plan.output_level as u32, f));
+        // The level below the output, where the outputs' overlap is limited.
+        let grandparents = match (plan.user_range(), self.cfg.max_grandparent_overlap) {
+            (Some((lo, hi)), limit) if limit != u64::MAX => {
+                ctx.version
+                    .overlapping(plan.output_level + 1, Some(&lo), Some(&hi))
+            }
+            _ => Vec::new(),
+        };
+        let overlap = GrandparentOverlap::new(grandparents, self.cfg.max_grandparent_overlap);
+        let mut cut = OverlapCut::new(merged, overlap);
+        loop {
+            let (outputs, _stats) = merge_into_tables(&mut cut, &spec, ctx)?;
+            for f in outputs {
+                edit.new_files.push((plan.output_level as u32, f));
+            }
+            if !cut.resume() {
+                break;
+            }
         }
         Ok(edit)
     }
