@@ -411,6 +411,14 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             f.max_sstables_per_guard, f.top_level_bits, f.bit_decrement
         ));
     }
+    if o.layout == LayoutKind::Lwc {
+        lines.push(format!(
+            "  lwc:      dtable tables up to {}, divided in {}, at most {} segments",
+            mib(o.target_file_size),
+            o.lwc.division,
+            o.lwc.max_segments
+        ));
+    }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
             "  vlog:     min_separated_value_size={} segment {} gc={} ratio {}",

@@ -33,12 +33,15 @@ impl Drop for TempDir {
 
 fn shale(db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
-    // The design is chosen by the store's directory name (`...-wisckey`, `...-flodb`).
+    // The design is chosen by the store's directory name (`...-wisckey`, `...-flodb`,
+    // `...-lwc`).
     let name = db.to_string_lossy();
     let design = if name.ends_with("-wisckey") {
         "wisckey"
     } else if name.ends_with("-flodb") {
         "flodb"
+    } else if name.ends_with("-lwc") {
+        "lwc"
     } else {
         "leveldb"
     };
@@ -129,6 +132,11 @@ fn every_acknowledged_write_survives_kill_9_wisckey() {
 #[test]
 fn every_acknowledged_write_survives_kill_9_flodb() {
     kill_cycles("db-flodb");
+}
+
+#[test]
+fn every_acknowledged_write_survives_kill_9_lwc() {
+    kill_cycles("db-lwc");
 }
 
 fn kill_cycles(name: &str) {

@@ -7,8 +7,8 @@
 //! |---|---|---|
 //! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]), `flodb` ([`crate::memory::flodb`]) |
 //! | value placement | [`Options::values`] | `inline` ([`crate::values::inline`]), `vlog` ([`crate::values::vlog`]) |
-//! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]) |
-//! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]) |
+//! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]), `lwc` ([`crate::layout::lwc`]) |
+//! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]), `dtable` ([`crate::table::dtable`]) |
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,11 +16,11 @@ use std::sync::atomic::AtomicU64;
 
 use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
-use crate::layout::{Layout, flsm::Flsm, leveled::Leveled};
+use crate::layout::{Layout, flsm::Flsm, leveled::Leveled, lwc::Lwc};
 use crate::memory::flodb::{FloDbConfig, FloDbMemory};
 use crate::memory::{MemoryComponent, skiplist::SkipListMemory};
 use crate::options::{Axes, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
-use crate::table::{SstFormat, TableFormat};
+use crate::table::{DTableFormat, SstFormat, TableFormat};
 use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
 
 /// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
@@ -29,6 +29,7 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     let layout: Arc<dyn Layout> = match options.layout {
         LayoutKind::Leveled => Arc::new(Leveled::new(options)),
         LayoutKind::Flsm => Arc::new(Flsm::new(options)),
+        LayoutKind::Lwc => Arc::new(Lwc::new(options)),
     };
     let values: Arc<dyn ValueStore> = match options.values {
         ValuesKind::Inline => {
@@ -50,6 +51,7 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     };
     let table: Arc<dyn TableFormat> = match options.table_format {
         TableKind::Sst => Arc::new(SstFormat),
+        TableKind::DTable => Arc::new(DTableFormat),
     };
     Parts {
         layout,

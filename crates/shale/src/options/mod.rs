@@ -91,6 +91,9 @@ pub enum LayoutKind {
     /// Fragmented LSM: guards partition each level, tables within a guard may overlap and
     /// compaction appends to the next level instead of rewriting it (PebblesDB).
     Flsm,
+    /// Lightweight compaction: a victim table's data is appended, split by key range, to
+    /// the tables below as new segments (LWC-tree, `docs/designs/lwc.md`).
+    Lwc,
 }
 
 /// The table-format axis: the bytes of one table file. It follows the layout (each layout
@@ -101,6 +104,9 @@ pub enum TableKind {
     /// Sorted blocks, a bloom filter, an index and a footer (LevelDB lineage).
     #[default]
     Sst,
+    /// A table that grows by appended segments, each committed by a footer written last
+    /// (the LWC-tree's DTable, `docs/format/dtable.md`).
+    DTable,
 }
 
 /// One choice on each axis: a design. Presets are names for some of them
@@ -153,14 +159,21 @@ macro_rules! axis_names {
 
 axis_names!(MemoryKind, "memory", SkipList = "skiplist", FloDb = "flodb");
 axis_names!(ValuesKind, "values", Inline = "inline", Vlog = "vlog");
-axis_names!(LayoutKind, "layout", Leveled = "leveled", Flsm = "flsm");
-axis_names!(TableKind, "table", Sst = "sst");
+axis_names!(
+    LayoutKind,
+    "layout",
+    Leveled = "leveled",
+    Flsm = "flsm",
+    Lwc = "lwc"
+);
+axis_names!(TableKind, "table", Sst = "sst", DTable = "dtable");
 
 impl Axes {
     /// The table format `layout` reads and writes.
     pub fn table_for(layout: LayoutKind) -> TableKind {
         match layout {
             LayoutKind::Leveled | LayoutKind::Flsm => TableKind::Sst,
+            LayoutKind::Lwc => TableKind::DTable,
         }
     }
 
@@ -269,6 +282,30 @@ impl Default for FlsmOptions {
             get_compaction: true,
             aggressive_ratio_percent: 25,
             parallel_seek_min_tables: 0,
+        }
+    }
+}
+
+/// Options of the LWC layout (ignored by the others). The largest a DTable grows by appends
+/// before it is divided is [`Options::target_file_size`] (the paper's band).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LwcOptions {
+    /// Tables an equal division makes of an oversized DTable, each about
+    /// `target_file_size / division` bytes (LWC-tree §4.4). In `2..=64`. Default 10, the
+    /// paper's default (the size ratio between levels); its sensitivity study finds 12 a
+    /// good choice.
+    pub division: usize,
+    /// A DTable holding more segments than this is divided too, whatever its size: each
+    /// segment is one more filter and index a lookup may ask, and one more input of a scan.
+    /// At least 2. Default 16 (the paper has no such bound).
+    pub max_segments: u32,
+}
+
+impl Default for LwcOptions {
+    fn default() -> Self {
+        LwcOptions {
+            division: 10,
+            max_segments: 16,
         }
     }
 }
@@ -437,6 +474,8 @@ pub struct Options {
     pub flsm: FlsmOptions,
     /// Options of the FloDB memory component.
     pub flodb: FloDbOptions,
+    /// Options of the LWC layout.
+    pub lwc: LwcOptions,
     /// A filter that keeps, removes or rewrites entries as flushes and compactions write
     /// them ([`filter`] says when it runs and what each decision does). A runtime option:
     /// not kept in the options record, give it at every open. Default none (the merge
@@ -488,6 +527,7 @@ impl Default for Options {
             vlog_gc_bytes_per_sec: 64 << 20,
             flsm: FlsmOptions::default(),
             flodb: FloDbOptions::default(),
+            lwc: LwcOptions::default(),
             compaction_filter: None,
             expiring_values: false,
         }
@@ -615,13 +655,14 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb", "pebblesdb", "wisckey", "flodb"]
+        vec!["leveldb", "pebblesdb", "wisckey", "flodb", "lwc"]
     }
 
     /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
     /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog), `flodb` (leveled +
-    /// flodb + inline). The other names (`lwc`, `lsm-trie`) are reserved for designs not
-    /// yet built and return [`Error::Unsupported`].
+    /// flodb + inline), `lwc` (lwc + skiplist + inline, dtable tables). The other name
+    /// (`lsm-trie`) is reserved for a design not yet built and returns
+    /// [`Error::Unsupported`].
     ///
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
@@ -651,6 +692,13 @@ impl Options {
             }),
             "flodb" => Ok(Options {
                 memory: MemoryKind::FloDb,
+                ..paper
+            }),
+            // LevelDB's tree and sizes with lightweight compaction: tables of up to
+            // target_file_size grow by appends and are divided into lwc.division pieces.
+            "lwc" => Ok(Options {
+                layout: LayoutKind::Lwc,
+                table_format: TableKind::DTable,
                 ..paper
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
@@ -814,6 +862,15 @@ impl Options {
         if f.rewrite_ratio == 0 {
             return bad("flsm.rewrite_ratio must be at least 1".into());
         }
+        if !(2..=64).contains(&self.lwc.division) {
+            return bad(format!(
+                "lwc.division {} must be in 2..=64",
+                self.lwc.division
+            ));
+        }
+        if self.lwc.max_segments < 2 {
+            return bad("lwc.max_segments must be at least 2".into());
+        }
         Ok(())
     }
 }
@@ -846,7 +903,15 @@ mod tests {
             LayoutKind::Flsm
         );
         assert_eq!(Options::preset("flodb").unwrap().memory, MemoryKind::FloDb);
-        assert!(matches!(Options::preset("lwc"), Err(Error::Unsupported(_))));
+        assert_eq!(Options::preset("lwc").unwrap().layout, LayoutKind::Lwc);
+        assert_eq!(
+            Options::preset("lwc").unwrap().table_format,
+            TableKind::DTable
+        );
+        assert!(matches!(
+            Options::preset("lsm-trie"),
+            Err(Error::Unsupported(_))
+        ));
         assert!(matches!(
             Options::preset("nope"),
             Err(Error::InvalidArgument(_))
