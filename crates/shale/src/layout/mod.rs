@@ -561,8 +561,9 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         version.level(0).len()
     }
 
-    /// Carry out a plan that writes data ([`PlanKind::Merge`]; the engine executes moves
-    /// itself): write new files and describe the change as an edit (not committed).
+    /// Carry out a plan that writes data ([`PlanKind::Merge`], [`PlanKind::Append`]; the
+    /// engine executes moves itself): write new files (or new segments of the plan's
+    /// output-level inputs) and describe the change as an edit (not committed).
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit>;
 
     /// A user iterator sought `user_key` in `version`. Layouts that compact by read patterns
