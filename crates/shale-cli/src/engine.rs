@@ -480,6 +480,14 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             f.membuffer_fraction, f.membuffer_partitions, f.drain_threads
         ));
     }
+    if o.layout == LayoutKind::Lwc {
+        lines.push(format!(
+            "  lwc:      dtable tables up to {}, divided in {}, at most {} segments",
+            mib(o.target_file_size),
+            o.lwc.division,
+            o.lwc.max_segments
+        ));
+    }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
             "  vlog:     min_separated_value_size={} segment {} gc={} ratio {}",

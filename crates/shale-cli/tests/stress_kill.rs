@@ -33,7 +33,8 @@ impl Drop for TempDir {
 
 fn shale(db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
-    // The design is chosen by the store's directory name (`...-wisckey`, `...-flodb`).
+    // The design is chosen by the store's directory name (`...-wisckey`, `...-flodb`,
+    // `...-lwc`).
     let name = db.to_string_lossy();
     let design = if name.ends_with("-wisckey") {
         "wisckey"
@@ -41,6 +42,8 @@ fn shale(db: &Path, args: &[&str]) -> Command {
         "flodb"
     } else if name.ends_with("-lsm-trie") {
         "lsm-trie"
+    } else if name.ends_with("-lwc") {
+        "lwc"
     } else {
         "leveldb"
     };
@@ -136,6 +139,11 @@ fn every_acknowledged_write_survives_kill_9_flodb() {
 #[test]
 fn every_acknowledged_write_survives_kill_9_lsm_trie() {
     kill_cycles("db-lsm-trie");
+}
+
+#[test]
+fn every_acknowledged_write_survives_kill_9_lwc() {
+    kill_cycles("db-lwc");
 }
 
 fn kill_cycles(name: &str) {

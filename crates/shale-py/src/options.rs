@@ -113,8 +113,10 @@ impl OpenArgs<'_> {
             o.layout = match l.as_str() {
                 "leveled" => LayoutKind::Leveled,
                 "flsm" => LayoutKind::Flsm,
-                _ => return Err(choice("layout", l, "'leveled' or 'flsm'")),
+                "lwc" => LayoutKind::Lwc,
+                _ => return Err(choice("layout", l, "'leveled', 'flsm' or 'lwc'")),
             };
+            o.table_format = shale::Axes::table_for(o.layout);
         }
         if let Some(v) = &self.values {
             o.values = match v.as_str() {

@@ -7,8 +7,8 @@
 //! |---|---|---|
 //! | memory component | [`Options::memory`] | `skiplist` ([`crate::memory::skiplist`]), `flodb` ([`crate::memory::flodb`]) |
 //! | value placement | [`Options::values`] | `inline` ([`crate::values::inline`]), `vlog` ([`crate::values::vlog`]) |
-//! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]), `trie` ([`crate::layout::trie`]) |
-//! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]), `htable` ([`crate::table::htable`]) |
+//! | layout | [`Options::layout`] | `leveled` ([`crate::layout::leveled`]), `flsm` ([`crate::layout::flsm`]), `trie` ([`crate::layout::trie`]), `lwc` ([`crate::layout::lwc`]) |
+//! | table format | [`Options::table_format`] (must be the layout's) | `sst` ([`crate::table::sst`]), `htable` ([`crate::table::htable`]), `dtable` ([`crate::table::dtable`]) |
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,12 +16,12 @@ use std::sync::atomic::AtomicU64;
 
 use crate::db::{Db, Parts, VerifyReport};
 use crate::error::Result;
-use crate::layout::{Layout, flsm::Flsm, leveled::Leveled, trie::Trie};
+use crate::layout::{Layout, flsm::Flsm, leveled::Leveled, lwc::Lwc, trie::Trie};
 use crate::memory::flodb::{FloDbConfig, FloDbMemory};
 use crate::memory::{MemoryComponent, skiplist::SkipListMemory};
 use crate::options::{Axes, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
 use crate::table::htable::HTableFormat;
-use crate::table::{SstFormat, TableFormat};
+use crate::table::{DTableFormat, SstFormat, TableFormat};
 use crate::values::{InlinePlacement, ValueStore, VlogPlacement};
 
 /// The parts of the store in `dir` as `options` choose them; `file_numbers` is the store's
@@ -31,6 +31,7 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
         LayoutKind::Leveled => Arc::new(Leveled::new(options)),
         LayoutKind::Flsm => Arc::new(Flsm::new(options)),
         LayoutKind::Trie => Arc::new(Trie::new(options)),
+        LayoutKind::Lwc => Arc::new(Lwc::new(options)),
     };
     let values: Arc<dyn ValueStore> = match options.values {
         ValuesKind::Inline => {
@@ -42,6 +43,7 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
     let table: Arc<dyn TableFormat> = match options.table_format {
         TableKind::Sst => Arc::new(SstFormat),
         TableKind::HTable => Arc::new(HTableFormat),
+        TableKind::DTable => Arc::new(DTableFormat),
     };
     Parts {
         layout,

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crash_common::*;
 use parking_lot::Mutex;
 use shale::env::Env;
-use shale::env::fault::{CrashState, FaultFs, OpView, UnsyncedData, UnsyncedNames};
+use shale::env::fault::{CrashState, FaultFs, OpKind, OpView, UnsyncedData, UnsyncedNames};
 use shale::env::mem::MemFs;
 
 /// One captured crash point and what the workload had issued and acknowledged by then.
@@ -57,6 +57,10 @@ struct Tally {
     ops: u64,
     images: u64,
     failures: Vec<String>,
+    /// Runs of the LWC layout, and the table appends (reopens) they made: crash points
+    /// inside appends are among the ones checked.
+    lwc_runs: u64,
+    lwc_appends: u64,
 }
 
 impl Tally {
@@ -100,10 +104,15 @@ fn one_pass(w: &Workload, stride: u64, phase: u64, seed: u64, full: bool, tally:
     let ctl = fs.control();
     let mut runner = Runner::new(Env::new(Arc::new(fs.clone())), Arc::clone(&w.options));
     let queue: Arc<Mutex<Vec<Captured>>> = Arc::default();
+    let appends = Arc::new(std::sync::atomic::AtomicU64::new(0));
     {
         let queue = Arc::clone(&queue);
         let progress = Arc::clone(&runner.progress);
+        let appends = Arc::clone(&appends);
         ctl.set_hook(Some(Arc::new(move |v: &OpView<'_>| {
+            if v.op().kind == OpKind::Reopen {
+                appends.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             if v.op().index % stride != phase {
                 return;
             }
@@ -147,6 +156,10 @@ fn one_pass(w: &Workload, stride: u64, phase: u64, seed: u64, full: bool, tally:
         runner.violations
     );
     tally.ops += ctl.ops();
+    if w.name.contains("lwc") {
+        tally.lwc_runs += 1;
+        tally.lwc_appends += appends.load(std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Rerun `w` with a crash at op `k` (every later op fails too), then check the images.
@@ -208,6 +221,16 @@ fn report(what: &str, tally: &Tally) {
         "crash_enum {what}: {} crash points, {} crash images checked",
         tally.ops, tally.images
     );
+    if tally.lwc_runs > 0 {
+        println!(
+            "crash_enum {what}: {} lwc runs appended to tables {} times",
+            tally.lwc_runs, tally.lwc_appends
+        );
+        assert!(
+            tally.lwc_appends > 0,
+            "the lwc workloads never appended to a table"
+        );
+    }
     if !tally.failures.is_empty() {
         let shown: Vec<&String> = tally.failures.iter().take(12).collect();
         panic!(

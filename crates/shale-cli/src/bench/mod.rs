@@ -363,7 +363,10 @@ pub fn parse_benchmarks(list: &str) -> CliResult<Vec<String>> {
 
 /// Whether benchmark `name` reads in key order (seeks and scans).
 fn is_scan(name: &str) -> bool {
-    matches!(name, "readseq" | "readreverse" | "seekrandom" | "updatescan")
+    matches!(
+        name,
+        "readseq" | "readreverse" | "seekrandom" | "updatescan"
+    )
 }
 
 fn op_name(bench: &str) -> &'static str {

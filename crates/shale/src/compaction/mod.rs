@@ -75,9 +75,6 @@ pub struct CompactionContext<'a> {
 /// Which output partition a user key goes to ([`MergeSpec::partition`]).
 pub type Partition<'a> = dyn Fn(&[u8]) -> usize + 'a;
 
-/// An output table being written: its file number and writer.
-type Output = (u64, Box<dyn TableWriter>);
-
 /// How one merge writes its output.
 pub struct MergeSpec<'a> {
     /// Start a new output file once the current one reaches this size (at a user-key
@@ -92,6 +89,35 @@ pub struct MergeSpec<'a> {
     /// this returns for it, one open table per partition (LSM-trie writes one table per
     /// child container). `None`: one stream of tables, cut by size.
     pub partition: Option<&'a Partition<'a>>,
+}
+
+/// Where a merge appends instead of writing new tables (a layout of appendable tables,
+/// [`crate::table::TableFormat::appendable`]): each user key's entries go to one of
+/// `targets` as part of a new segment, and the tables keep their numbers and grow.
+pub struct AppendSpec<'a> {
+    /// The tables that receive the entries, in key order.
+    pub targets: &'a [std::sync::Arc<FileMeta>],
+    /// The index in `targets` of the table a user key goes to. It must not decrease as the
+    /// keys increase: each table receives one contiguous run of keys, one segment.
+    pub route: &'a dyn Fn(&[u8]) -> usize,
+}
+
+/// Where one merge writes.
+#[derive(Clone, Copy)]
+enum Outputs<'a> {
+    /// New tables, cut at user-key boundaries once they reach the size.
+    New { target_file_size: u64 },
+    /// One new segment per target that receives entries.
+    Append(&'a AppendSpec<'a>),
+}
+
+/// The table a merge writes into now.
+struct OpenOutput {
+    /// Its file number (a new one, or the target's).
+    number: u64,
+    /// The target's index for an append.
+    target: Option<usize>,
+    writer: Box<dyn TableWriter>,
 }
 
 /// Counters of one merge.
@@ -121,9 +147,41 @@ pub fn merge_into_tables(
     spec: &MergeSpec<'_>,
     ctx: &CompactionContext<'_>,
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
+    let outputs = Outputs::New {
+        target_file_size: spec.target_file_size,
+    };
+    merge_filtered(input, spec, outputs, ctx)
+}
+
+/// Merge everything `input` yields (in internal-key order), dropping what no reader can
+/// see as [`merge_into_tables`] does, and append it to `append.targets` as new segments
+/// (`spec.target_file_size` is not used). Returns the new generation of every target that
+/// received entries (same number, the new committed size, its whole key and sequence
+/// range), in key order, and counters. Nothing is committed: until the edit recording the
+/// new sizes commits, readers see the targets as they were, and a crash leaves tails that
+/// the next append cuts. On failure the targets are left as they were committed.
+///
+/// # Errors
+/// I/O errors; [`Error::Unsupported`] for a format that does not append;
+/// [`Error::Corruption`] for a target that cannot be read; [`Error::Closed`].
+pub fn merge_into_appends(
+    input: &mut dyn InternalIterator,
+    spec: &MergeSpec<'_>,
+    append: &AppendSpec<'_>,
+    ctx: &CompactionContext<'_>,
+) -> Result<(Vec<FileMeta>, MergeStats)> {
+    merge_filtered(input, spec, Outputs::Append(append), ctx)
+}
+
+fn merge_filtered(
+    input: &mut dyn InternalIterator,
+    spec: &MergeSpec<'_>,
+    outputs: Outputs<'_>,
+    ctx: &CompactionContext<'_>,
+) -> Result<(Vec<FileMeta>, MergeStats)> {
     // The one check of the filter per merge: the loop is compiled once without it.
     match ctx.filter {
-        None => merge_with(input, spec, ctx, &mut filter::NoFilter),
+        None => merge_with(input, spec, outputs, ctx, &mut filter::NoFilter),
         Some(hook) => {
             let reason = match ctx.cause {
                 WriteCause::Flush => FilterReason::Flush,
@@ -137,7 +195,7 @@ pub fn merge_into_tables(
                 },
                 unreadable: 0,
             };
-            let (files, mut stats) = merge_with(input, spec, ctx, &mut f)?;
+            let (files, mut stats) = merge_with(input, spec, outputs, ctx, &mut f)?;
             stats.filter_unreadable = f.unreadable;
             Ok((files, stats))
         }
@@ -147,19 +205,22 @@ pub fn merge_into_tables(
 fn merge_with<H: filter::EntryHook>(
     input: &mut dyn InternalIterator,
     spec: &MergeSpec<'_>,
+    outputs_to: Outputs<'_>,
     ctx: &CompactionContext<'_>,
     hook: &mut H,
 ) -> Result<(Vec<FileMeta>, MergeStats)> {
     let mut outputs: Vec<FileMeta> = Vec::new();
     let mut stats = MergeStats::default();
     // The open output of the current key's partition, and those of the other partitions.
-    let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
-    let mut parked: Vec<(usize, Output)> = Vec::new();
+    let mut builder: Option<OpenOutput> = None;
+    let mut parked: Vec<(usize, OpenOutput)> = Vec::new();
     let mut part = 0usize;
     let result = (|| -> Result<()> {
         let mut current_key: Vec<u8> = Vec::new();
         let mut has_current = false;
         let mut last_stripe = usize::MAX;
+        // The target the current user key goes to (appends).
+        let mut route = 0usize;
         input.seek_to_first()?;
         while input.valid() {
             if ctx.stop.load(Ordering::Relaxed) {
@@ -186,11 +247,17 @@ fn merge_with<H: filter::EntryHook>(
             }
             if new_key {
                 // A user-key boundary: the place where an output file may end.
-                if let Some((_, b)) = &builder
-                    && b.estimated_size() >= spec.target_file_size
-                    && let Some((number, b)) = builder.take()
-                {
-                    outputs.push(finish(number, b)?);
+                let end = match outputs_to {
+                    Outputs::New { target_file_size } => builder
+                        .as_ref()
+                        .is_some_and(|b| b.writer.estimated_size() >= target_file_size),
+                    Outputs::Append(a) => {
+                        route = (a.route)(parsed.user_key);
+                        builder.as_ref().is_some_and(|b| b.target != Some(route))
+                    }
+                };
+                if end && let Some(b) = builder.take() {
+                    outputs.push(finish(b.number, b.writer)?);
                 }
                 current_key.clear();
                 current_key.extend_from_slice(parsed.user_key);
@@ -234,14 +301,9 @@ fn merge_with<H: filter::EntryHook>(
                 }
             } else {
                 if builder.is_none() {
-                    let number = (ctx.new_file_number)();
-                    let path = ctx.dir.join(table_file_name(number));
-                    let file = ctx.env.create(&path, ctx.cause)?;
-                    let identity = ctx.tables.identity(number);
-                    let b = ctx.tables.format().builder(file, ctx.table_options, identity);
-                    builder = Some((number, b));
+                    builder = Some(open_output(outputs_to, route, &outputs, ctx)?);
                 }
-                if let Some((_, b)) = builder.as_mut() {
+                if let Some(b) = builder.as_mut().map(|o| &mut o.writer) {
                     match &rewritten {
                         None => b.add(input.key(), input.value())?,
                         Some((kind, value)) => {
@@ -254,15 +316,15 @@ fn merge_with<H: filter::EntryHook>(
             }
             input.next()?;
         }
-        if let Some((number, b)) = builder.take() {
-            outputs.push(finish(number, b)?);
+        if let Some(b) = builder.take() {
+            outputs.push(finish(b.number, b.writer)?);
         }
         parked.sort_by_key(|(p, _)| *p);
         while !parked.is_empty() {
-            let (_, (number, b)) = parked.remove(0);
-            outputs.push(finish(number, b)?);
+            let (_, b) = parked.remove(0);
+            outputs.push(finish(b.number, b.writer)?);
         }
-        if !outputs.is_empty() {
+        if !outputs.is_empty() && matches!(outputs_to, Outputs::New { .. }) {
             ctx.env.fs().sync_dir(ctx.dir)?;
         }
         for f in &outputs {
@@ -271,11 +333,27 @@ fn merge_with<H: filter::EntryHook>(
         Ok(())
     })();
     if let Err(e) = result {
+        if let Outputs::Append(a) = outputs_to {
+            // The targets stay as committed: what was appended is a tail no reader of the
+            // committed generation reads, which the next append cuts. Nothing of it may
+            // stay cached (a later append writes other blocks at the same offsets).
+            let open = builder
+                .take()
+                .into_iter()
+                .chain(std::mem::take(&mut parked).into_iter().map(|(_, b)| b));
+            for b in open {
+                b.writer.abandon();
+            }
+            for t in a.targets {
+                ctx.tables.evict(t.number);
+            }
+            return Err(e);
+        }
         let open = builder
             .take()
             .into_iter()
             .chain(std::mem::take(&mut parked).into_iter().map(|(_, b)| b));
-        for (number, b) in open {
+        for OpenOutput { number, writer: b, .. } in open {
             b.abandon();
             outputs.push(FileMeta {
                 number,
@@ -301,6 +379,72 @@ fn merge_with<H: filter::EntryHook>(
         return Err(e);
     }
     Ok((outputs, stats))
+}
+
+/// The writer of the next output: a new table, or a new segment of the target `route`.
+fn open_output(
+    to: Outputs<'_>,
+    route: usize,
+    done: &[FileMeta],
+    ctx: &CompactionContext<'_>,
+) -> Result<OpenOutput> {
+    match to {
+        Outputs::New { .. } => {
+            let number = (ctx.new_file_number)();
+            let path = ctx.dir.join(table_file_name(number));
+            let file = ctx.env.create(&path, ctx.cause)?;
+            let identity = ctx.tables.identity(number);
+            let writer = ctx.tables.format().builder(file, ctx.table_options, identity);
+            Ok(OpenOutput {
+                number,
+                target: None,
+                writer,
+            })
+        }
+        Outputs::Append(a) => {
+            let t = a.targets.get(route).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "an append routes a key to target {route} of {}",
+                    a.targets.len()
+                ))
+            })?;
+            if done.iter().any(|f| f.number == t.number) {
+                return Err(Error::InvalidArgument(format!(
+                    "an append routes keys to table {} again after others: routes must not \
+                     decrease",
+                    t.number
+                )));
+            }
+            let path = ctx.dir.join(table_file_name(t.number));
+            let committed = ctx.env.open(&path)?;
+            if committed.len() < t.size {
+                return Err(Error::corruption(
+                    &path,
+                    committed.len(),
+                    format!(
+                        "the table file holds {} bytes, but {} were committed",
+                        committed.len(),
+                        t.size
+                    ),
+                ));
+            }
+            // Cuts what an append that never committed left after the committed size.
+            let file = ctx.env.reopen(&path, t.size, ctx.cause)?;
+            let identity = ctx.tables.identity(t.number);
+            let writer = ctx.tables.format().appender(
+                file,
+                committed,
+                t.table_id(),
+                ctx.table_options,
+                identity,
+            )?;
+            Ok(OpenOutput {
+                number: t.number,
+                target: Some(route),
+                writer,
+            })
+        }
+    }
 }
 
 /// Read back table `f`, just written, as `ctx.check_new_tables` asks: through the table

@@ -224,9 +224,9 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
 fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
     let executed = match plan.kind {
         PlanKind::Move => Ok(plan.move_edit()),
-        PlanKind::Merge => with_context(inner, WriteCause::Compaction, |ctx| {
-            inner.layout.compact(plan, ctx)
-        }),
+        PlanKind::Merge | PlanKind::Append => {
+            with_context(inner, WriteCause::Compaction, |ctx| inner.layout.compact(plan, ctx))
+        }
     };
     let edit = match executed {
         Ok(e) => e,
@@ -237,21 +237,9 @@ fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
             return Err(e);
         }
     };
-    let written: u64 = if plan.kind == PlanKind::Move {
-        0
-    } else {
-        edit.new_files.iter().map(|(_, f)| f.size).sum()
-    };
-    let (read, moved_in) = if plan.kind == PlanKind::Move {
-        (0, 0)
-    } else {
-        let upper: u64 = plan
-            .input_files()
-            .filter(|(l, _)| *l < plan.output_level)
-            .map(|(_, f)| f.size)
-            .sum();
-        (plan.input_bytes(), upper)
-    };
+    // A move neither reads nor writes; an append reads its upper inputs and writes the
+    // growth of the files it appends to.
+    let (read, moved_in, written) = plan.io_of(&edit);
     // The edit was made from an older version than the one it is applied to when other
     // plans committed meanwhile. It still fits: it deletes only this plan's inputs, which no
     // other plan may touch while they are busy, and adds files with fresh numbers.

@@ -8,7 +8,8 @@
 //! how much of each. Those files are pinned against the obsolete-file sweep (tables by the
 //! version the checkpoint holds, the MANIFEST and the logs by name in [`Pins`]) and the
 //! locks are released. The files are then hard-linked (tables, sealed segments) or copied
-//! (the MANIFEST and the logs, each through its captured length) into a staging directory,
+//! (the MANIFEST and the logs, each through its captured length; tables of a format that
+//! appends, through their committed size) into a staging directory,
 //! synced, `CURRENT` is written last, and the staging directory is renamed to the
 //! checkpoint's name: the copy is what the store would recover after a crash at the moment
 //! of the capture with every appended byte synced.
@@ -148,9 +149,18 @@ fn create(inner: &DbInner, dir: &Path) -> Result<CheckpointInfo> {
         sequence: capture.sequence,
         ..CheckpointInfo::default()
     };
+    // A table that may still grow (an appendable format) is copied through the size the
+    // captured version commits: a hard link would share later appends (and the cut of an
+    // uncommitted tail) between the store and the checkpoint.
+    let appendable = inner.tables.format().appendable();
     for (_, f) in capture.version.files() {
         let name = table_file_name(f.number);
-        link_or_copy(env, &inner.dir.join(&name), &staging.join(&name), &mut info)?;
+        let (from, to) = (inner.dir.join(&name), staging.join(&name));
+        if appendable {
+            copy(env, &from, &to, Some(f.size), &mut info)?;
+        } else {
+            link_or_copy(env, &from, &to, &mut info)?;
+        }
     }
     for log in &capture.logs {
         let (from, to) = (inner.dir.join(&log.name), staging.join(&log.name));

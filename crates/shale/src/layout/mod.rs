@@ -5,7 +5,7 @@
 //! cover a scan, and what should be compacted next (`pick`, a pure function returning a
 //! [`Plan`]). Flushing and executing a plan (`compact`) each produce a [`VersionEdit`] that
 //! the engine commits; recovery flushes replayed writes through the same `flush`.
-//! Implementations: [`leveled`], [`flsm`], [`trie`].
+//! Implementations: [`leveled`], [`flsm`], [`trie`], [`lwc`].
 //!
 //! # Concurrent compactions
 //!
@@ -36,6 +36,7 @@ pub mod concat;
 pub mod flsm;
 pub mod leveled;
 pub mod trie;
+pub mod lwc;
 
 /// What a picker decided: the inputs of one compaction and where its output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +60,13 @@ pub enum PlanKind {
     Move,
     /// Merge the inputs and write new files. Executed by the layout.
     Merge,
+    /// Merge the inputs of the first level and append them, as new segments, to the input
+    /// files of the output level (an appendable table format,
+    /// [`crate::table::TableFormat::appendable`]): those files keep their numbers and grow,
+    /// their data is neither read nor rewritten. The edit removes each grown file and adds
+    /// it back with its new committed size and key range (a file whose number an edit both
+    /// removes and adds has grown). Executed by the layout.
+    Append,
 }
 
 impl Plan {
@@ -102,6 +110,39 @@ impl Plan {
         Some((lo.to_vec(), hi.to_vec()))
     }
 
+    /// What carrying out the plan with `edit` read and wrote, as (bytes read, bytes read
+    /// from levels above the output level, bytes written): a file the edit removes and adds
+    /// back under its number was not read and only its growth was written (a move, which
+    /// neither reads nor writes, or an append), and an append reads none of the files it
+    /// appends to.
+    pub fn io_of(&self, edit: &VersionEdit) -> (u64, u64, u64) {
+        let old = |n: u64| {
+            self.input_files()
+                .find(|(_, f)| f.number == n)
+                .map(|(_, f)| f.size)
+        };
+        let kept = |level: usize, n: u64| {
+            (self.kind == PlanKind::Append && level == self.output_level)
+                || edit.new_files.iter().any(|(_, f)| f.number == n)
+        };
+        let written = edit
+            .new_files
+            .iter()
+            .map(|(_, f)| f.size.saturating_sub(old(f.number).unwrap_or(0)))
+            .sum();
+        let read = self
+            .input_files()
+            .filter(|(l, f)| !kept(*l, f.number))
+            .map(|(_, f)| f.size)
+            .sum();
+        let upper = self
+            .input_files()
+            .filter(|(l, f)| *l < self.output_level && !kept(*l, f.number))
+            .map(|(_, f)| f.size)
+            .sum();
+        (read, upper, written)
+    }
+
     /// Bytes of every input file.
     pub fn input_bytes(&self) -> u64 {
         self.input_files().map(|(_, f)| f.size).sum()
@@ -121,6 +162,7 @@ impl Plan {
         let kind = match self.kind {
             PlanKind::Move => "move",
             PlanKind::Merge => "merge",
+            PlanKind::Append => "append",
         };
         format!("{} -> L{} ({kind})", ins.join("+"), self.output_level)
     }
@@ -528,8 +570,9 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         version.level(0).len()
     }
 
-    /// Carry out a plan that writes data ([`PlanKind::Merge`]; the engine executes moves
-    /// itself): write new files and describe the change as an edit (not committed).
+    /// Carry out a plan that writes data ([`PlanKind::Merge`], [`PlanKind::Append`]; the
+    /// engine executes moves itself): write new files (or new segments of the plan's
+    /// output-level inputs) and describe the change as an edit (not committed).
     fn compact(&self, plan: &Plan, ctx: &CompactionContext<'_>) -> Result<VersionEdit>;
 
     /// A user iterator sought `user_key` in `version` (a cursor's seek, or an iterator's

@@ -95,6 +95,9 @@ pub enum LayoutKind {
     /// container's pile into its 8 children as a new sub-level each (LSM-trie). Point
     /// operations only: scans return [`Error::Unsupported`].
     Trie,
+    /// Lightweight compaction: a victim table's data is appended, split by key range, to
+    /// the tables below as new segments (LWC-tree, `docs/designs/lwc.md`).
+    Lwc,
 }
 
 impl LayoutKind {
@@ -116,6 +119,9 @@ pub enum TableKind {
     /// Fixed-size buckets chosen by the key's hash, with migration between buckets and an
     /// overflow area (LSM-trie's HTable, `docs/format/htable.md`).
     HTable,
+    /// A table that grows by appended segments, each committed by a footer written last
+    /// (the LWC-tree's DTable, `docs/format/dtable.md`).
+    DTable,
 }
 
 /// One choice on each axis: a design. Presets are names for some of them
@@ -173,9 +179,16 @@ axis_names!(
     "layout",
     Leveled = "leveled",
     Flsm = "flsm",
-    Trie = "trie"
+    Trie = "trie",
+    Lwc = "lwc"
 );
-axis_names!(TableKind, "table", Sst = "sst", HTable = "htable");
+axis_names!(
+    TableKind,
+    "table",
+    Sst = "sst",
+    HTable = "htable",
+    DTable = "dtable"
+);
 
 impl Axes {
     /// The table format `layout` reads and writes.
@@ -183,6 +196,7 @@ impl Axes {
         match layout {
             LayoutKind::Leveled | LayoutKind::Flsm => TableKind::Sst,
             LayoutKind::Trie => TableKind::HTable,
+            LayoutKind::Lwc => TableKind::DTable,
         }
     }
 
@@ -378,6 +392,30 @@ impl Default for TrieOptions {
     }
 }
 
+/// Options of the LWC layout (ignored by the others). The largest a DTable grows by appends
+/// before it is divided is [`Options::target_file_size`] (the paper's band).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LwcOptions {
+    /// Tables an equal division makes of an oversized DTable, each about
+    /// `target_file_size / division` bytes (LWC-tree §4.4). In `2..=64`. Default 10, the
+    /// paper's default (the size ratio between levels); its sensitivity study finds 12 a
+    /// good choice.
+    pub division: usize,
+    /// A DTable holding more segments than this is divided too, whatever its size: each
+    /// segment is one more filter and index a lookup may ask, and one more input of a scan.
+    /// At least 2. Default 16 (the paper has no such bound).
+    pub max_segments: u32,
+}
+
+impl Default for LwcOptions {
+    fn default() -> Self {
+        LwcOptions {
+            division: 10,
+            max_segments: 16,
+        }
+    }
+}
+
 /// Options of the FloDB memory component (`memory = flodb`; ignored by the others). Not
 /// kept in the options record: they shape nothing on disk.
 #[derive(Clone, Debug, PartialEq)]
@@ -546,6 +584,8 @@ pub struct Options {
     pub flodb: FloDbOptions,
     /// Options of the LSM-trie layout.
     pub trie: TrieOptions,
+    /// Options of the LWC layout.
+    pub lwc: LwcOptions,
     /// A filter that keeps, removes or rewrites entries as flushes and compactions write
     /// them ([`filter`] says when it runs and what each decision does). A runtime option:
     /// not kept in the options record, give it at every open. Default none (the merge
@@ -599,6 +639,7 @@ impl Default for Options {
             flsm: FlsmOptions::default(),
             flodb: FloDbOptions::default(),
             trie: TrieOptions::default(),
+            lwc: LwcOptions::default(),
             compaction_filter: None,
             expiring_values: false,
         }
@@ -726,14 +767,20 @@ pub const PRESETS: [&str; 6] = [
 impl Options {
     /// The presets that can be opened today.
     pub fn available_presets() -> Vec<&'static str> {
-        vec!["leveldb", "pebblesdb", "wisckey", "flodb", "lsm-trie"]
+        vec![
+            "leveldb",
+            "pebblesdb",
+            "wisckey",
+            "flodb",
+            "lsm-trie",
+            "lwc",
+        ]
     }
 
     /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
     /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog), `flodb` (leveled +
     /// flodb + inline), `lsm-trie` (trie + skiplist + inline, htable tables; point
-    /// operations only). The other name (`lwc`) is reserved for a design not yet built and
-    /// returns [`Error::Unsupported`].
+    /// operations only), `lwc` (lwc + skiplist + inline, dtable tables).
     ///
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
@@ -781,6 +828,13 @@ impl Options {
                     bloom_bits_per_key: 16,
                     ..TableOptions::default()
                 },
+                ..paper
+            }),
+            // LevelDB's tree and sizes with lightweight compaction: tables of up to
+            // target_file_size grow by appends and are divided into lwc.division pieces.
+            "lwc" => Ok(Options {
+                layout: LayoutKind::Lwc,
+                table_format: TableKind::DTable,
                 ..paper
             }),
             n if PRESETS.contains(&n) => Err(Error::Unsupported(format!(
@@ -1001,6 +1055,15 @@ impl Options {
                 t.gc_sample_bits
             ));
         }
+        if !(2..=64).contains(&self.lwc.division) {
+            return bad(format!(
+                "lwc.division {} must be in 2..=64",
+                self.lwc.division
+            ));
+        }
+        if self.lwc.max_segments < 2 {
+            return bad("lwc.max_segments must be at least 2".into());
+        }
         Ok(())
     }
 }
@@ -1038,7 +1101,11 @@ mod tests {
         assert_eq!(trie.table_format, TableKind::HTable);
         assert!(!trie.axes().supports_scans());
         assert!(leveldb.axes().supports_scans());
-        assert!(matches!(Options::preset("lwc"), Err(Error::Unsupported(_))));
+        assert_eq!(Options::preset("lwc").unwrap().layout, LayoutKind::Lwc);
+        assert_eq!(
+            Options::preset("lwc").unwrap().table_format,
+            TableKind::DTable
+        );
         assert!(matches!(
             Options::preset("nope"),
             Err(Error::InvalidArgument(_))

@@ -205,6 +205,8 @@ const FIELDS: &[Field] = &[
         "",
         flsm.parallel_seek_min_tables
     ),
+    plain!("lwc.division", Rule::Free, "", lwc.division),
+    plain!("lwc.max_segments", Rule::Free, "", lwc.max_segments),
 ];
 
 /// A store's options record: recorded option keys and their values as text.

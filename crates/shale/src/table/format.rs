@@ -6,7 +6,8 @@
 //! write through [`TableFormat::builder`], the table cache opens through
 //! [`TableFormat::open`] and holds `Arc<dyn TableReader>`, and reads probe a table's filter,
 //! look a key up and iterate it without knowing its bytes (RocksDB's `TableFactory` /
-//! `TableBuilder` / `TableReader` split). Implementations: [`super::sst::SstFormat`].
+//! `TableBuilder` / `TableReader` split). Implementations: [`super::sst::SstFormat`], and
+//! [`super::dtable::DTableFormat`], which appends.
 //!
 //! # Generations
 //!
@@ -131,6 +132,43 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
     /// record is refused.
     fn empty_state(&self) -> Box<dyn crate::axis::AxisState> {
         Box::new(crate::axis::NoState(crate::axis::Axis::Table))
+    }
+
+    /// Whether tables of this format grow after their first commit ([`TableFormat::appender`];
+    /// see the module docs). Such a table's file changes after it is committed, so a
+    /// checkpoint copies its committed prefix instead of hard-linking it. Default: false.
+    fn appendable(&self) -> bool {
+        false
+    }
+
+    /// A writer of one more segment of generation `id` of an existing table (an appendable
+    /// format only): `file` is the table file reopened after its first `id.size` bytes
+    /// ([`crate::env::Env::reopen`], which cut whatever an append that never committed left
+    /// there), `committed` a reader of it. Entries added go into a new segment after the
+    /// committed bytes; `finish` writes the table's new metadata after the segment, syncs,
+    /// and describes the whole new generation: its `size` is what the MANIFEST must record
+    /// to commit the append. Until that edit commits, readers of the recorded generation see
+    /// none of it, and a crash leaves it as an uncommitted tail that readers ignore and the
+    /// next append cuts. `identity` must be the table's own.
+    ///
+    /// # Errors
+    /// [`crate::Error::Unsupported`] for a format that does not append (the default);
+    /// [`crate::Error::Corruption`] when generation `id` cannot be read or is another
+    /// table's; I/O errors.
+    fn appender(
+        &self,
+        file: WriteFile,
+        committed: ReadFile,
+        id: TableId,
+        options: &TableOptions,
+        identity: Option<TableIdentity>,
+    ) -> Result<Box<dyn TableWriter>> {
+        let _ = (file, committed, options, identity);
+        Err(crate::Error::Unsupported(format!(
+            "table {} cannot grow: the {} format does not append",
+            id.number,
+            self.name()
+        )))
     }
 
     /// A writer of a new table into `file` (created, empty), which records `identity` in

@@ -116,6 +116,25 @@ fn opts_flsm_manifest(env: &Env) -> Options {
     o
 }
 
+/// `opts_small` with the LWC layout (the `lwc` preset): level 0 appended to level 1's
+/// tables, tables that grow past 4 KiB or 3 segments divided in two.
+fn opts_lwc(env: &Env) -> Options {
+    let mut o = opts_small(env);
+    o.layout = shale::options::LayoutKind::Lwc;
+    o.table_format = shale::TableKind::DTable;
+    o.lwc.division = 2;
+    o.lwc.max_segments = 3;
+    o
+}
+
+/// `opts_lwc` with a MANIFEST rewritten every couple of edits (segment counts in
+/// snapshots).
+fn opts_lwc_manifest(env: &Env) -> Options {
+    let mut o = opts_lwc(env);
+    o.max_manifest_bytes = 600;
+    o
+}
+
 /// Memtables that hold a few dozen writes (just over the skiplist's first arena chunk).
 fn opts_medium(env: &Env) -> Options {
     let mut o = opts_small(env);
@@ -413,6 +432,40 @@ pub fn workloads(seed: u64, scale: usize) -> Vec<Workload> {
         mk(
             "manifest-flsm",
             opts_flsm_manifest,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 20,
+                batch_pct: 20,
+                sync_pct: 20,
+                flush_permille: 100,
+                compact_permille: 40,
+                reopen_permille: 40,
+                gc_permille: 0,
+            },
+        ),
+        // The same over the LWC layout (lwc): appends to DTables committed by the MANIFEST,
+        // divisions, segment counts in MANIFEST snapshots.
+        mk(
+            "compact-lwc",
+            opts_lwc,
+            60,
+            Mix {
+                keys: 30,
+                max_value: 300,
+                delete_pct: 35,
+                batch_pct: 25,
+                sync_pct: 15,
+                flush_permille: 80,
+                compact_permille: 80,
+                reopen_permille: 30,
+                gc_permille: 0,
+            },
+        ),
+        mk(
+            "manifest-lwc",
+            opts_lwc_manifest,
             60,
             Mix {
                 keys: 30,

@@ -18,6 +18,7 @@ mod index;
 mod iter;
 mod reader;
 
+pub use block_codec::{decode_block, trailer};
 pub use builder::TableBuilder;
 pub use format::SstFormat;
 pub use crate::table::format::TableSummary;

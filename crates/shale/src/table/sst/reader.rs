@@ -30,6 +30,9 @@ pub struct Table {
     file: ReadFile,
     /// The generation's size: where the footer ends (the file may be longer).
     size: u64,
+    /// Where the table's first data block starts: 0 for a table file, the segment's first
+    /// byte for an sst image inside a larger file (a DTable segment, [`Table::open_segment`]).
+    data_start: u64,
     path: Arc<Path>,
     file_number: u64,
     cache: Option<Arc<BlockCache>>,
@@ -83,6 +86,24 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         verify_checksums: bool,
     ) -> Result<Table> {
+        Table::open_segment(file, file_number, 0, len, cache, verify_checksums)
+    }
+
+    /// [`Table::open_at`] for an sst image that occupies bytes `start..end` of `file` and
+    /// whose block handles are file offsets (a segment of a DTable, `docs/format/dtable.md`):
+    /// the footer is read at `end`, and every block it names must lie in `start..end`.
+    ///
+    /// # Errors
+    /// As [`Table::open`], and [`Error::Corruption`] for a block before `start`.
+    pub fn open_segment(
+        file: ReadFile,
+        file_number: u64,
+        start: u64,
+        end: u64,
+        cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Result<Table> {
+        let len = end;
         let path: Arc<Path> = Arc::from(file.path());
         if file.len() < len {
             return Err(Error::corruption(
@@ -94,16 +115,42 @@ impl Table {
                 ),
             ));
         }
-        if len < FOOTER_LEN as u64 {
+        if len < start.saturating_add(FOOTER_LEN as u64) {
             return Err(Error::corruption(
                 path.to_path_buf(),
-                0,
-                format!("file of {len} bytes is shorter than the {FOOTER_LEN}-byte table footer"),
+                start,
+                if start == 0 {
+                    format!(
+                        "file of {len} bytes is shorter than the {FOOTER_LEN}-byte table footer"
+                    )
+                } else {
+                    format!(
+                        "the table image at {start}..{len} is shorter than the {FOOTER_LEN}-byte \
+                         table footer"
+                    )
+                },
             ));
         }
         let footer_off = len - FOOTER_LEN as u64;
         let raw = file.read_at(footer_off, FOOTER_LEN, ReadCause::Recovery)?;
         let footer = Footer::decode(&raw, len).at(&path, footer_off)?;
+        for (h, what) in [
+            (footer.index, "index"),
+            (footer.properties, "properties"),
+            (footer.filter, "filter"),
+        ] {
+            if h.offset < start && (h.size != 0 || what != "filter") {
+                return Err(Error::corruption(
+                    path.to_path_buf(),
+                    footer_off,
+                    format!(
+                        "the {what} block handle (offset {}) points before the table image, \
+                         which starts at {start}",
+                        h.offset
+                    ),
+                ));
+            }
+        }
 
         let read_meta = |h: BlockHandle| -> Result<Arc<[u8]>> {
             let buf = read_stored(&file, &path, h, ReadCause::Recovery)?;
@@ -124,6 +171,7 @@ impl Table {
         Ok(Table {
             file,
             size: len,
+            data_start: start,
             path,
             file_number,
             cache,
@@ -285,7 +333,7 @@ impl Table {
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_sep: Vec<u8> = Vec::new();
         let mut entries = 0u64;
-        let mut data_end = 0u64;
+        let mut data_end = self.data_start;
         let mut blocks = 0u64;
         while index.valid() {
             let handle = self.decode_handle(index.value())?;
