@@ -71,6 +71,16 @@ pub struct TableIdentity {
     pub number: u64,
 }
 
+/// The identity `table` records, if it records both its store id and its number (what
+/// [`TableFormat::identity`] returns for a format whose reader keeps its properties).
+pub fn recorded_identity(table: &dyn TableReader) -> Option<TableIdentity> {
+    let p = table.properties();
+    Some(TableIdentity {
+        store_id: p.store_id?,
+        number: p.file_number?,
+    })
+}
+
 /// Check that `table` is the file the MANIFEST lists as table `number` of the store
 /// `store_id` (`None`: the store's id is unknown, e.g. a MANIFEST written before store ids
 /// existed; only the number is checked). A table that records no identity (written before

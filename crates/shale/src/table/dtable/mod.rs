@@ -112,4 +112,11 @@ impl TableFormat for DTableFormat {
         check_identity(&table, id.number, None)?;
         Ok(Arc::new(table))
     }
+
+    fn identity(&self, file: ReadFile) -> Result<Option<TableIdentity>> {
+        // An unlisted file's committed size is unknown: its last commit is at its end (a
+        // file with an uncommitted tail is the store's own debris, and fails here).
+        let len = file.len();
+        Ok(read_commit(&file, len)?.1.identity)
+    }
 }

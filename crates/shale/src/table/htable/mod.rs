@@ -137,10 +137,6 @@ impl TableFormat for HTableFormat {
         let len = file.len();
         // The number only keys the block cache, and there is none here.
         let t = HTable::open(file, 0, len, None, true)?;
-        let p = t.properties();
-        Ok(match (p.store_id, p.file_number) {
-            (Some(store_id), Some(number)) => Some(TableIdentity { store_id, number }),
-            _ => None,
-        })
+        Ok(crate::table::format::recorded_identity(&t))
     }
 }

@@ -59,11 +59,7 @@ impl TableFormat for SstFormat {
         let len = file.len();
         // The number only keys the block cache, and there is none here.
         let table = Table::open_at(file, 0, len, None, true)?;
-        let p = table.properties();
-        Ok(match (p.store_id, p.file_number) {
-            (Some(store_id), Some(number)) => Some(TableIdentity { store_id, number }),
-            _ => None,
-        })
+        Ok(crate::table::format::recorded_identity(&table))
     }
 }
 
