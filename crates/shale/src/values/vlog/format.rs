@@ -298,7 +298,7 @@ impl Pointer {
     }
 
     /// Encode into a new vector (tests, tools).
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(self) -> Vec<u8> {
         let mut v = Vec::new();
         put_varint64(&mut v, self.segment);
         put_varint64(&mut v, self.offset);
