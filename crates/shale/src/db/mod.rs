@@ -50,6 +50,7 @@ mod open;
 mod parallel_tests;
 mod read;
 mod read_only;
+mod repair;
 mod snapshots;
 mod stats;
 mod store_files;
@@ -73,6 +74,8 @@ pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
 pub(crate) use describe::{Description, describe};
 pub use destroy::destroy_db;
+pub use repair::{LOST_DIR, RepairReport, SetAside};
+pub(crate) use repair::{describe_for_repair, repair_with};
 pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
