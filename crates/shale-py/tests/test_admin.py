@@ -72,16 +72,51 @@ def test_repair_sound_store(path, design):
     with pytest.raises(shale.LockedError):
         shale.repair_db(path)
     db.close()
-    shale.repair_db(path, paranoid_checks=True)
+    report = shale.repair_db(path, paranoid_checks=True)
+    assert report["set_aside"] == []
     with shale.DB(path, design=design) as db:
         assert db.get(b"k0001") == b"v0001"
 
 
-def test_repair_damaged_store_is_unsupported(path):
+def test_repair_damaged_store(path):
     table = damaged_store(path)
-    with pytest.raises(shale.UnsupportedError) as e:
-        shale.repair_db(path)
-    assert os.path.basename(table) in str(e.value)
+    report = shale.repair_db(path)
+    name = os.path.basename(table)
+    aside = [s for s in report["set_aside"] if s["name"] == name]
+    assert len(aside) == 1, report
+    assert aside[0]["moved_to"] == "lost/" + name
+    assert os.path.exists(os.path.join(path, "lost", name))
+    assert not os.path.exists(table)
+    assert isinstance(aside[0]["smallest"], bytes)
+    # The other tables' keys are all there, and the store takes writes.
+    lost = lambda k: aside[0]["smallest"] <= k <= aside[0]["largest"]
+    with shale.DB(path) as db:
+        for i in range(2000):
+            k = b"k%04d" % i
+            if not lost(k):
+                assert db.get(k) == b"v%04d" % i
+        db.put(b"after", b"repair")
+    with shale.DB(path) as db:
+        assert db.get(b"after") == b"repair"
+
+
+def test_repair_without_manifest(path, design):
+    db = shale.DB(path, create_if_missing=True, design=design)
+    fill(db, 300)
+    db.flush()
+    db.put(b"late", b"in the log")
+    db.close()
+    for f in os.listdir(path):
+        if f == "CURRENT" or f.startswith("MANIFEST-"):
+            os.remove(os.path.join(path, f))
+    with pytest.raises(shale.CorruptionError):
+        shale.DB(path)
+    report = shale.repair_db(path, design=design)
+    assert report["set_aside"] == []
+    assert report["tables"] >= 1
+    with shale.DB(path) as db:
+        assert db.get(b"k0001") == b"v0001"
+        assert db.get(b"late") == b"in the log"
 
 
 def test_repair_missing_store(tmp_path):

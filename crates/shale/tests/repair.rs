@@ -363,3 +363,65 @@ fn without_a_manifest_the_wrong_design_is_refused_unchanged() {
         assert_eq!(names(&env, DIR), before, "{other}");
     }
 }
+
+/// Two tables whose key ranges and sequence ranges both overlap, as two levels of a tree
+/// leave them: table 10 (a deeper level's) holds keys 0..100 at their newest version and
+/// keys 100..200 at an old one; table 11 (a level above) holds keys 100..200 at a version
+/// between the two. Level 0 orders tables by their newest sequence number, so table 10
+/// would answer keys 100..200 with the old version: repair merges the two, and every key
+/// reads its newest version.
+#[test]
+fn tables_that_level_0_cannot_order_are_merged() {
+    use shale::env::WriteCause;
+    use shale::key::{ValueKind, make_internal_key};
+    use shale::table::{TableFormat, TableIdentity};
+    const STORE: u64 = 0x1234_5678;
+    for design in Options::available_presets() {
+        let (_mem, env) = fresh();
+        let o = opts(&env, design);
+        let format: Box<dyn TableFormat> = match o.table_format {
+            shale::TableKind::Sst => Box::new(shale::table::SstFormat),
+            shale::TableKind::HTable => Box::new(shale::table::htable::HTableFormat),
+            shale::TableKind::DTable => Box::new(shale::table::DTableFormat),
+            other => panic!("{design}: a table format this test does not know: {other:?}"),
+        };
+        env.fs().create_dir_all(Path::new(DIR)).unwrap();
+        let write = |number: u64, entries: &[(u32, u64, u32)]| {
+            let path = Path::new(DIR).join(format!("{number:06}.sst"));
+            let file = env.create(&path, WriteCause::Flush).unwrap();
+            let identity = TableIdentity {
+                store_id: STORE,
+                number,
+            };
+            let mut w = format.builder(file, &o.table, Some(identity));
+            for &(i, seq, round) in entries {
+                let ikey = make_internal_key(&key(i), seq, ValueKind::Value);
+                w.add(&ikey, &value(i, round)).unwrap();
+            }
+            w.finish().unwrap();
+        };
+        // Round 0 (sequence 1..=200), round 1 (keys 100..200, 201..=300), round 2 (keys
+        // 0..100, 301..=400).
+        let deep: Vec<(u32, u64, u32)> = (0..200)
+            .map(|i| {
+                if i < 100 {
+                    (i, 301 + u64::from(i), 2)
+                } else {
+                    (i, 1 + u64::from(i), 0)
+                }
+            })
+            .collect();
+        let above: Vec<(u32, u64, u32)> = (100..200).map(|i| (i, 101 + u64::from(i), 1)).collect();
+        write(10, &deep);
+        write(11, &above);
+        let mut model = Model::new();
+        for i in 0..200 {
+            model.insert(key(i), Some(value(i, if i < 100 { 2 } else { 1 })));
+        }
+        let r = repair(&env, design);
+        assert_eq!(r.store_id, STORE, "{design}");
+        assert_eq!(r.tables_merged, 2, "{design}: {r:?}");
+        assert!(r.set_aside.is_empty(), "{design}: {:?}", r.set_aside);
+        check_repaired(&env, design, &model, design, |_| false);
+    }
+}

@@ -54,8 +54,7 @@ class InvalidArgumentError(Error, ValueError):
 
 class UnsupportedError(Error, NotImplementedError):
     """The store's design cannot do this (for example a range scan on a hash layout), or
-    this build of Shale does not implement it yet (``repair_db`` of a damaged store,
-    custom comparators)."""
+    this build of Shale does not implement it yet (custom comparators)."""
 
 
 #: The issue tracker's and the engine's name for ``UnsupportedError``.

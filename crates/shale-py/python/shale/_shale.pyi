@@ -1,7 +1,7 @@
 """Type stubs of the native module; ``shale`` re-exports everything here."""
 
 import os
-from typing import Any, Iterator as _Iter, List, Optional, Tuple, TypeVar, Union, final, overload
+from typing import Any, Dict, Iterator as _Iter, List, Optional, Tuple, TypeVar, Union, final, overload
 
 _Name = Union[str, bytes, "os.PathLike[str]"]
 _Value = Union[bytes, bytearray, memoryview]
@@ -28,9 +28,17 @@ def available_designs() -> List[str]:
 def destroy_db(name: _Name) -> None:
     """Delete the store in directory ``name`` (its files, then the directory if empty)."""
 
-def repair_db(name: _Name, **options: Any) -> None:
-    """Verify every checksum of the store; ``UnsupportedError`` if it is damaged (Shale
-    cannot repair yet). plyvel's keyword options are accepted and unused."""
+def repair_db(name: _Name, *, design: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """Repair the store in directory ``name`` as LevelDB's ``RepairDB`` does: rebuild its
+    MANIFEST and CURRENT from its files, keeping every table and log record that reads.
+    Damaged tables, and files of another store, are moved into ``name/lost/`` (never
+    deleted). ``design`` is used only when no MANIFEST of the store reads. Returns the
+    report: ``tables``, ``entries``, ``bytes``, ``last_sequence``, ``manifest``,
+    ``tables_kept``, ``tables_from_logs``, ``tables_merged``, ``set_aside`` (dicts with
+    ``name``, ``moved_to``, ``reason``, ``entries``, ``smallest``, ``largest``), ``logs``
+    (dicts with ``name``, ``entries``, ``skipped``, ``bytes_dropped``, ``damage``),
+    ``archived`` (``(name, moved_to)`` pairs) and ``notes``. plyvel's other keyword options
+    are accepted and unused."""
 
 @final
 class DB:

@@ -17,8 +17,8 @@
 //! 4. **Place the tables**: everything in level 0, as LevelDB does. Level 0 is searched
 //!    newest table first (by largest sequence number, `Version`), the first version found
 //!    wins; that is right only if two tables whose key ranges overlap never have
-//!    overlapping sequence ranges (tables of different levels of a leveled tree usually
-//!    do: a deeper table may hold an older version of a key and a newer one of another).
+//!    overlapping sequence ranges (tables of different levels can: a deeper table may hold
+//!    an older version of one key and a newer version of another).
 //!    Such tables are merged (in groups that keep the rule, `conflict_groups`) into new
 //!    level-0 tables, as a compaction would, and the originals moved into `lost/`. Every
 //!    layout answers from level 0 by this order (the leveled and LWC reads, FLSM's
