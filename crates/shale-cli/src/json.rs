@@ -137,6 +137,26 @@ pub struct EngineJson {
         with = "crate::json::ordered_map"
     )]
     pub engine_memory: Vec<(String, u64)>,
+    /// Blocks the benchmark's gets read from storage (not served by the block cache), by
+    /// kind: `data` (table data blocks: `sst` blocks, `htable` buckets and overflow
+    /// records), `filter` (filter blocks read on demand: `htable` filter-cluster blocks),
+    /// `value` (value-log reads). Absent when the engine does not count them.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::json::ordered_map"
+    )]
+    pub engine_get_blocks_read: Vec<(String, u64)>,
+    /// Per lookup of a read benchmark: data blocks the gets read from storage (`data` of
+    /// `engine_get_blocks_read` over `lookups`). `null` for a benchmark without lookups.
+    #[serde(default)]
+    pub engine_data_blocks_per_get: Option<f64>,
+    /// Per lookup: filter blocks read from storage.
+    #[serde(default)]
+    pub engine_filter_blocks_per_get: Option<f64>,
+    /// Per lookup: value-log reads.
+    #[serde(default)]
+    pub engine_value_reads_per_get: Option<f64>,
 }
 
 /// One kind of operation of a mixed benchmark.

@@ -319,7 +319,7 @@ fn settings_block(
         mbf(a.store.cache_size as f64)
     ));
     s.push_str(&format!("Compression: {}\n", a.store.compression));
-    s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits));
+    s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits()));
     s.push_str(&format!("Threads:    {}\n", a.threads));
     s.push_str(&format!("Sync:       {}\n", a.sync));
     s.push_str(&format!("DB path:    [{}]\n", dir.display()));
@@ -714,6 +714,34 @@ mod engine_tests {
         assert_eq!(lines[1].get("found"), Some(&json!(3000)));
         assert_eq!(lines[0].get("space_amp"), Some(&json!(0.0)));
         assert_eq!(lines[0].get("engine_write_amp"), Some(&json!(1.0)));
+    }
+
+    #[test]
+    fn bloom_bits_default_to_the_design_s() {
+        let bits = |args: &[&str]| {
+            Wrap::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+                .unwrap()
+                .a
+                .store
+                .bloom_bits()
+        };
+        assert_eq!(bits(&[]), 10);
+        assert_eq!(bits(&["--design", "lsm-trie"]), 16);
+        assert_eq!(bits(&["--design", "lsm-trie", "--bloom-bits", "10"]), 10);
+        assert_eq!(bits(&["--design", "leveldb", "--bloom_bits", "12"]), 12);
+        let c = Wrap::try_parse_from(["bench", "--design", "lsm-trie"])
+            .unwrap()
+            .a
+            .store
+            .config()
+            .unwrap();
+        assert_eq!(
+            crate::engine::shale_options(&c)
+                .unwrap()
+                .table
+                .bloom_bits_per_key,
+            16
+        );
     }
 
     #[test]
