@@ -52,8 +52,11 @@ pub struct BenchJson {
     pub threads: u64,
     /// Key bytes (`null` when keys vary, as in YCSB).
     pub key_size: Option<u64>,
-    /// Value bytes.
+    /// Value bytes (the mean under a value-size distribution).
     pub value_size: u64,
+    /// The value-size distribution (`uniform:MIN:MAX`), absent for fixed-size values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_size_dist: Option<String>,
     /// Memtable bytes the engine ran with.
     pub write_buffer_size: u64,
     /// Operations done.

@@ -266,6 +266,7 @@ impl BenchResult {
             threads: setting.threads,
             key_size: setting.key_size,
             value_size: setting.value_size,
+            value_size_dist: setting.value_size_dist.map(str::to_string),
             write_buffer_size: setting.write_buffer_size,
             ops: self.ops,
             seconds: self.seconds,
@@ -341,8 +342,10 @@ pub struct JsonSetting<'a> {
     pub threads: u64,
     /// `--key-size` (`None` when keys vary, as in YCSB).
     pub key_size: Option<u64>,
-    /// `--value-size`.
+    /// `--value-size` (the mean size under a distribution).
     pub value_size: u64,
+    /// `--value-size-dist` when it is not `fixed` (`uniform:1:200`).
+    pub value_size_dist: Option<&'a str>,
     /// The memtable size the engine ran with.
     pub write_buffer_size: u64,
 }
@@ -358,6 +361,7 @@ impl<'a> JsonSetting<'a> {
             threads: 0,
             key_size: None,
             value_size: 0,
+            value_size_dist: None,
             write_buffer_size: store.memtable_bytes() as u64,
         }
     }
@@ -469,6 +473,7 @@ mod tests {
             threads: 1,
             key_size: Some(16),
             value_size: 100,
+            value_size_dist: None,
             write_buffer_size: 4 << 20,
         };
         let text = crate::json::to_line(&r.to_json(&s)).unwrap();
