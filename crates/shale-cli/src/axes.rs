@@ -6,7 +6,7 @@ use shale::{LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
 /// One flag per axis; each one given replaces the preset's choice on that axis.
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct AxisFlags {
-    /// Layout: leveled or flsm (default: the design's).
+    /// Layout: leveled, flsm, trie or lwc (default: the design's).
     #[arg(long)]
     pub layout: Option<String>,
     /// Value placement: inline or vlog (default: the design's).
@@ -15,7 +15,7 @@ pub struct AxisFlags {
     /// Memory component: skiplist or flodb (default: the design's).
     #[arg(long)]
     pub memory: Option<String>,
-    /// Table format: sst (default: the layout's).
+    /// Table format: sst, htable or dtable (default: the layout's).
     #[arg(long)]
     pub table: Option<String>,
 }
@@ -54,6 +54,36 @@ impl AxisFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each flag's help names every choice the library has (a new layout or table format
+    /// must be added to the help text too).
+    #[test]
+    fn the_help_names_every_choice() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            axes: AxisFlags,
+        }
+        let cmd = Cli::command();
+        let help = |flag: &str| -> String {
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(flag))
+                .unwrap_or_else(|| panic!("no --{flag}"));
+            arg.get_help().map(|h| h.to_string()).unwrap_or_default()
+        };
+        let check = |flag: &str, names: Vec<&str>| {
+            let h = help(flag);
+            for n in names {
+                assert!(h.contains(n), "--{flag} help {h:?} does not name {n}");
+            }
+        };
+        check("layout", LayoutKind::ALL.iter().map(|k| k.name()).collect());
+        check("values", ValuesKind::ALL.iter().map(|k| k.name()).collect());
+        check("memory", MemoryKind::ALL.iter().map(|k| k.name()).collect());
+        check("table", TableKind::ALL.iter().map(|k| k.name()).collect());
+    }
 
     #[test]
     fn flags_replace_the_presets_axes() {

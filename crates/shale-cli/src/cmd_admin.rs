@@ -1,5 +1,6 @@
-//! The maintenance commands: checkpoint, flush, gc, properties. Each opens the store with
-//! the options it records (`--design` is never needed: these never create a store).
+//! The maintenance commands: checkpoint, flush, gc, properties, repair. Each opens the store
+//! with the options it records (`--design` is never needed: these never create a store;
+//! `repair` uses it only when no MANIFEST of the store reads).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -166,5 +167,81 @@ pub fn properties(a: &PropertiesArgs) -> CliResult {
     }
     out.flush()?;
     db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Rebuild the store's MANIFEST from its files (`shale::repair`, LevelDB's `RepairDB`) and
+/// print what was recovered, what was set aside in `lost/` and why.
+pub fn repair(a: &StoreArgs) -> CliResult {
+    let spinner = crate::progress::spinner("repair");
+    let r = shale::repair(&a.db, a.options_for_repair()?);
+    spinner.finish_and_clear();
+    let r = r?;
+    let mut out = std::io::stdout().lock();
+    let mb = |b: u64| b as f64 / 1e6;
+    writeln!(
+        out,
+        "repaired {}: {} {} ({} {}, {:.1} MB) in level 0, last sequence {}, {}",
+        a.db.display(),
+        r.tables,
+        plural(r.tables, "table", "tables"),
+        r.entries,
+        plural(r.entries as usize, "entry", "entries"),
+        mb(r.bytes),
+        r.last_sequence,
+        r.manifest
+    )?;
+    writeln!(
+        out,
+        "  {} {} kept, {} written from the logs, {} merged into {} (their key and sequence ranges overlapped){}",
+        r.tables_kept,
+        plural(r.tables_kept, "table", "tables"),
+        r.tables_from_logs,
+        r.tables_merged,
+        r.tables_written_by_merges,
+        match &r.hints_from {
+            Some(m) => format!("; hints from {m}"),
+            None => "; no MANIFEST read: the files alone".to_string(),
+        }
+    )?;
+    for l in &r.logs {
+        write!(
+            out,
+            "  log {}: {} {} recovered, {} already in tables",
+            l.name,
+            l.entries,
+            plural(l.entries as usize, "entry", "entries"),
+            l.skipped
+        )?;
+        match &l.damage {
+            Some(d) => writeln!(out, ", {} bytes dropped ({d})", l.bytes_dropped)?,
+            None => writeln!(out)?,
+        }
+    }
+    for s in &r.set_aside {
+        write!(out, "set aside: {} -> {}: {}", s.name, s.moved_to, s.reason)?;
+        if let Some(n) = s.entries {
+            write!(out, "; {n} {}", plural(n as usize, "entry", "entries"))?;
+        }
+        match &s.key_range {
+            Some((lo, hi)) => writeln!(
+                out,
+                "; keys {} .. {} may have lost their newest versions",
+                crate::escape::escape(lo),
+                crate::escape::escape(hi)
+            )?,
+            None => writeln!(out)?,
+        }
+    }
+    for (name, to) in &r.archived {
+        writeln!(
+            out,
+            "archived: {name} -> {to} (the repaired store holds what it held)"
+        )?;
+    }
+    for n in &r.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -51,6 +51,17 @@ impl StoreArgs {
         Ok(o)
     }
 
+    /// The options `repair` starts from: the `--design` preset (default leveldb) and the
+    /// axis flags. Repair itself takes the store's options record from its newest MANIFEST
+    /// that reads, so these matter only when none does.
+    pub fn options_for_repair(&self) -> CliResult<Options> {
+        let mut o = Options::preset(self.design.as_deref().unwrap_or("leveldb"))?;
+        self.axes.apply(&mut o)?;
+        o.create_if_missing = false;
+        o.wal_recovery_mode = shale::WalRecoveryMode::from_name(&self.wal_recovery_mode)?;
+        Ok(o)
+    }
+
     /// Open for commands that write (creating the store if needed).
     fn open_rw(&self) -> CliResult<Db> {
         Ok(Db::open(&self.db, self.options(true)?)?)

@@ -126,6 +126,11 @@ enum Command {
     Verify(cmd_kv::StoreArgs),
     /// Compact a key range (default: everything).
     Compact(cmd_kv::CompactArgs),
+    /// Rebuild a damaged store's MANIFEST and CURRENT from its files (LevelDB's RepairDB):
+    /// every table read whole, the logs converted to tables; what cannot be used is moved
+    /// to DB/lost/, never deleted. Prints what was recovered and what was set aside.
+    /// --design is needed only when no MANIFEST of the store reads.
+    Repair(cmd_kv::StoreArgs),
     /// Copy the store into the new directory DEST (a checkpoint, taken while the store
     /// stays usable): tables and sealed value-log segments hard-linked, the rest copied.
     Checkpoint(cmd_admin::CheckpointArgs),
@@ -158,6 +163,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Stats(a) => cmd_kv::stats(&a),
         Command::Verify(a) => cmd_kv::verify(&a),
         Command::Compact(a) => cmd_kv::compact(&a),
+        Command::Repair(a) => cmd_admin::repair(&a),
         Command::Checkpoint(a) => cmd_admin::checkpoint(&a),
         Command::Flush(a) => cmd_admin::flush(&a),
         Command::Gc(a) => cmd_admin::gc(&a),
@@ -208,6 +214,7 @@ mod tests {
             "stats",
             "verify",
             "compact",
+            "repair",
             "shape",
             "checkpoint",
             "flush",

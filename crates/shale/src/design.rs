@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::db::{Db, Parts, VerifyReport};
+use crate::db::{Db, Parts, RepairReport, VerifyReport};
 use crate::error::Result;
 use crate::layout::{Layout, flsm::Flsm, leveled::Leveled, lwc::Lwc, trie::Trie};
 use crate::memory::flodb::{FloDbConfig, FloDbMemory};
@@ -152,6 +152,43 @@ pub fn verify(path: impl AsRef<Path>, options: Options) -> Result<VerifyReport> 
         None => options,
     };
     crate::db::verify_with(dir, options, &parts)
+}
+
+/// Repair the store in `path` as LevelDB's `RepairDB` does: rebuild its MANIFEST and
+/// CURRENT from the files in the directory, keeping every table and log record that reads.
+///
+/// Every table is read in full; one that fails its checks, belongs to another store, or
+/// (for a value log) holds a pointer to a record its segment does not hold is moved into
+/// `path/lost/` and reported with its key range: the newest versions of those keys may be
+/// lost. The entries of every log (write-ahead log or value log) that the tables do not
+/// hold are written into new tables; a log's torn or damaged tail is dropped with what
+/// follows it in that log. Every table goes to level 0 (tables whose key and sequence
+/// ranges overlap, which level 0 cannot order, are merged first), so every layout reads
+/// the newest version of each key; the next open compacts them down. A new MANIFEST and
+/// CURRENT are written last; converted logs, merged tables and the old MANIFESTs then go to
+/// `lost/` too. Repair never deletes a file of the store: what it cannot use, or no longer
+/// needs, is in `lost/`. Value-log segments stay where they are (the tables point into
+/// them). See `docs/reliability.md` ("Repair") for what is and is not recovered.
+///
+/// The store is repaired as the design that wrote it: its options record, read from the
+/// newest MANIFEST that reads (whether CURRENT names it or not); without one (every
+/// MANIFEST lost or damaged), as `options` say, and the repaired store records them. Their
+/// other settings (the file system, sizes) are used. Takes the store's lock.
+///
+/// # Errors
+/// [`crate::Error::Locked`] while a handle has the store open;
+/// [`crate::Error::InvalidArgument`] for a directory without store files, or when no
+/// MANIFEST says how the store was made and its files do not fit `options` (tables that
+/// none read in their table format, logs of another value placement): nothing is changed
+/// then; [`crate::Error::Io`]. A failure before the new CURRENT leaves the old files
+/// (minus what was moved to `lost/`) and can be repaired again.
+pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
+    let dir = path.as_ref();
+    let options = match crate::db::describe_for_repair(dir, &options.env)? {
+        Some(d) => stored_options(d, options)?,
+        None => options,
+    };
+    crate::db::repair_with(dir, options, &parts)
 }
 
 /// The options the store in `path` was created with (its options record): `base` with the

@@ -40,8 +40,10 @@ pub enum Error {
     InvalidArgument(String),
     /// The chosen design cannot do this operation (for example a range scan on a hash layout).
     Unsupported(String),
-    /// A durable write failed earlier (for example an fsync of the log), so the store refuses
-    /// further writes rather than pretending they are safe. Reopen the store to recover.
+    /// A durable write failed earlier (for example an fsync of the log), or background work
+    /// did (a flush, or a compaction, including one that found a damaged table: as in LevelDB
+    /// and RocksDB with its default `paranoid_checks`), so the store refuses further writes
+    /// rather than pretending they are safe. Reopen the store to recover.
     ReadOnly(String),
     /// The handle was opened with [`crate::Db::open_read_only`]: it takes no writes,
     /// flushes, compactions or garbage collection, and changes no file of the store.
@@ -136,7 +138,7 @@ impl fmt::Display for Error {
             Error::Unsupported(m) => write!(f, "unsupported operation: {m}"),
             Error::ReadOnly(m) => write!(
                 f,
-                "the store refuses writes after an earlier durable-write failure ({m}); reopen it to recover"
+                "the store refuses writes after an earlier failure of a durable write or of background work ({m}); reopen it to recover"
             ),
             Error::ReadOnlyOpen { path } => write!(
                 f,

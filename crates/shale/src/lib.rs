@@ -5,7 +5,8 @@
 //! the memory component, value placement, the layout of tables on disk and the table
 //! format, chosen by [`Options`] ([`Axes`]; a preset names a combination). The store is
 //! [`Db`] ([`Db::open_read_only`] for a view that writes nothing, beside a running writer
-//! too); [`verify`] checks one as its open would, without changing it; [`env`] is the file-system interface
+//! too); [`verify`] checks one as its open would, without changing it; [`repair`] rebuilds
+//! a damaged one's MANIFEST from its files (LevelDB's `RepairDB`); [`env`] is the file-system interface
 //! (a store can run on [`env::mem::MemFs`], an in-memory file system with a crash model).
 
 /// Declares internal modules: `pub` but hidden from the docs with the `internals` feature
@@ -38,9 +39,9 @@ pub mod ttl;
 
 pub use db::{
     CheckpointInfo, Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile,
-    Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
+    RepairReport, SetAside, Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
 };
-pub use design::{load_options, verify};
+pub use design::{load_options, repair, verify};
 pub use error::{Error, Result};
 pub use memory::MemoryStats;
 pub use options::{
@@ -48,4 +49,4 @@ pub use options::{
     LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck, Options,
     TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
 };
-pub use values::{PlacementChecked, PlacementStats};
+pub use values::{PlacementChecked, PlacementStats, RecoveredLog};

@@ -49,7 +49,7 @@ fn options(design: &str, env: &Env) -> Options {
 
 /// How many keys of writer `w` the iterator's view holds, checking they are exactly
 /// `w{w}-000000 .. w{w}-{n-1}` with their values.
-fn prefix_len(db: &Db, w: usize, opts: IterOptions) -> usize {
+fn prefix_len(design: &str, db: &Db, w: usize, opts: IterOptions) -> usize {
     if !db.supports_scans() {
         // A store that answers point reads only: every key of the writer, by gets.
         let mut n = 0;
@@ -60,7 +60,10 @@ fn prefix_len(db: &Db, w: usize, opts: IterOptions) -> usize {
             }
             .expect("get");
             if let Some(v) = got {
-                assert_eq!(n, i, "writer {w}: the view skips key {n} but shows key {i}");
+                assert_eq!(
+                    n, i,
+                    "{design}: writer {w}: the view skips key {n} but shows key {i}"
+                );
                 assert_eq!(v, value(w, i));
                 n += 1;
             }
@@ -73,7 +76,7 @@ fn prefix_len(db: &Db, w: usize, opts: IterOptions) -> usize {
         assert_eq!(
             k,
             key(w, n),
-            "writer {w}: the view skips key {n} but shows a later one"
+            "{design}: writer {w}: the view skips key {n} but shows a later one"
         );
         assert_eq!(v, value(w, n));
         n += 1;
@@ -120,7 +123,7 @@ fn run(design: &str, writers: usize) {
                     let snap = db.snapshot();
                     for w in 0..writers {
                         let prefix = format!("w{w}-").into_bytes();
-                        let n = prefix_len(db, w, IterOptions::prefix(prefix).at(&snap));
+                        let n = prefix_len(design, db, w, IterOptions::prefix(prefix).at(&snap));
                         // Gets at the snapshot agree with the scan at its edge.
                         if n > 0 {
                             assert_eq!(
@@ -139,7 +142,10 @@ fn run(design: &str, writers: usize) {
     });
     for w in 0..writers {
         let prefix = format!("w{w}-").into_bytes();
-        assert_eq!(prefix_len(&db, w, IterOptions::prefix(prefix)), PER_WRITER);
+        assert_eq!(
+            prefix_len(design, &db, w, IterOptions::prefix(prefix)),
+            PER_WRITER
+        );
     }
     // Every writer's entries and bytes are counted once, whoever led its group.
     let stats = db.stats();
@@ -157,7 +163,7 @@ fn run(design: &str, writers: usize) {
     for w in 0..writers {
         let prefix = format!("w{w}-").into_bytes();
         assert_eq!(
-            prefix_len(&db, w, IterOptions::prefix(prefix)),
+            prefix_len(design, &db, w, IterOptions::prefix(prefix)),
             PER_WRITER,
             "{design}: after reopen"
         );

@@ -51,7 +51,34 @@ fn opts(env: &Env, design: &str, compression: Compression) -> Options {
     // would compact the damaged table they charge and fail (the store then refuses writes,
     // as it must after a failed compaction).
     o.leveled.seek_compaction = false;
+    if design == "lwc" {
+        // Tables grown by appends stay below the division threshold, so the settled image
+        // still holds tables of several segments (older commit records to flip). New tables
+        // are still 4 KiB (`target_file_size / lwc.division`, at least 4 KiB).
+        o.target_file_size = 32 * 1024;
+    }
     o
+}
+
+/// Wait until `db` is settled: no memtable waits for its flush, no compaction runs and the
+/// background found nothing more to start. The image must be taken in that state: work left
+/// over would run again at every open of a damaged copy, and a compaction that reads the
+/// damaged table fails and turns the store read-only (as it must: LevelDB and RocksDB do
+/// too), which is not what this test checks.
+fn settle(db: &Db) {
+    let start = std::time::Instant::now();
+    let busy = |name: &str| db.property(name).as_deref() != Some("0");
+    while busy("shale.mem-table-flush-pending")
+        || busy("shale.compaction-pending")
+        || busy("shale.num-running-compactions")
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the store never settled: {:?}",
+            db.property("shale.levels")
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -120,6 +147,9 @@ impl Image {
                 wal_ops.push((key(i), Some(value(i, 2))));
             }
         }
+        // Round 2 stays in the log; what the rounds before left to the background (level
+        // sizes, lwc divisions) is done before the image is taken.
+        settle(&db);
         let levels: Vec<usize> = (0..4)
             .map(|l| {
                 db.property(&format!("shale.num-files-at-level{l}"))
@@ -421,11 +451,19 @@ fn flip_everything(
     let mut all_keys: Vec<Vec<u8>> = (0..960).map(key).collect();
     all_keys.sort();
 
-    // The untouched image reads back exactly.
+    // The untouched image reads back exactly, and opening it starts no compaction: every
+    // damaged copy then runs only the reads below.
     {
         let env = image.materialize(None);
         shale::verify(DIR, image.opts(&env)).unwrap();
         let db = Db::open(DIR, image.opts(&env)).unwrap();
+        settle(&db);
+        assert_eq!(
+            db.stats().compactions,
+            0,
+            "opening the image compacted: {:?}",
+            db.property("shale.levels")
+        );
         let mut model = image.base.clone();
         for (k, v) in &image.wal_ops {
             match v {
@@ -439,6 +477,9 @@ fn flip_everything(
             .map(Result::unwrap)
             .collect();
         assert_eq!(got, model);
+        settle(&db);
+        assert_eq!(db.stats().compactions, 0, "reading the image compacted");
+        db.close().unwrap();
     }
 
     // SHALE_FLIP_STRIDE=1 flips every byte of every file.
@@ -527,7 +568,6 @@ fn bit_flips_in_a_flodb_store_are_detected_or_harmless() {
 /// DTables: flips in segments, in the commit records of older generations (dead bytes only
 /// `verify` reads) and in the last commit record.
 #[test]
-#[ignore = "fails since the merge of session 12 (lwc with the leveled and trie branches): reopening a damaged image starts a background compaction of the damaged table, which fails and makes close report the store read-only; passed on the lwc branch alone; issue 21 note"]
 fn bit_flips_in_an_lwc_store_are_detected_or_harmless() {
     flip_everything("lwc", Compression::None, 7, 31);
 }

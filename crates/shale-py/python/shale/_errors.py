@@ -63,8 +63,9 @@ Unsupported = UnsupportedError
 
 
 class ReadOnlyError(Error):
-    """An earlier durable write failed (for example an fsync of the log), so the store
-    refuses writes until it is reopened."""
+    """An earlier durable write failed (for example an fsync of the log), or background
+    work did (a flush, or a compaction that found a damaged table), so the store refuses
+    writes until it is reopened."""
 
 
 class IteratorInvalidError(Error):

@@ -50,6 +50,7 @@ mod open;
 mod parallel_tests;
 mod read;
 mod read_only;
+mod repair;
 mod snapshots;
 mod stats;
 mod store_files;
@@ -73,6 +74,8 @@ pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
 pub(crate) use describe::{Description, describe};
 pub use destroy::destroy_db;
+pub use repair::{LOST_DIR, RepairReport, SetAside};
+pub(crate) use repair::{describe_for_repair, repair_with};
 pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
@@ -745,7 +748,11 @@ impl Db {
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
     /// `shale.last-sequence`, `shale.store-id` (16 hex digits), `shale.total-sst-bytes`, `shale.memtable-bytes`,
-    /// `shale.block-cache-usage`, `shale.design`. `None` for an unknown name.
+    /// `shale.block-cache-usage`, `shale.design`, and RocksDB's `shale.mem-table-flush-pending`,
+    /// `shale.compaction-pending` (`1` from any change to the tree until the background
+    /// finds nothing more to start; `0` after a failure) and `shale.num-running-compactions`
+    /// (background ones): with all three `0` the store is settled, as a test that wants an
+    /// image with no work left waits for. `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
         stats::property(&self.inner, name)
     }

@@ -131,6 +131,21 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
                 .join(" "),
         ),
         "shale.last-sequence" => Some(inner.last_seq.load(Ordering::Acquire).to_string()),
+        // RocksDB's names. A compaction is pending from every change to the tree (and from
+        // open) until a worker's pick finds nothing to start; never after a failure (the
+        // store is read-only and starts nothing), nor on a read-only handle. With the three
+        // at 0 the store is settled: nothing runs and nothing will start before the next
+        // write, flush or compaction.
+        "shale.mem-table-flush-pending" => {
+            let bg = inner.bg.lock();
+            Some(u8::from(!bg.imms.is_empty() || bg.flushing).to_string())
+        }
+        "shale.compaction-pending" => {
+            let bg = inner.bg.lock();
+            let pending = (bg.compaction_wanted || bg.manual) && bg.error.is_none();
+            Some(u8::from(pending && !inner.read_only).to_string())
+        }
+        "shale.num-running-compactions" => Some(inner.bg.lock().running.len().to_string()),
         // RocksDB's GetDbIdentity: the id every table and log of the store records.
         "shale.store-id" => Some(format!("{:016x}", inner.versions.lock().store_id())),
         "shale.total-sst-bytes" => Some(

@@ -67,8 +67,10 @@ pub(crate) fn presence(env: &Env, dir: &Path) -> Result<Presence> {
         format!(
             "CURRENT is missing, but {} holds {} store files ({list}): this is a damaged store, \
              not an empty directory, so no new store is created over it and no file was \
-             changed or removed. To repair, restore CURRENT from a backup, or write one naming the newest \
-             MANIFEST (docs/format/manifest.md §3), then run `shale verify`",
+             changed or removed. To repair, run `shale repair` (`shale::repair`: it rebuilds \
+             the MANIFEST and CURRENT from the store's files), or restore CURRENT from a \
+             backup, or write one naming the newest MANIFEST (docs/format/manifest.md §3), \
+             then run `shale verify`",
             dir.display(),
             store_files.len()
         ),

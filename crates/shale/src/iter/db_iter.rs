@@ -239,7 +239,7 @@ impl<I: InternalIterator> DbIter<I> {
     }
 
     /// Move to the next live key. Does nothing when not valid.
-    #[expect(
+    #[allow(
         clippy::should_implement_trait,
         reason = "a cursor step that can fail, not an iterator; `Entries` is the Iterator"
     )]

@@ -157,6 +157,61 @@ pub struct RecoverContext<'a> {
     pub wal_recovery_mode: crate::options::WalRecoveryMode,
 }
 
+/// What repair (`crate::repair`, `db/repair.rs`) gives a placement: the store's files as
+/// they are, and what repair decided so far. Nothing has been changed on disk yet.
+pub struct SalvageContext<'a> {
+    /// The file system.
+    pub env: &'a Env,
+    /// The store's directory.
+    pub dir: &'a Path,
+    /// The names in the directory.
+    pub names: &'a [String],
+    /// The repaired store's id: the newest readable MANIFEST's, else the one its tables
+    /// record, else the one [`ValueStore::salvage_store_id`] found, else a fresh one.
+    pub store_id: u64,
+    /// Whether `store_id` was recorded somewhere (false: a fresh id, which no log carries).
+    pub store_id_known: bool,
+    /// What the newest readable MANIFEST recorded for the placement, if one could be read
+    /// (`None`: repair knows the logs only from themselves).
+    pub state: Option<&'a PersistedState>,
+    /// The tables repair keeps so far, opened and read in full.
+    pub tables: &'a [Arc<dyn crate::table::TableReader>],
+}
+
+/// What a placement's repair did with its log files.
+#[derive(Clone, Debug, Default)]
+pub struct Salvaged {
+    /// The largest sequence number replayed (0 if none).
+    pub last_seq: SeqNo,
+    /// One entry per log file read.
+    pub logs: Vec<RecoveredLog>,
+    /// Files repair must set aside (move to `lost/`) before it commits, with why: files the
+    /// store cannot use (another store's, or damaged where nothing can be read).
+    pub set_aside: Vec<(String, String)>,
+    /// Files whose every usable record is in the tables repair writes: moved to `lost/`
+    /// once the new MANIFEST commits (they are not needed any more).
+    pub converted: Vec<String>,
+    /// What else the placement found, one line each (for the report).
+    pub notes: Vec<String>,
+}
+
+/// One log file as a placement's repair read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveredLog {
+    /// Its name in the store's directory.
+    pub name: String,
+    /// Entries replayed into the new tables.
+    pub entries: u64,
+    /// Entries not replayed because the tables already hold them (written at or below the
+    /// newest sequence number the tables hold, or before the MANIFEST's log position).
+    pub skipped: u64,
+    /// Bytes dropped: a torn or damaged tail and what follows it.
+    pub bytes_dropped: u64,
+    /// Why the log ended early, if it did.
+    pub damage: Option<String>,
+}
+
 /// Receives each entry as the memory component must store it: key, sequence number, kind,
 /// and the stored value (the value itself, or a pointer for [`ValueKind::ValuePointer`]).
 pub type Apply<'a> = dyn FnMut(&[u8], SeqNo, ValueKind, &[u8]) + 'a;
@@ -339,6 +394,50 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// An edit is about to be committed: add what the placement must persist with it (the
     /// value log's garbage counts found since the last edit).
     fn note_edit(&self, _edit: &mut VersionEdit) {}
+
+    /// Repair, before anything is written: the id of the store its logs record, when
+    /// nothing else (no readable MANIFEST, no table) says which store this is. Default: none.
+    fn salvage_store_id(&self, _env: &Env, _dir: &Path, _names: &[String]) -> Option<u64> {
+        None
+    }
+
+    /// Repair, first step: check the tables repair keeps (`ctx.tables`) against the
+    /// placement's own files, and refuse a directory whose logs are another placement's.
+    /// Returns the tables (positions in `ctx.tables`) that cannot be kept, with why: for a
+    /// value log, a pointer that names no record of a segment present in the directory.
+    /// Changes nothing on disk. Default: every table is kept.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a directory whose log files this placement does
+    /// not write (repair with the store's design); I/O.
+    fn salvage_check(&self, _ctx: &SalvageContext<'_>) -> Result<Vec<(usize, String)>> {
+        Ok(Vec::new())
+    }
+
+    /// Repair, second step (after [`ValueStore::salvage_check`]): replay through `apply`
+    /// every entry its log files hold that the kept tables do not (written after
+    /// `flushed_seq`, the newest sequence number they hold, and after the MANIFEST's log
+    /// position when `ctx.state` has one), in log order; a log's torn or damaged tail is
+    /// dropped with what follows it in that log, and the next log is read. Record in `edit`
+    /// the placement's state for the repaired store (the MANIFEST repair writes holds it):
+    /// nothing left to replay, and every file it keeps readable. Makes the files it keeps
+    /// durable. Creates and removes nothing: it names the files repair moves to `lost/`.
+    ///
+    /// # Errors
+    /// I/O. Default: [`crate::Error::Unsupported`].
+    fn salvage(
+        &self,
+        ctx: &SalvageContext<'_>,
+        flushed_seq: SeqNo,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<Salvaged> {
+        let _ = (ctx, flushed_seq, apply, edit);
+        Err(crate::Error::Unsupported(format!(
+            "the {} value placement cannot be repaired",
+            self.name()
+        )))
+    }
 
     /// The placement's garbage-collection part, if it has one (the value log). The engine
     /// counts what each flush supersedes, paces writes and runs collection only through it.

@@ -257,7 +257,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
     }
 
     /// Move forward. Does nothing when not valid.
-    #[expect(
+    #[allow(
         clippy::should_implement_trait,
         reason = "a cursor step that can fail; PrefetchEntries is the Iterator"
     )]

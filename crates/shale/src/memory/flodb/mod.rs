@@ -173,6 +173,7 @@ impl FloDbMemory {
             membuffer: Membuffer::new(self.config.partitions, self.config.partition_bytes),
             list: Arc::new(SkipListMemTable::new()),
             sealed: AtomicBool::new(false),
+            settled: AtomicBool::new(false),
             shared: Arc::downgrade(&self.shared),
         });
         if self.config.partitions > 0 {
@@ -304,6 +305,10 @@ pub struct FloDbMemTable {
     /// Set by [`MemTable::seal`]; an insert after it (which the engine never makes) goes
     /// to the skiplist.
     sealed: AtomicBool,
+    /// Set by [`MemTable::seal`] once its drain has moved everything: from then on the
+    /// membuffer is empty for good. Not `sealed`: between the two, the seal's drain is still
+    /// moving versions, and an iterator that skipped its own drain would miss them.
+    settled: AtomicBool,
     shared: Weak<Shared>,
 }
 
@@ -335,9 +340,10 @@ impl FloDbMemTable {
 
     /// [`FloDbMemTable::drain`], counted as a scan's drain or a seal's.
     fn drain_counted(&self, scan: bool) {
-        // Once sealed, nothing is staged (a later insert goes to the skiplist): a flush's
-        // iterator has nothing to drain.
-        if self.membuffer.partitions() == 0 || (scan && self.sealed.load(Ordering::Acquire)) {
+        // Once the seal's drain is done, nothing is staged (a later insert goes to the
+        // skiplist): a flush's iterator has nothing to drain. Before that, an iterator
+        // drains too, and waits for the partitions the seal is moving.
+        if self.membuffer.partitions() == 0 || (scan && self.settled.load(Ordering::Acquire)) {
             return;
         }
         let Drained { moved, waits } = self.membuffer.drain_all(&self.list);
@@ -413,5 +419,6 @@ impl MemTable for FloDbMemTable {
     fn seal(&self) {
         self.sealed.store(true, Ordering::Release);
         self.drain_counted(false);
+        self.settled.store(true, Ordering::Release);
     }
 }

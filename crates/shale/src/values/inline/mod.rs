@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 
 use super::{
     Apply, LogFile, LogFileTake, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
-    ValueStore, VerifyContext,
+    SalvageContext, Salvaged, ValueStore, VerifyContext,
 };
 use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};
@@ -24,6 +24,7 @@ use crate::wal::{LogWriter, WriteBatch, log_file_name};
 
 mod header;
 mod replay;
+mod salvage;
 mod state;
 
 use header::LogHeader;
@@ -306,6 +307,25 @@ impl ValueStore for InlinePlacement {
             log_bytes_dropped: self.dropped.load(Ordering::Relaxed),
             ..PlacementChecked::default()
         })
+    }
+
+    fn salvage_store_id(&self, env: &Env, dir: &Path, names: &[String]) -> Option<u64> {
+        salvage::store_id(env, dir, names)
+    }
+
+    fn salvage_check(&self, ctx: &SalvageContext<'_>) -> Result<Vec<(usize, String)>> {
+        salvage::check(ctx)
+    }
+
+    fn salvage(
+        &self,
+        ctx: &SalvageContext<'_>,
+        flushed_seq: SeqNo,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<Salvaged> {
+        let next = self.file_numbers.fetch_add(1, Ordering::Relaxed);
+        salvage::salvage(ctx, next, flushed_seq, apply, edit)
     }
 
     fn resolve<'a>(&self, _key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {

@@ -99,6 +99,35 @@ pub fn check_header(bytes: &[u8], number: u64, store_id: u64) -> Result<(), Stri
     Ok(())
 }
 
+/// Check a segment header read from segment `number` when the store's id is unknown
+/// (repair of a store whose MANIFEST and tables are gone): the magic, a version this build
+/// reads and the number; a version-1 header's checksum too. A version-2 checksum covers the
+/// store id, so it cannot be checked.
+///
+/// # Errors
+/// A description of the first mismatch.
+pub fn check_header_unbound(bytes: &[u8], number: u64) -> Result<(), String> {
+    let mut r = Reader::new(bytes);
+    if r.bytes(8)? != MAGIC {
+        return Err("not a value-log segment (bad magic)".into());
+    }
+    let version = r.fixed32()?;
+    let n = r.fixed64()?;
+    let crc = unmask_crc(r.fixed32()?);
+    let body = bytes.get(..20).ok_or("short header")?;
+    match version {
+        VERSION_1 if crc != crc32c(body) => {
+            return Err("segment header checksum mismatch".into());
+        }
+        VERSION_1 | VERSION => {}
+        v => return Err(format!("segment format version {v}; this build reads {VERSION_1} to {VERSION}")),
+    }
+    if n != number {
+        return Err(format!("header names segment {n}, file name says {number}"));
+    }
+    Ok(())
+}
+
 /// Append one record to `buf`; returns its length.
 pub fn encode_record(
     buf: &mut Vec<u8>,
@@ -298,7 +327,7 @@ impl Pointer {
     }
 
     /// Encode into a new vector (tests, tools).
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(self) -> Vec<u8> {
         let mut v = Vec::new();
         put_varint64(&mut v, self.segment);
         put_varint64(&mut v, self.offset);

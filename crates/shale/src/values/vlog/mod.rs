@@ -28,6 +28,7 @@ pub mod format;
 pub mod gc;
 mod pace;
 pub(crate) mod reader;
+mod salvage;
 mod seal;
 pub mod state;
 pub(crate) mod verify;
@@ -149,6 +150,8 @@ pub struct VlogPlacement {
     /// The store's block cache (set by recovery), where value reads keep the records they
     /// read, keyed by segment number and offset (RocksDB's blob cache).
     cache: std::sync::OnceLock<Arc<crate::cache::block_cache::BlockCache>>,
+    /// What repair's first step found, for its second (`salvage.rs`).
+    salvage_scan: Mutex<Option<salvage::Scan>>,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -201,6 +204,7 @@ impl VlogPlacement {
             dropped: AtomicU64::new(0),
             cache: std::sync::OnceLock::new(),
             pin_limit: options.max_open_files,
+            salvage_scan: Mutex::new(None),
         }
     }
 
@@ -571,6 +575,20 @@ impl ValueStore for VlogPlacement {
         for (segment, end) in self.sealer.take_unrecorded() {
             VlogRecord::Sealed(segment, end).push(edit);
         }
+    }
+
+    fn salvage_check(&self, ctx: &super::SalvageContext<'_>) -> Result<Vec<(usize, String)>> {
+        salvage::check(self, ctx)
+    }
+
+    fn salvage(
+        &self,
+        ctx: &super::SalvageContext<'_>,
+        flushed_seq: SeqNo,
+        apply: &mut Apply<'_>,
+        edit: &mut VersionEdit,
+    ) -> Result<super::Salvaged> {
+        salvage::salvage(self, ctx, flushed_seq, apply, edit)
     }
 
     fn gc(&self) -> Option<&dyn super::ValueGc> {
