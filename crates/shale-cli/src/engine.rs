@@ -33,6 +33,10 @@ pub struct Counters {
     pub levels: Vec<LevelCounters>,
     /// The memory component's own counters, by name (empty when it keeps none).
     pub memory: Vec<(&'static str, u64)>,
+    /// Blocks that gets read from storage (not from the block cache), by kind: `data`
+    /// (table data blocks, buckets), `filter` (filter blocks read on demand), `value`
+    /// (value-log reads). Empty when the engine does not count them.
+    pub get_blocks: Vec<(&'static str, u64)>,
 }
 
 /// One level's files and bytes, and the bytes written into it.
@@ -78,7 +82,16 @@ impl Counters {
             stall_micros: self.stall_micros.saturating_sub(before.stall_micros),
             levels,
             memory: diff(&self.memory, &before.memory),
+            get_blocks: diff(&self.get_blocks, &before.get_blocks),
         }
+    }
+
+    /// Blocks of `kind` that gets read, if the engine counts them.
+    pub fn get_blocks_of(&self, kind: &str) -> Option<u64> {
+        self.get_blocks
+            .iter()
+            .find(|&&(k, _)| k == kind)
+            .map(|&(_, n)| n)
     }
 
     /// Bytes written for every cause together.
@@ -250,9 +263,10 @@ pub struct EngineFlags {
     /// Block compression: none, lz4 or zstd.
     #[arg(long, alias = "compression_type", default_value = "none")]
     pub compression: String,
-    /// Bloom filter bits per key.
-    #[arg(long = "bloom-bits", alias = "bloom_bits", default_value_t = 10)]
-    pub bloom_bits: usize,
+    /// Bloom filter bits per key (default: the design's, 10 for every preset but lsm-trie's
+    /// 16; 10 for the peers).
+    #[arg(long = "bloom-bits", alias = "bloom_bits")]
+    pub bloom_bits: Option<usize>,
     /// Shale compactions that may run at once (default: the design's).
     #[arg(
         long = "max-background-compactions",
@@ -316,6 +330,20 @@ impl EngineConfig {
 }
 
 impl EngineFlags {
+    /// The bloom bits per key the chosen engine runs with: `--bloom-bits` if given, else
+    /// the design's (Shale) or [`Options::default`]'s (peers, which mirror it).
+    pub fn bloom_bits(&self) -> usize {
+        if let Some(n) = self.bloom_bits {
+            return n;
+        }
+        match self.engine {
+            EngineKind::Shale => Options::preset(&self.design)
+                .map(|o| o.table.bloom_bits_per_key)
+                .unwrap_or_else(|_| Options::default().table.bloom_bits_per_key),
+            EngineKind::Rocksdb | EngineKind::Fjall => Options::default().table.bloom_bits_per_key,
+        }
+    }
+
     /// The memtable size the chosen engine runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self) -> usize {
         memtable_bytes(self.engine, &self.design, self.write_buffer_size)
@@ -335,7 +363,7 @@ impl EngineFlags {
             write_buffer_size: self.write_buffer_size,
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
-            bloom_bits: self.bloom_bits,
+            bloom_bits: self.bloom_bits(),
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
@@ -609,6 +637,10 @@ impl Engine for ShaleEngine {
             } else {
                 s.memory.named().to_vec()
             },
+            get_blocks: shale::env::BlockKind::ALL
+                .iter()
+                .map(|&k| (k.name(), s.blocks_read_for(shale::env::ReadCause::Get, k)))
+                .collect(),
         })
     }
 
@@ -638,6 +670,7 @@ mod tests {
             stall_micros: 100,
             levels: vec![level(2, 200, 300)],
             memory: vec![("staged", 5)],
+            get_blocks: vec![("data", 10), ("filter", 1)],
         };
         let after = Counters {
             written: vec![("wal", 25), ("flush", 5), ("compaction", 7)],
@@ -645,6 +678,7 @@ mod tests {
             stall_micros: 150,
             levels: vec![level(1, 100, 400), level(3, 900, 900)],
             memory: vec![("staged", 12), ("direct", 2)],
+            get_blocks: vec![("data", 30), ("filter", 1)],
         };
         let d = after.since(&before);
         assert_eq!(
@@ -656,6 +690,9 @@ mod tests {
         assert_eq!(d.stall_micros, 50);
         assert_eq!(d.levels, vec![level(1, 100, 100), level(3, 900, 900)]);
         assert_eq!(d.memory, vec![("staged", 7), ("direct", 2)]);
+        assert_eq!(d.get_blocks_of("data"), Some(20));
+        assert_eq!(d.get_blocks_of("filter"), Some(0));
+        assert_eq!(d.get_blocks_of("value"), None);
     }
 
     #[test]

@@ -89,7 +89,14 @@ pub struct MergeSpec<'a> {
     /// this returns for it, one open table per partition (LSM-trie writes one table per
     /// child container). `None`: one stream of tables, cut by size.
     pub partition: Option<&'a Partition<'a>>,
+    /// The pile a new output of a partition (0 without partitions) is laid on, told to its
+    /// writer ([`TableWriter::lay_on`]): a layout of piles gives it so that a format that
+    /// clusters filters across a pile (`htable`) can. `None`: nothing is said.
+    pub pile: Option<&'a PileOf<'a>>,
 }
+
+/// The pile the output of a partition is laid on ([`MergeSpec::pile`]).
+pub type PileOf<'a> = dyn Fn(usize) -> Option<crate::table::Pile> + 'a;
 
 /// Where a merge appends instead of writing new tables (a layout of appendable tables,
 /// [`crate::table::TableFormat::appendable`]): each user key's entries go to one of
@@ -301,7 +308,13 @@ fn merge_with<H: filter::EntryHook>(
                 }
             } else {
                 if builder.is_none() {
-                    builder = Some(open_output(outputs_to, route, &outputs, ctx)?);
+                    let mut o = open_output(outputs_to, route, &outputs, ctx)?;
+                    if let (Outputs::New { .. }, Some(pile)) = (outputs_to, spec.pile)
+                        && let Some(p) = pile(part)
+                    {
+                        o.writer.lay_on(&p);
+                    }
+                    builder = Some(o);
                 }
                 if let Some(b) = builder.as_mut().map(|o| &mut o.writer) {
                     match &rewritten {

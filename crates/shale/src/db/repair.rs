@@ -577,6 +577,7 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
             is_base_for_key: &|_| false,
             level: 0,
             partition: None,
+            pile: None,
         };
         let ctx = CompactionContext {
             cause: WriteCause::Compaction,

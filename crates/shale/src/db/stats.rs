@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{DbInner, LevelStats, Stats};
-use crate::env::{ReadCause, WriteCause};
+use crate::env::{BlockKind, ReadCause, WriteCause};
 use crate::manifest::Lifetime;
 
 pub(crate) fn live_files(inner: &DbInner) -> Vec<super::LiveFile> {
@@ -81,6 +81,14 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             .map(|&w| (w, io.written(w)))
             .collect(),
         read: ReadCause::ALL.iter().map(|&r| (r, io.read(r))).collect(),
+        blocks_read: ReadCause::ALL
+            .iter()
+            .flat_map(|&r| {
+                BlockKind::ALL
+                    .iter()
+                    .map(move |&k| (r, k, io.block_reads(r, k)))
+            })
+            .collect(),
         levels,
         flushes: c.flushes.load(Ordering::Relaxed),
         compactions: c.compactions.load(Ordering::Relaxed),

@@ -407,6 +407,7 @@ pub fn flush_to_level0(
         is_base_for_key: &|_| false,
         level: 0,
         partition: None,
+        pile: None,
     };
     let (files, _) = crate::compaction::merge_into_tables(input, &spec, ctx)?;
     let mut edit = VersionEdit::default();

@@ -380,6 +380,13 @@ pub struct TrieOptions {
     /// sub-level to a last-level container: the sample's hits in the older sub-levels give
     /// the garbage estimate. In `0..=16`. Default 6 (one key in 64).
     pub gc_sample_bits: u32,
+    /// The trie levels (from the root) whose filters are kept in memory: each container's
+    /// filter cluster is read whole at the first get that needs it and kept while its pile
+    /// is unchanged, so a get asks those levels' filters without reading. Deeper levels
+    /// read one column block of their filter cluster per get (through the block cache):
+    /// at most one filter block per level, the paper's bound for filters that do not fit in
+    /// memory. Default 64: every level.
+    pub pinned_filter_levels: usize,
 }
 
 impl Default for TrieOptions {
@@ -388,6 +395,7 @@ impl Default for TrieOptions {
             max_sub_levels: 8,
             gc_garbage_ratio: 0.5,
             gc_sample_bits: 6,
+            pinned_filter_levels: 64,
         }
     }
 }

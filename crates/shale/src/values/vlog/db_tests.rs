@@ -476,3 +476,34 @@ fn value_reads_are_served_from_the_block_cache_once_read() {
         db.close().expect("close");
     }
 }
+
+#[test]
+fn gets_count_the_blocks_they_read_by_kind() {
+    use crate::env::{BlockKind, ReadCause};
+    let env = Env::memory();
+    let mut o = opts(&env, 0.5);
+    o.block_cache_bytes = 0;
+    let db = Db::open(DIR, o).expect("open");
+    for i in 0..200 {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    let blocks = |db: &Db| {
+        let s = db.stats();
+        BlockKind::ALL.map(|k| s.blocks_read_for(ReadCause::Get, k))
+    };
+    let before = blocks(&db);
+    assert_eq!(db.get(&key(7)).expect("get"), Some(value(7, 0)));
+    let after = blocks(&db);
+    // One data block of the table, no filter block (the sst filter is in memory), one
+    // value from the log.
+    assert_eq!(
+        [after[0] - before[0], after[1] - before[1], after[2] - before[2]],
+        [1, 0, 1]
+    );
+    assert_eq!(db.get(b"no such key").expect("get"), None);
+    assert_eq!(blocks(&db), after, "the filter answers: nothing is read");
+    let text = db.stats().to_string();
+    assert!(text.contains("blocks read (not from the block cache): get data=1 value=1"), "{text}");
+    db.close().expect("close");
+}

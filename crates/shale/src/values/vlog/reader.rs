@@ -66,6 +66,7 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
             let file = vlog.handle(&seg)?;
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, p.offset, ReadCause::Get)?;
+            file.count_block(ReadCause::Get, crate::env::BlockKind::Value);
             buf.into()
         }
     };
