@@ -96,11 +96,16 @@ fn refused_naming(env: &Env, design: &str, bad: &Path, key: &[u8], good_key: &[u
         };
         assert_eq!(corruption_at(&e), bad, "{design} {what}: scan: {e}");
     }
-    assert_eq!(
-        db.get(good_key).unwrap().as_deref(),
-        Some(&b"0123456789"[..]),
-        "{design} {what}"
-    );
+    match db.get(good_key) {
+        Ok(v) => assert_eq!(v.as_deref(), Some(&b"0123456789"[..]), "{design} {what}"),
+        // The trie's tables have no key ranges: both tables sit in the root container, on
+        // every key's path, and without filters (see `opts`) nothing lets a get skip the
+        // newer, bad one. Failing there, naming it, is right: it might hold a newer version.
+        Err(e) if design == "lsm-trie" => {
+            assert_eq!(corruption_at(&e), bad, "{design} {what}: good key: {e}")
+        }
+        Err(e) => panic!("{design} {what}: the good key's get failed: {e}"),
+    }
     db.close().unwrap();
 }
 
