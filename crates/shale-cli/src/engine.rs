@@ -464,14 +464,29 @@ impl ShaleEngine {
 /// block of a run (so a run's output says which tree it built).
 pub fn shale_settings(o: &Options) -> Vec<String> {
     let mib = |n: u64| format!("{:.1} MiB", n as f64 / 1048576.0);
-    let mut lines = vec![
-        format!(
-            "  shale:    layout={} values={} memory={}",
-            o.layout.name(),
-            o.values.name(),
-            o.memory.name()
-        ),
-        format!(
+    let mut lines = vec![format!(
+        "  shale:    layout={} values={} memory={}",
+        o.layout.name(),
+        o.values.name(),
+        o.memory.name()
+    )];
+    if o.layout == LayoutKind::Trie {
+        // The trie has no level sizes or table size targets; its backlog (the layout's
+        // `backlog`) slows and stops writes at the level-0 triggers.
+        let t = &o.trie;
+        lines.push(format!(
+            "  trie:     {} levels, max_sub_levels={} gc_garbage_ratio={} gc_sample_bits={} pinned_filter_levels={}, writes slowed/stopped at a backlog of {}/{}, {} compaction thread(s)",
+            o.num_levels,
+            t.max_sub_levels,
+            t.gc_garbage_ratio,
+            t.gc_sample_bits,
+            t.pinned_filter_levels,
+            o.level0_slowdown_trigger,
+            o.level0_stop_trigger,
+            o.max_background_compactions
+        ));
+    } else {
+        lines.push(format!(
             "  levels:   {} levels, level 1 {} x{}, tables {}, level-0 triggers {}/{}/{}, {} compaction thread(s)",
             o.num_levels,
             mib(o.max_bytes_for_level_base),
@@ -481,8 +496,8 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             o.level0_slowdown_trigger,
             o.level0_stop_trigger,
             o.max_background_compactions
-        ),
-    ];
+        ));
+    }
     if o.layout == LayoutKind::Leveled {
         let l = &o.leveled;
         lines.push(format!(
@@ -747,6 +762,13 @@ mod tests {
             "{leveldb}"
         );
         assert!(!lines.contains("flodb:"), "{lines}");
+        let trie = shale_settings(&Options::preset("lsm-trie").unwrap()).join("\n");
+        assert!(
+            trie.contains("trie:     5 levels, max_sub_levels=8")
+                && trie.contains("slowed/stopped at a backlog of")
+                && !trie.contains("levels:   "),
+            "the trie's settings are its own, not the leveled tree's: {trie}"
+        );
         let flodb = EngineConfig {
             design: "flodb".into(),
             flodb: FloDbSettings {
