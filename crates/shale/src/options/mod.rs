@@ -790,8 +790,7 @@ impl Options {
     /// LevelDB) also keep LevelDB's tree ([`Options::leveldb_tree`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an unknown name, [`Error::Unsupported`] for a design that
-    /// is not implemented yet.
+    /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
     pub fn preset(name: &str) -> Result<Options> {
         let paper = Options {
             write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
