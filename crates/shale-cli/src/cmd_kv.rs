@@ -391,13 +391,23 @@ pub fn verify(a: &StoreArgs) -> CliResult {
         Err(e) => return Err(e.into()),
     };
     let mut out = std::io::stdout().lock();
+    // A value log is the store's log: its segments are counted on their own line.
+    let wal = if r.logs > 0 || r.placement.segments == 0 {
+        format!(
+            "{} {}, ",
+            r.logs,
+            plural(r.logs, "write-ahead log", "write-ahead logs")
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "ok: {} {}, {} {}, {} {}, {} {} checked in {}",
+        "ok: {} {}, {wal}{} {}, {} {}, {} {} checked in {}",
         r.tables,
         plural(r.tables, "table", "tables"),
-        r.logs,
-        plural(r.logs, "log", "logs"),
+        r.manifests,
+        plural(r.manifests, "MANIFEST", "MANIFESTs"),
         r.bytes,
         plural(r.bytes as usize, "byte", "bytes"),
         r.entries,

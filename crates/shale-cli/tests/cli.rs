@@ -297,6 +297,12 @@ fn stats_compact_and_verify() {
     let o = run(&["verify", "--db", d.db()]);
     quiet(&o);
     assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
+    // What was checked, by kind: the write-ahead log and the MANIFEST apart.
+    assert!(
+        stdout(&o).contains(", 1 write-ahead log, 1 MANIFEST, "),
+        "{}",
+        stdout(&o)
+    );
 
     // Flip a byte in the middle of every table file: verify must name one and fail.
     let mut flipped = Vec::new();
@@ -1137,8 +1143,8 @@ fn messages_name_the_missing_store_count_the_written_lines_and_pluralise() {
     let o = run_stdin(&["load", "--db", d.db()], b"bad\n");
     assert!(stderr(&o).contains("nothing was written"), "{}", stderr(&o));
 
-    // A flushed wisckey store: one table, and one log (the MANIFEST: the value log's
-    // segments are counted apart): singular nouns.
+    // A flushed wisckey store: one table and one MANIFEST, no write-ahead log (the value
+    // log is its log, its segments counted on their own line): singular nouns.
     let w = TempDir::new("edges-wisckey");
     quiet(&run(&[
         "put",
@@ -1153,7 +1159,8 @@ fn messages_name_the_missing_store_count_the_written_lines_and_pluralise() {
     let o = run(&["verify", "--db", w.db()]);
     quiet(&o);
     let out = stdout(&o);
-    assert!(out.starts_with("ok: 1 table, 1 log, "), "{out}");
+    assert!(out.starts_with("ok: 1 table, 1 MANIFEST, "), "{out}");
+    assert!(out.contains("\nvalue log: "), "{out}");
 }
 
 #[test]

@@ -90,6 +90,9 @@ impl Snapshot {
 pub(crate) struct SnapshotInner {
     pub(crate) seq: SeqNo,
     pub(crate) registry: Arc<super::snapshots::SnapshotList>,
+    /// On a secondary handle, the view the snapshot was taken on: reads at it go there
+    /// (`db/secondary.rs`).
+    pub(crate) view: Option<Arc<super::DbInner>>,
 }
 
 impl Drop for SnapshotInner {

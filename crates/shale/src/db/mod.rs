@@ -51,6 +51,7 @@ mod parallel_tests;
 mod read;
 mod read_only;
 mod repair;
+mod secondary;
 mod snapshots;
 mod stats;
 mod store_files;
@@ -108,16 +109,23 @@ pub use crate::wal::WriteBatch;
 /// # Ok::<(), shale::Error>(())
 /// ```
 pub struct Db {
-    inner: Arc<DbInner>,
+    handle: Handle,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Resolves separated values ahead of sequential scans; its threads start with the
     /// first scan that submits work and are joined on close.
     prefetch: Arc<PrefetchPool>,
 }
 
+/// What a [`Db`] reads and writes through: one state for its lifetime, or the changing
+/// view of a secondary handle (`secondary.rs`).
+enum Handle {
+    Fixed(Arc<DbInner>),
+    Follows(Box<secondary::Follow>),
+}
+
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+        f.debug_struct("Db").field("path", &self.inner().dir).finish()
     }
 }
 
@@ -453,14 +461,15 @@ impl Db {
         let opened = open::open(path, options, wiring).map_err(|e| no_space_hint(e, &env, path));
         let db = Db::from_inner(opened?);
         db.start_threads()?;
-        let weak = Arc::downgrade(&db.inner);
+        let inner = db.inner().into_owned();
+        let weak = Arc::downgrade(&inner);
         let services = crate::memory::MemoryServices {
             oldest_snapshot: Arc::new(move || {
                 weak.upgrade()
                     .map_or(0, |i| i.snapshots.oldest(&i.last_seq))
             }),
         };
-        db.inner.memory.start(services)?;
+        inner.memory.start(services)?;
         Ok(db)
     }
 
@@ -470,29 +479,63 @@ impl Db {
         Ok(Db::from_inner(read_only::open(path, options, wiring)?))
     }
 
+    /// Open the store in `path` as a secondary handle with the parts `wiring` builds (the
+    /// public `Db::open_secondary` is in `crate::design`): see there.
+    pub(crate) fn open_secondary_with(
+        path: &Path,
+        options: Options,
+        wiring: secondary::WiringFn,
+    ) -> Result<Db> {
+        let follow = secondary::open(path, options.clone(), wiring)?;
+        Ok(Db::with_handle(Handle::Follows(Box::new(follow)), &options))
+    }
+
     /// A handle without background threads over `inner` (a read-only one needs none).
     fn from_inner(inner: Arc<DbInner>) -> Db {
-        let prefetch = PrefetchPool::new(
-            inner.options.scan_prefetch_threads,
-            inner.options.scan_prefetch_bytes,
-        );
+        let options = inner.options.clone();
+        Db::with_handle(Handle::Fixed(inner), &options)
+    }
+
+    fn with_handle(handle: Handle, options: &Options) -> Db {
+        let prefetch =
+            PrefetchPool::new(options.scan_prefetch_threads, options.scan_prefetch_bytes);
         Db {
-            inner,
+            handle,
             threads: Mutex::new(Vec::new()),
             prefetch,
         }
     }
 
+    /// The state this handle reads and writes through now: its own, or a secondary
+    /// handle's current view (each call may see a newer view after a catch-up, so a method
+    /// takes it once).
+    fn inner(&self) -> std::borrow::Cow<'_, Arc<DbInner>> {
+        match &self.handle {
+            Handle::Fixed(inner) => std::borrow::Cow::Borrowed(inner),
+            Handle::Follows(f) => std::borrow::Cow::Owned(f.view()),
+        }
+    }
+
+    /// The state a read at `snapshot` goes through: on a secondary handle, the view the
+    /// snapshot was taken on (later views may lack what it sees), else [`Db::inner`].
+    fn inner_at<'a>(&'a self, snapshot: Option<&'a Snapshot>) -> std::borrow::Cow<'a, Arc<DbInner>> {
+        match (&self.handle, snapshot.and_then(|s| s.inner.view.as_ref())) {
+            (Handle::Follows(_), Some(view)) => std::borrow::Cow::Borrowed(view),
+            _ => self.inner(),
+        }
+    }
+
     fn start_threads(&self) -> Result<()> {
         let mut threads = self.threads.lock();
+        let this = self.inner();
         let flush: fn(Arc<DbInner>) = background::flush_thread;
         let mut jobs = vec![("shale-flush".to_string(), flush)];
-        for i in 0..self.inner.options.max_background_compactions {
+        for i in 0..this.options.max_background_compactions {
             jobs.push((format!("shale-compact-{i}"), background::compaction_thread));
         }
         jobs.push(("shale-gc".to_string(), value_jobs::value_job_thread));
         for (name, f) in jobs {
-            let inner = Arc::clone(&self.inner);
+            let inner = Arc::clone(&this);
             let h = std::thread::Builder::new()
                 .name(name.clone())
                 .spawn(move || {
@@ -520,7 +563,10 @@ impl Db {
 
     /// The directory of the store.
     pub fn path(&self) -> &Path {
-        &self.inner.dir
+        match &self.handle {
+            Handle::Fixed(inner) => &inner.dir,
+            Handle::Follows(f) => f.dir(),
+        }
     }
 
     /// Set `key` to `value`.
@@ -578,7 +624,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn write_opt(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
-        write::write(&self.inner, batch, options.sync)
+        write::write(&self.inner(), batch, options.sync)
     }
 
     /// The value of `key`, if present.
@@ -586,7 +632,7 @@ impl Db {
     /// # Errors
     /// [`Error::Corruption`] or [`Error::Io`] from the files read.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, None)
+        read::get(&self.inner(), key, None)
     }
 
     /// The value of `key` as of `snapshot`.
@@ -594,16 +640,18 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, Some(snapshot.sequence()))
+        read::get(&self.inner_at(Some(snapshot)), key, Some(snapshot.sequence()))
     }
 
     /// A point-in-time view for consistent reads; released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        let seq = self.inner.snapshots.acquire_current(&self.inner.last_seq);
+        let inner = self.inner();
+        let seq = inner.snapshots.acquire_current(&inner.last_seq);
         Snapshot {
             inner: Arc::new(api::SnapshotInner {
                 seq,
-                registry: Arc::clone(&self.inner.snapshots),
+                registry: Arc::clone(&inner.snapshots),
+                view: matches!(self.handle, Handle::Follows(_)).then(|| inner.into_owned()),
             }),
         }
     }
@@ -611,7 +659,7 @@ impl Db {
     /// Whether the store answers [`Db::iter`] and [`Db::cursor`]: false for a layout that
     /// places keys by hash (`lsm-trie`), whose stores answer point operations only.
     pub fn supports_scans(&self) -> bool {
-        self.inner.layout.supports_scans()
+        self.inner().layout.supports_scans()
     }
 
     /// An iterator of `(key, value)` pairs in key order; it is double-ended, so `.rev()`
@@ -621,7 +669,8 @@ impl Db {
     /// As [`Db::get`]; [`Error::Unsupported`] for a store whose layout has no key order
     /// ([`Db::supports_scans`]).
     pub fn iter(&self, options: IterOptions) -> Result<DbIterator> {
-        read::iter(&self.inner, options, self.scan_prefetch())
+        let inner = self.inner_at(options.snapshot.as_ref()).into_owned();
+        read::iter(&inner, options, self.scan_prefetch())
     }
 
     /// A positioned cursor with seek, next and prev. Starts unpositioned.
@@ -629,12 +678,13 @@ impl Db {
     /// # Errors
     /// As [`Db::iter`].
     pub fn cursor(&self, options: IterOptions) -> Result<Cursor> {
-        read::cursor(&self.inner, options, self.scan_prefetch())
+        let inner = self.inner_at(options.snapshot.as_ref()).into_owned();
+        read::cursor(&inner, options, self.scan_prefetch())
     }
 
     /// How this store's scans prefetch values, if at all.
     fn scan_prefetch(&self) -> Option<Prefetch> {
-        let o = &self.inner.options;
+        let o = &self.inner().options;
         (o.scan_prefetch_threads > 0 && o.scan_prefetch_depth > 0).then(|| Prefetch {
             pool: Arc::clone(&self.prefetch),
             depth: o.scan_prefetch_depth,
@@ -649,8 +699,9 @@ impl Db {
         &self,
         f: impl FnOnce(&mut crate::version::set::VersionSet, SeqNo) -> R,
     ) -> R {
-        let seq = self.inner.last_seq.load(Ordering::Acquire);
-        f(&mut self.inner.versions.lock(), seq)
+        let inner = self.inner();
+        let seq = inner.last_seq.load(Ordering::Acquire);
+        f(&mut inner.versions.lock(), seq)
     }
 
     /// The scan prefetch pool (tests check what reached it).
@@ -665,7 +716,7 @@ impl Db {
     /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::ReadOnlyOpen`]
     /// on a read-only handle; [`Error::Io`].
     pub fn flush(&self) -> Result<()> {
-        background::flush_and_wait(&self.inner)
+        background::flush_and_wait(&self.inner())
     }
 
     /// About how many bytes of table files each range `[start, limit)` takes (RocksDB's
@@ -677,15 +728,16 @@ impl Db {
     /// A table that cannot be opened ([`Error::Io`]) or a damaged index
     /// ([`Error::Corruption`]).
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
-        let sv = self.inner.super_version();
+        let inner = self.inner();
+        let sv = inner.super_version();
         let ctx = crate::layout::ReadContext {
-            tables: &self.inner.tables,
+            tables: &inner.tables,
             cause: crate::env::ReadCause::Other,
         };
         ranges
             .iter()
             .map(|(start, limit)| {
-                self.inner
+                inner
                     .layout
                     .approximate_size(&sv.version, &ctx, start, limit)
             })
@@ -701,9 +753,10 @@ impl Db {
     /// [`Error::ReadOnly`] after an earlier failure, [`Error::Closed`], [`Error::Io`] from the
     /// sync (the store then turns read-only: what reached the log is unknown).
     pub fn sync_wal(&self) -> Result<()> {
-        self.inner.check_writable()?;
-        let _wal = self.inner.wal.lock();
-        self.inner.values.sync().inspect_err(|e| self.inner.set_error(e))
+        let inner = self.inner();
+        inner.check_writable()?;
+        let _wal = inner.wal.lock();
+        inner.values.sync().inspect_err(|e| inner.set_error(e))
     }
 
     /// Compact every table overlapping `[begin, end]` (open ends: everything) down the tree.
@@ -711,7 +764,7 @@ impl Db {
     /// # Errors
     /// As [`Db::flush`].
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(&self.inner, begin, end)
+        background::compact_range(&self.inner(), begin, end)
     }
 
     /// Run one value-log garbage collection now, on the sealed segment with the most garbage
@@ -723,27 +776,28 @@ impl Db {
     /// [`Error::ReadOnly`] after an earlier failure; [`Error::ReadOnlyOpen`] on a read-only
     /// handle; [`Error::Io`] or [`Error::Corruption`] from the segment read.
     pub fn run_value_gc(&self) -> Result<u64> {
-        self.inner.check_writable()?;
-        value_jobs::run(&self.inner, true)
+        let inner = self.inner();
+        inner.check_writable()?;
+        value_jobs::run(&inner, true)
     }
 
     /// One run of the placement's background job as its thread runs it (`force` false:
     /// only what passes the placement's own thresholds), for tests that drive it by hand.
     #[cfg(test)]
     pub(crate) fn run_value_job(&self, force: bool) -> Result<u64> {
-        value_jobs::run(&self.inner, force)
+        value_jobs::run(&self.inner(), force)
     }
 
     /// The table files of the current version, level by level (level 0 newest first, other
     /// levels in key order): what each holds and its key range, as RocksDB's
     /// `GetLiveFilesMetaData` reports. A snapshot of the moment; compactions change it.
     pub fn live_files(&self) -> Vec<LiveFile> {
-        stats::live_files(&self.inner)
+        stats::live_files(&self.inner())
     }
 
     /// Counters: bytes by cause, levels, write amplification.
     pub fn stats(&self) -> Stats {
-        stats::stats(&self.inner)
+        stats::stats(&self.inner())
     }
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
@@ -754,7 +808,7 @@ impl Db {
     /// (background ones): with all three `0` the store is settled, as a test that wants an
     /// image with no work left waits for. `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
-        stats::property(&self.inner, name)
+        stats::property(&self.inner(), name)
     }
 
     /// Close the store: stop background work, make the log durable and release the lock.
@@ -774,22 +828,23 @@ impl Db {
     /// counts of writes still only in the log would otherwise be lost at the next open
     /// (recovery replays them, but they are not user writes again).
     fn persist_placement(&self) -> Result<()> {
-        if self.inner.read_only {
+        let inner = self.inner();
+        if inner.read_only {
             return Ok(());
         }
         let mut edit = crate::manifest::VersionEdit::default();
-        self.inner.values.note_edit(&mut edit);
-        let c = &self.inner.counters;
+        inner.values.note_edit(&mut edit);
+        let c = &inner.counters;
         let counted = [&c.user_ops, &c.flushes, &c.compactions]
             .iter()
             .any(|n| n.load(Ordering::Relaxed) > 0);
         if (edit == crate::manifest::VersionEdit::default() && !counted)
-            || self.inner.bg.lock().error.is_some()
+            || inner.bg.lock().error.is_some()
         {
             return Ok(());
         }
-        let last_seq = self.inner.last_seq.load(Ordering::Acquire);
-        self.inner
+        let last_seq = inner.last_seq.load(Ordering::Acquire);
+        inner
             .versions
             .lock()
             .log_and_apply(edit, last_seq)
@@ -797,40 +852,41 @@ impl Db {
     }
 
     fn shutdown(&self) -> Result<()> {
-        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+        let inner = self.inner();
+        if inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         {
-            let _bg = self.inner.bg.lock();
-            self.inner.bg_cv.notify_all();
+            let _bg = inner.bg.lock();
+            inner.bg_cv.notify_all();
         }
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }
-        self.inner.memory.stop();
+        inner.memory.stop();
         // Iterators may outlive the store; after this they resolve their values themselves.
         self.prefetch.shutdown();
         let result = {
-            let _wal = self.inner.wal.lock();
-            self.inner.values.close()
+            let _wal = inner.wal.lock();
+            inner.values.close()
         };
         // The close's MANIFEST edit is written only while the lock still keeps every other
         // opener out (as the sweep below checks): after a lost lock the MANIFEST may be
         // another process's business. A failed check is reported as the store's error.
-        if !self.inner.read_only
-            && let Some(lock) = self.inner.lock.lock().as_ref()
+        if !inner.read_only
+            && let Some(lock) = inner.lock.lock().as_ref()
             && let Err(e) = lock.check()
         {
-            self.inner.set_error(&e);
+            inner.set_error(&e);
         }
         let result = result.and_then(|()| self.persist_placement());
-        if !self.inner.read_only {
-            background::delete_obsolete_files(&self.inner);
+        if !inner.read_only {
+            background::delete_obsolete_files(&inner);
         }
-        self.inner.lock.lock().take();
+        inner.lock.lock().take();
         // Report an earlier background failure too: the caller learns the store was not
         // healthy (its data is safe in the synced logs and is recovered at the next open).
-        let earlier = self.inner.bg.lock().error.clone();
+        let earlier = inner.bg.lock().error.clone();
         match (result, earlier) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(e)) => Err(Error::ReadOnly(e)),
