@@ -180,6 +180,28 @@ fn put_get_delete_round_trip_binary_keys() {
     );
 }
 
+/// `shale delete-range` removes `[START, END)` and keeps END; a reversed range and the
+/// trie layout are refused with a message.
+#[test]
+fn delete_range_removes_a_half_open_range() {
+    let d = TempDir::new("delete-range");
+    for k in ["a", "b1", "b2", "c", "d"] {
+        ok(&run(&["put", "--db", d.db(), k, "v"]));
+    }
+    ok(&run(&["delete-range", "--db", d.db(), "--sync", "b", "c"]));
+    let o = run(&["scan", "--db", d.db(), "--keys-only"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "a\nc\nd\n");
+    let o = run(&["delete-range", "--db", d.db(), "d", "a"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("after its end"), "{}", stderr(&o));
+    let t = TempDir::new("delete-range-trie");
+    ok(&run(&["put", "--db", t.db(), "--layout", "trie", "k", "v"]));
+    let o = run(&["delete-range", "--db", t.db(), "a", "z"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("delete_range"), "{}", stderr(&o));
+}
+
 /// `--design` is needed only to create a store: every later command reads the design and
 /// the other recorded options from the store, and a conflicting one is refused with the
 /// flag to pass.

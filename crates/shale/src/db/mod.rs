@@ -87,6 +87,7 @@ use crate::key::SeqNo;
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemoryComponent};
 use crate::options::{Options, WriteOptions};
+use crate::rangedel::RangeDels;
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::version::Version;
@@ -135,6 +136,24 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables, newest first.
     pub(crate) imms: Vec<Arc<dyn MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of the memtables (logged, not yet flushed): a flush moves
+    /// those of its memtable into the version's. Added before their writes are published.
+    pub(crate) range_dels: Arc<RangeDels>,
+}
+
+impl SuperVersion {
+    /// The newest range tombstone covering `key` that a reader at `seq` sees (memtables'
+    /// and flushed ones).
+    pub(crate) fn max_range_del(&self, key: &[u8], seq: SeqNo) -> Option<SeqNo> {
+        let mem = self.range_dels.max_covering(key, seq);
+        let flushed = self.version.range_dels().max_covering(key, seq);
+        mem.max(flushed)
+    }
+
+    /// Whether any range tombstone exists (memtables' or flushed).
+    pub(crate) fn has_range_dels(&self) -> bool {
+        !self.range_dels.is_empty() || !self.version.range_dels().is_empty()
+    }
 }
 
 /// The write leader's state (the durability log itself belongs to the value placement).
@@ -293,6 +312,8 @@ pub(crate) struct Recovered {
     pub(crate) mem: Arc<dyn MemTable>,
     /// Frozen memtables, newest first (a read-only open keeps the replayed log in them).
     pub(crate) imms: Vec<Arc<dyn MemTable>>,
+    /// The memtables' range tombstones (a read-only open's replayed ones).
+    pub(crate) range_dels: Vec<crate::rangedel::RangeTombstone>,
     /// The store's lock (`None` for a read-only handle, which takes none).
     pub(crate) lock: Option<Box<dyn FileLock>>,
     pub(crate) read_only: bool,
@@ -326,6 +347,7 @@ impl DbInner {
                 mem: r.mem,
                 imms: r.imms,
                 version: r.version,
+                range_dels: Arc::new(RangeDels::new(r.range_dels)),
             })),
             versions: Mutex::new(r.versions),
             bg: Mutex::new(BgState {
@@ -377,6 +399,18 @@ impl DbInner {
             let _g = self.publish_lock.lock();
             self.publish_cv.notify_all();
         }
+    }
+
+    /// Add range tombstones written into the memtables. Requires that their writes are
+    /// not yet published.
+    pub(crate) fn add_range_dels(&self, tombstones: Vec<crate::rangedel::RangeTombstone>) {
+        let mut sv = self.super_version.write();
+        *sv = Arc::new(SuperVersion {
+            mem: Arc::clone(&sv.mem),
+            imms: sv.imms.clone(),
+            version: Arc::clone(&sv.version),
+            range_dels: Arc::new(sv.range_dels.with(tombstones)),
+        });
     }
 
     /// The current super version.
@@ -610,6 +644,42 @@ impl Db {
         self.write_opt(b, options)
     }
 
+    /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`). It writes
+    /// one range tombstone, whatever the range holds: reads, scans and snapshots taken after
+    /// it no longer see those keys, snapshots taken before still do, and compactions drop
+    /// the deleted entries once no snapshot can see them (`docs/architecture.md`, "Range
+    /// deletes"). `start == end` deletes nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use shale::{Db, Options, env::Env};
+    /// let db = Db::open("/db", Options::default().with_env(Env::memory()))?;
+    /// db.put(b"a1", b"x")?;
+    /// db.put(b"b1", b"y")?;
+    /// db.delete_range(b"a", b"b")?;
+    /// assert_eq!(db.get(b"a1")?, None);
+    /// assert_eq!(db.get(b"b1")?.as_deref(), Some(&b"y"[..]));
+    /// # Ok::<(), shale::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `start > end` or a bound is over the key size limit;
+    /// [`Error::Unsupported`] for a layout without key order (`trie`); otherwise as
+    /// [`Db::put`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_opt(start, end, WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with write options (`sync`).
+    ///
+    /// # Errors
+    /// As [`Db::delete_range`].
+    pub fn delete_range_opt(&self, start: &[u8], end: &[u8], options: WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(start, end));
+        b.delete_range(start, end);
+        self.write_opt(b, options)
+    }
+
     /// Apply a batch atomically, without waiting for durability (it survives a process
     /// crash, not a machine crash).
     ///
@@ -802,7 +872,9 @@ impl Db {
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
     /// `shale.last-sequence`, `shale.store-id` (16 hex digits), `shale.total-sst-bytes`, `shale.memtable-bytes`,
-    /// `shale.block-cache-usage`, `shale.design`, and RocksDB's `shale.mem-table-flush-pending`,
+    /// `shale.block-cache-usage`, `shale.design`, `shale.range-tombstones-mem` and
+    /// `shale.range-tombstones` (range tombstones not yet flushed, and flushed ones the
+    /// version keeps), and RocksDB's `shale.mem-table-flush-pending`,
     /// `shale.compaction-pending` (`1` from any change to the tree until the background
     /// finds nothing more to start; `0` after a failure) and `shale.num-running-compactions`
     /// (background ones): with all three `0` the store is settled, as a test that wants an

@@ -265,7 +265,16 @@ fn recover(
     // Each full memtable is frozen and kept, oldest first.
     let mut frozen: Vec<Arc<dyn MemTable>> = Vec::new();
     let mut mem: Arc<dyn MemTable> = memory.new_memtable();
+    let mut range_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let replayed = values.recover_read_only(&ctx, &mut |key, seq, kind, value| {
+        if kind == crate::key::ValueKind::RangeDelete {
+            range_dels.push(crate::rangedel::RangeTombstone {
+                start: key.to_vec(),
+                end: value.to_vec(),
+                seq,
+            });
+            return;
+        }
         mem.insert(key, seq, kind, value);
         if mem.approximate_bytes() >= options.write_buffer_size {
             frozen.push(std::mem::replace(&mut mem, memory.new_memtable()));
@@ -300,6 +309,7 @@ fn recover(
         last_seq: last_sequence.max(replayed),
         mem,
         imms: frozen,
+        range_dels,
         lock: None,
         read_only: true,
     }))

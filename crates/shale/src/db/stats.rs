@@ -131,6 +131,11 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
                 .join(" "),
         ),
         "shale.last-sequence" => Some(inner.last_seq.load(Ordering::Acquire).to_string()),
+        // Range tombstones (`Db::delete_range`): those of the memtables, not yet flushed,
+        // and the flushed ones the version keeps (until nothing older in their range is
+        // left in the files).
+        "shale.range-tombstones-mem" => Some(sv.range_dels.tombstones().len().to_string()),
+        "shale.range-tombstones" => Some(sv.version.range_dels().tombstones().len().to_string()),
         // RocksDB's names. A compaction is pending from every change to the tree (and from
         // open) until a worker's pick finds nothing to start; never after a failure (the
         // store is read-only and starts nothing), nor on a read-only handle. With the three

@@ -508,9 +508,10 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         end: Option<&[u8]>,
     ) -> Option<Plan>;
 
-    /// The last step of a manual compaction when the store has a compaction filter: a plan
-    /// that merges the files of the deepest level holding keys of `[begin, end]` into that
-    /// same level, so the filter sees what no step pushed down (RocksDB's
+    /// The last step of a manual compaction when the store has a compaction filter, or
+    /// flushed range tombstones overlapping the range: a plan that merges the files of the
+    /// deepest level holding keys of `[begin, end]` into that same level, so the filter and
+    /// the tombstones see what no step pushed down (RocksDB's
     /// `BottommostLevelCompaction::kIfHaveCompactionFilter`). `None` when there is nothing
     /// to rewrite. Default: none.
     fn pick_bottom(

@@ -294,7 +294,7 @@ impl TableWriter for HTableWriter {
         }
         props.num_entries += 1;
         match p.kind {
-            ValueKind::Delete => props.num_tombstones += 1,
+            ValueKind::Delete | ValueKind::RangeDelete => props.num_tombstones += 1,
             ValueKind::ValuePointer => props.num_value_pointers += 1,
             ValueKind::Value => {}
         }

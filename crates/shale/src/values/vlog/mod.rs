@@ -342,6 +342,7 @@ impl VlogPlacement {
                 inline_bytes += len as u64;
                 match e.kind {
                     ValueKind::Delete => stored.delete(e.key),
+                    ValueKind::RangeDelete => stored.delete_range(e.key, e.value),
                     _ => stored.put(e.key, e.value),
                 }
             }
@@ -599,7 +600,7 @@ impl ValueStore for VlogPlacement {
         match kind {
             ValueKind::Value => Ok(Cow::Borrowed(stored)),
             ValueKind::ValuePointer => reader::read_value(self, key, stored).map(Cow::Owned),
-            ValueKind::Delete => Err(Error::InvalidArgument(
+            ValueKind::Delete | ValueKind::RangeDelete => Err(Error::InvalidArgument(
                 "a delete has no value to resolve".into(),
             )),
         }
