@@ -240,6 +240,8 @@ pub struct VlogSettings {
     pub gc: Option<bool>,
     /// `Options::vlog_gc_ratio`.
     pub gc_ratio: Option<f64>,
+    /// `Options::scan_prefetch_threads`.
+    pub prefetch_threads: Option<usize>,
 }
 
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
@@ -296,6 +298,10 @@ pub struct EngineFlags {
     /// Value log: garbage ratio at which a segment is collected; default 0.5.
     #[arg(long = "vlog-gc-ratio", alias = "vlog_gc_ratio")]
     pub vlog_gc_ratio: Option<f64>,
+    /// Separated values: threads that read a sequential scan's values ahead of it (WiscKey's
+    /// parallel prefetching; 0 disables it); default: the design's (4).
+    #[arg(long = "prefetch-threads", alias = "scan_prefetch_threads")]
+    pub prefetch_threads: Option<usize>,
     /// FloDB memory: share of the memtable bytes the hash membuffer holds (0 disables
     /// it); default: the design's (0.25).
     #[arg(long = "membuffer-fraction")]
@@ -372,6 +378,7 @@ impl EngineFlags {
                 segment_size: self.vlog_segment_size,
                 gc: self.vlog_gc,
                 gc_ratio: self.vlog_gc_ratio,
+                prefetch_threads: self.prefetch_threads,
             },
             flodb: FloDbSettings {
                 membuffer_fraction: self.membuffer_fraction,
@@ -432,6 +439,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(r) = v.gc_ratio {
         o.vlog_gc_ratio = r;
+    }
+    if let Some(n) = v.prefetch_threads {
+        o.scan_prefetch_threads = n;
     }
     let f = &config.flodb;
     if let Some(x) = f.membuffer_fraction {
@@ -533,11 +543,12 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
-            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {}",
+            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {} prefetch_threads={}",
             o.min_separated_value_size,
             mib(o.vlog_segment_size),
             o.vlog_gc,
-            o.vlog_gc_ratio
+            o.vlog_gc_ratio,
+            o.scan_prefetch_threads
         ));
     }
     lines

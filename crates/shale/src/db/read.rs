@@ -26,7 +26,7 @@ use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries, Resolve};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
-use crate::values::ValueStore;
+use crate::values::{ValueBytes, ValueStore};
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
     let sv = inner.super_version();
@@ -34,7 +34,12 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
     match lookup(inner, &sv, key, seq, ReadCause::Get)? {
         None => Ok(None),
         Some((ValueKind::Value, v)) => Ok(Some(v)),
-        Some((kind, v)) => Ok(Some(inner.values.resolve(key, kind, &v)?.into_owned())),
+        Some((kind, v)) => Ok(Some(
+            inner
+                .values
+                .resolve(key, kind, &v, ReadCause::Get)?
+                .into_owned(),
+        )),
     }
 }
 
@@ -166,9 +171,13 @@ fn prepare(
 struct PlacementResolver(Arc<dyn ValueStore>);
 
 impl Resolve for PlacementResolver {
-    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
-        // The placement checks that the record it reads belongs to `key`.
-        Ok(self.0.resolve(key, kind, stored)?.into_owned())
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>> {
+        // The placement checks that the record it reads belongs to `key`. Its reads count
+        // as a scan's value reads, apart from point lookups and the scan's table blocks.
+        Ok(self
+            .0
+            .resolve(key, kind, stored, ReadCause::ScanValue)?
+            .into_static())
     }
 }
 

@@ -201,8 +201,11 @@ impl WriteCause {
 pub enum ReadCause {
     /// Point lookups.
     Get,
-    /// Iterators and scans.
+    /// Iterators and scans: the tables' blocks.
     Scan,
+    /// Iterators and scans: the separated values they resolve (value-log records), apart
+    /// from the tables' blocks so that what a scan of separated values costs shows.
+    ScanValue,
     /// Compactions.
     Compaction,
     /// Value-log garbage collection.
@@ -215,9 +218,10 @@ pub enum ReadCause {
 
 impl ReadCause {
     /// Every cause, in display order.
-    pub const ALL: [ReadCause; 6] = [
+    pub const ALL: [ReadCause; 7] = [
         ReadCause::Get,
         ReadCause::Scan,
+        ReadCause::ScanValue,
         ReadCause::Compaction,
         ReadCause::Gc,
         ReadCause::Recovery,
@@ -228,6 +232,7 @@ impl ReadCause {
         match self {
             ReadCause::Get => "get",
             ReadCause::Scan => "scan",
+            ReadCause::ScanValue => "scan-value",
             ReadCause::Compaction => "compaction",
             ReadCause::Gc => "gc",
             ReadCause::Recovery => "recovery",
@@ -267,8 +272,8 @@ impl BlockKind {
 #[derive(Debug, Default)]
 pub struct IoStats {
     written: [AtomicU64; 7],
-    read: [AtomicU64; 6],
-    blocks: [[AtomicU64; 3]; 6],
+    read: [AtomicU64; ReadCause::ALL.len()],
+    blocks: [[AtomicU64; BlockKind::ALL.len()]; ReadCause::ALL.len()],
 }
 
 impl IoStats {

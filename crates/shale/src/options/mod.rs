@@ -552,7 +552,9 @@ pub struct Options {
     /// prefetching); 0 disables prefetching. Started on the first scan that needs them, so
     /// inline placement never starts any. Default 4: each thread mostly waits on one random
     /// read, so on an SSD more threads than cores pay; four plus the scanning thread keeps
-    /// five reads in flight per scan on a 2-core machine without crowding out its CPUs.
+    /// five reads in flight per scan on a 2-core machine without crowding out its CPUs (the
+    /// paper used 32). Not in the options record: it may change at any open (`shale bench`
+    /// and `shale ycsb`: `--prefetch-threads`).
     pub scan_prefetch_threads: usize,
     /// Entries a sequential scan reads ahead of its reader and hands to the prefetch
     /// threads. Default 16: enough to keep every thread busy with one scan (and about

@@ -34,7 +34,7 @@ pub mod state;
 pub(crate) mod verify;
 mod writer;
 
-use std::borrow::Cow;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub use format::Pointer;
 
-use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueStore};
+use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore};
 use crate::env::{Env, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
@@ -596,10 +596,16 @@ impl ValueStore for VlogPlacement {
         Some(self)
     }
 
-    fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    fn resolve<'a>(
+        &self,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>> {
         match kind {
-            ValueKind::Value => Ok(Cow::Borrowed(stored)),
-            ValueKind::ValuePointer => reader::read_value(self, key, stored).map(Cow::Owned),
+            ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),
+            ValueKind::ValuePointer => reader::read_value(self, key, stored, cause),
             ValueKind::Delete | ValueKind::RangeDelete => Err(Error::InvalidArgument(
                 "a delete has no value to resolve".into(),
             )),
