@@ -132,11 +132,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                     return;
                 }
                 if kind == crate::key::ValueKind::RangeDelete {
-                    range_dels.push(crate::rangedel::RangeTombstone {
-                        start: key.to_vec(),
-                        end: value.to_vec(),
-                        seq,
-                    });
+                    range_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
                     return;
                 }
                 mem.insert(key, seq, kind, value);

@@ -268,11 +268,7 @@ fn recover(
     let mut range_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let replayed = values.recover_read_only(&ctx, &mut |key, seq, kind, value| {
         if kind == crate::key::ValueKind::RangeDelete {
-            range_dels.push(crate::rangedel::RangeTombstone {
-                start: key.to_vec(),
-                end: value.to_vec(),
-                seq,
-            });
+            range_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
             return;
         }
         mem.insert(key, seq, kind, value);

@@ -536,11 +536,7 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
                     return;
                 }
                 if kind == crate::key::ValueKind::RangeDelete {
-                    salvaged_dels.push(crate::rangedel::RangeTombstone {
-                        start: key.to_vec(),
-                        end: value.to_vec(),
-                        seq,
-                    });
+                    salvaged_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
                     return;
                 }
                 mem.insert(key, seq, kind, value);

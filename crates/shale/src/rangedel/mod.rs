@@ -30,6 +30,16 @@ pub struct RangeTombstone {
 }
 
 impl RangeTombstone {
+    /// The tombstone a logged range-delete record stands for: the record's key is the
+    /// range's start, its value the (exclusive) end.
+    pub(crate) fn from_record(start: &[u8], seq: SeqNo, end: &[u8]) -> RangeTombstone {
+        RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        }
+    }
+
     /// Whether `key` is in `[start, end)`.
     pub fn contains(&self, key: &[u8]) -> bool {
         self.start.as_slice() <= key && key < self.end.as_slice()
