@@ -165,7 +165,7 @@ fn check_crc(data: &[u8], stored: u32, what: &str) -> std::result::Result<(), St
 impl HTable {
     /// Open the generation of `file` that ends at byte `len`: read and check the footer and
     /// every metadata block (always under their checksums). Reads count as
-    /// [`ReadCause::Recovery`].
+    /// [`ReadCause::TableOpen`].
     ///
     /// # Errors
     /// [`Error::Corruption`] naming the file and offset; I/O errors.
@@ -195,12 +195,12 @@ impl HTable {
             ));
         }
         let foff = len - FOOTER_LEN as u64;
-        let raw = file.read_at(foff, FOOTER_LEN, ReadCause::Recovery)?;
+        let raw = file.read_at(foff, FOOTER_LEN, ReadCause::TableOpen)?;
         let footer = decode_footer(&raw, len).at(&path, foff)?;
         let read_meta = |h: Handle, what: &str| -> Result<Vec<u8>> {
             let n = usize::try_from(h.size + 4)
                 .map_err(|_| Error::corruption(path.to_path_buf(), h.offset, "block too large"))?;
-            let mut buf = file.read_at(h.offset, n, ReadCause::Recovery)?;
+            let mut buf = file.read_at(h.offset, n, ReadCause::TableOpen)?;
             let stored = decode_fixed32(&buf, h.size as usize).at(&path, h.offset)?;
             buf.truncate(h.size as usize);
             check_crc(&buf, stored, what).at(&path, h.offset)?;

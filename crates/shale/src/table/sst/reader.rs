@@ -57,7 +57,7 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Open a table: read and check the footer, then the index, filter and properties
     /// blocks (their checksums are always verified). Reads are counted as
-    /// [`ReadCause::Recovery`].
+    /// [`ReadCause::TableOpen`].
     ///
     /// `verify_checksums` decides whether data block reads check their checksums.
     ///
@@ -132,7 +132,7 @@ impl Table {
             ));
         }
         let footer_off = len - FOOTER_LEN as u64;
-        let raw = file.read_at(footer_off, FOOTER_LEN, ReadCause::Recovery)?;
+        let raw = file.read_at(footer_off, FOOTER_LEN, ReadCause::TableOpen)?;
         let footer = Footer::decode(&raw, len).at(&path, footer_off)?;
         for (h, what) in [
             (footer.index, "index"),
@@ -153,7 +153,7 @@ impl Table {
         }
 
         let read_meta = |h: BlockHandle| -> Result<Arc<[u8]>> {
-            let buf = read_stored(&file, &path, h, ReadCause::Recovery)?;
+            let buf = read_stored(&file, &path, h, ReadCause::TableOpen)?;
             decode_block(&buf, true).at(&path, h.offset)
         };
         let props_raw = read_meta(footer.properties)?;
