@@ -214,6 +214,8 @@ pub struct EngineConfig {
     pub vlog: VlogSettings,
     /// FloDB memory overrides (designs with `memory = flodb`); `None` keeps the preset's.
     pub flodb: FloDbSettings,
+    /// LWC layout overrides (designs with `layout = lwc`); `None` keeps the preset's.
+    pub lwc: LwcSettings,
     /// Shale: run the design's memory component alone ([`MemoryOnlyEngine`]).
     pub memory_only: bool,
 }
@@ -227,6 +229,15 @@ pub struct FloDbSettings {
     pub membuffer_partitions: Option<usize>,
     /// `FloDbOptions::drain_threads`.
     pub drain_threads: Option<usize>,
+}
+
+/// LWC-tree settings that override a preset's (Shale designs with the `lwc` layout).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LwcSettings {
+    /// `LwcOptions::division`.
+    pub division: Option<usize>,
+    /// `LwcOptions::max_segments`.
+    pub max_segments: Option<u32>,
 }
 
 /// Value-log settings that override a preset's (Shale designs with a value log).
@@ -312,6 +323,14 @@ pub struct EngineFlags {
     /// FloDB memory: threads that drain the membuffer into the skiplist; default 1.
     #[arg(long = "drain-threads")]
     pub drain_threads: Option<usize>,
+    /// LWC layout: tables an equal division makes of an oversized DTable; default: the
+    /// design's (10).
+    #[arg(long = "lwc-division")]
+    pub lwc_division: Option<usize>,
+    /// LWC layout: a DTable holding more appended segments than this is divided; default:
+    /// the design's (16).
+    #[arg(long = "lwc-max-segments")]
+    pub lwc_max_segments: Option<u32>,
 }
 
 /// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale) or
@@ -385,6 +404,10 @@ impl EngineFlags {
                 membuffer_partitions: self.membuffer_partitions,
                 drain_threads: self.drain_threads,
             },
+            lwc: LwcSettings {
+                division: self.lwc_division,
+                max_segments: self.lwc_max_segments,
+            },
             memory_only: false,
         })
     }
@@ -452,6 +475,12 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(n) = f.drain_threads {
         o.flodb.drain_threads = n;
+    }
+    if let Some(n) = config.lwc.division {
+        o.lwc.division = n;
+    }
+    if let Some(n) = config.lwc.max_segments {
+        o.lwc.max_segments = n;
     }
     o.validate()?;
     Ok(o)
@@ -735,6 +764,7 @@ mod tests {
             max_sstables_per_guard: Some(40),
             vlog: VlogSettings::default(),
             flodb: FloDbSettings::default(),
+            lwc: LwcSettings::default(),
             memory_only: false,
         };
         let o = shale_options(&c).unwrap();
@@ -811,6 +841,32 @@ mod tests {
             ..flodb
         };
         assert!(shale_options(&wrong).is_err(), "the fraction is validated");
+        let lwc = EngineConfig {
+            design: "lwc".into(),
+            lwc: LwcSettings {
+                division: Some(4),
+                max_segments: Some(6),
+            },
+            ..c.clone()
+        };
+        let o = shale_options(&lwc).unwrap();
+        assert_eq!((o.lwc.division, o.lwc.max_segments), (4, 6));
+        assert!(
+            shale_settings(&o)
+                .join("\n")
+                .contains("divided in 4, at most 6 segments")
+        );
+        let one_segment = EngineConfig {
+            lwc: LwcSettings {
+                division: None,
+                max_segments: Some(1),
+            },
+            ..lwc
+        };
+        assert!(
+            shale_options(&one_segment).is_err(),
+            "max_segments is validated"
+        );
         let bad = EngineConfig {
             design: "nope".into(),
             ..c

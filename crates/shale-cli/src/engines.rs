@@ -75,6 +75,7 @@ mod tests {
             max_sstables_per_guard: None,
             vlog: VlogSettings::default(),
             flodb: Default::default(),
+            lwc: Default::default(),
             memory_only: false,
         };
         let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
