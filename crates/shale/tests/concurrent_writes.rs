@@ -84,6 +84,22 @@ fn prefix_len(design: &str, db: &Db, w: usize, opts: IterOptions) -> usize {
     n
 }
 
+/// Counts a writer out when it ends, normally or by a panic (see `run`).
+struct Finish<'a> {
+    done: &'a AtomicUsize,
+    stop_readers: &'a AtomicBool,
+    writers: usize,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        let last = self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.writers;
+        if last || std::thread::panicking() {
+            self.stop_readers.store(true, Ordering::Release);
+        }
+    }
+}
+
 fn run(design: &str, writers: usize) {
     let env = Env::memory();
     let dir = std::path::Path::new("/db");
@@ -94,6 +110,14 @@ fn run(design: &str, writers: usize) {
         for w in 0..writers {
             let (db, done, stop_readers) = (&db, &done, &stop_readers);
             s.spawn(move || {
+                // The last writer to finish lets the readers stop after their current round,
+                // and so does a writer that panics: otherwise the readers would wait for it
+                // forever and the test would hang instead of failing.
+                let _finish = Finish {
+                    done,
+                    stop_readers,
+                    writers,
+                };
                 let mut i = 0;
                 while i < PER_WRITER {
                     // Single puts, two-key batches and some synced writes.
@@ -108,10 +132,6 @@ fn run(design: &str, writers: usize) {
                         db.put(&key(w, i), &value(w, i)).expect("put");
                         i += 1;
                     }
-                }
-                // The last writer to finish lets the readers stop after their current round.
-                if done.fetch_add(1, Ordering::AcqRel) + 1 == writers {
-                    stop_readers.store(true, Ordering::Release);
                 }
             });
         }

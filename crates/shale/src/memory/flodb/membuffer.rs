@@ -170,9 +170,14 @@ impl Membuffer {
         let before = s.bytes;
         s.bytes += need;
         let wake = before < mark && s.bytes >= mark;
-        drop(s);
+        // The store-wide counters change under the partition's lock, in both directions:
+        // a drain that moves this version (it needs the lock) then subtracts after this add.
+        // Added after the unlock, a drain could subtract first and wrap the counter below
+        // zero: the memtable then reported about 2^64 bytes, which panicked on the
+        // overflow in `approximate_bytes` (debug) or sealed the memtable at once (release).
         self.bytes.fetch_add(need, Relaxed);
         self.versions.fetch_add(1, Relaxed);
+        drop(s);
         Put::Staged { wake }
     }
 
@@ -263,9 +268,9 @@ impl Membuffer {
         s.spilled = top;
         let left = s.bytes.saturating_sub(freed);
         s.bytes = left;
-        drop(s);
         self.bytes.fetch_sub(freed, Relaxed);
         self.versions.fetch_sub(batch.len(), Relaxed);
+        drop(s);
         batch.len()
     }
 
