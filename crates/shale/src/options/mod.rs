@@ -304,9 +304,60 @@ impl Default for LeveledOptions {
     }
 }
 
+/// How the FLSM layout compacts a guard that holds too many tables, or that reads found
+/// worth compacting (`docs/designs/pebblesdb.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlsmPolicy {
+    /// PebblesDB's rule (SOSP'17 §3.4): the guard's tables are merged and *pushed into the
+    /// next level*, cut at its guards and appended to them, so a level above the last never
+    /// rewrites its own data. The last level merges a guard in place (there is no level
+    /// below), and so does the second-to-last when the push would land on full last-level
+    /// guards holding more than `rewrite_ratio` times its bytes (the paper's 25x rule).
+    #[default]
+    Paper,
+    /// Shale's earlier rule: the guard's newest tables are merged *in place*, in size tiers
+    /// (the newest two, then each older one while it is at most half the bytes taken), and
+    /// data goes down a level only when the level exceeds its byte budget. Hot guards are
+    /// merged in place whole.
+    Tiered,
+}
+
+impl FlsmPolicy {
+    /// Every policy.
+    pub const ALL: &'static [FlsmPolicy] = &[FlsmPolicy::Paper, FlsmPolicy::Tiered];
+
+    /// `paper` or `tiered`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlsmPolicy::Paper => "paper",
+            FlsmPolicy::Tiered => "tiered",
+        }
+    }
+
+    /// Parse `paper` or `tiered`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for any other name.
+    pub fn parse(s: &str) -> Result<FlsmPolicy> {
+        FlsmPolicy::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown flsm policy {s:?}: expected paper or tiered"
+                ))
+            })
+    }
+}
+
 /// Options of the FLSM layout (ignored by the others).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlsmOptions {
+    /// What happens to a guard over `max_sstables_per_guard` tables or made hot by reads:
+    /// pushed into the next level (`Paper`, the default) or merged in place in size tiers
+    /// (`Tiered`). See [`FlsmPolicy`].
+    pub policy: FlsmPolicy,
     /// A key is a level-1 guard when this many low bits of its guard hash are all ones.
     /// About one key in `2^top_level_bits` becomes a level-1 guard. Default 18: about 76
     /// level-1 guards at 20M keys.
@@ -314,12 +365,14 @@ pub struct FlsmOptions {
     /// Each deeper level needs this many fewer bits (4x more guards per level at 2).
     /// Default 2.
     pub bit_decrement: u32,
-    /// A guard holding more tables than this merges its newest tables in place: the newest
-    /// two, then each older table while it is at most half the bytes taken (size tiers). 1
+    /// A guard holding more tables than this is compacted: with [`FlsmPolicy::Paper`] its
+    /// tables are merged and pushed into the next level's guards (merged in place at the
+    /// last level); with [`FlsmPolicy::Tiered`] its newest tables are merged in place (the
+    /// newest two, then each older table while it is at most half the bytes taken). 1
     /// behaves like leveled. Default 24: with the presets' 4 MiB memtables a 20M-key load
-    /// gives a level-1 guard a few hundred fragments, which cost about 1.1 extra writes per
-    /// byte at 24 (measured: 16 and 20 cost more, by more and smaller merges; see
-    /// docs/designs/pebblesdb.md).
+    /// gives a level-1 guard a few hundred fragments; under the tiered policy they cost
+    /// about 1.1 extra writes per byte at 24 (measured: 16 and 20 cost more, by more and
+    /// smaller merges; see docs/designs/pebblesdb.md).
     pub max_sstables_per_guard: usize,
     /// The second-to-last level rewrites a guard in place instead of pushing it into the
     /// last level when the push would rewrite more than this many times its bytes (the
@@ -353,6 +406,7 @@ pub struct FlsmOptions {
 impl Default for FlsmOptions {
     fn default() -> Self {
         FlsmOptions {
+            policy: FlsmPolicy::Paper,
             top_level_bits: 18,
             bit_decrement: 2,
             max_sstables_per_guard: 24,
