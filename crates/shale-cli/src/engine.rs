@@ -3,7 +3,8 @@
 
 use shale::options::LayoutKind;
 use shale::{
-    Compression, Db, FlsmPolicy, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch, WriteOptions,
+    Compression, Db, FlsmPolicy, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch,
+    WriteOptions,
 };
 
 use crate::CliError;

@@ -378,10 +378,11 @@ pub struct FlsmOptions {
     /// last level when the push would rewrite more than this many times its bytes (the
     /// paper's 25x rule). Default 25.
     pub rewrite_ratio: u64,
-    /// Seeks that a guard holding several tables absorbs before it is merged in place: the
-    /// larger of this and the guard's bytes / 16 KiB / (tables - 1) (LevelDB's
-    /// `allowed_seeks` rule);
-    /// 0 disables seek-based compaction. Default 10.
+    /// Seeks that a guard holding several tables absorbs before it is compacted (pushed
+    /// into the next level under [`FlsmPolicy::Paper`], merged in place at the last level
+    /// and under [`FlsmPolicy::Tiered`]): the larger of this and the guard's bytes / 16 KiB
+    /// / (tables - 1) (LevelDB's `allowed_seeks` rule); 0 disables seek-based compaction.
+    /// Default 10.
     pub seek_compaction_trigger: u32,
     /// Gets that probe several tables of one guard charge its read budget too (as seeks
     /// do). Default true.
@@ -396,7 +397,8 @@ pub struct FlsmOptions {
     pub aggressive_ratio_percent: u64,
     /// A seek landing in a guard of the last non-empty level that holds at least this many
     /// tables seeks them on concurrent threads, then merges (PebblesDB's parallel seeks);
-    /// 0 disables it. Default 0 (off): a thread costs tens of microseconds, a seek in
+    /// 0 disables it (`shale bench --parallel-seeks N`). Default 0 (off): each such seek
+    /// starts a thread per table (no pool), a thread costs tens of microseconds, a seek in
     /// cached blocks a few, and on the 2-core benchmark machine the data sits in the page
     /// cache, where the paper too finds threads cost more than they save. Turn it on (e.g.
     /// 4) for stores much larger than memory on devices that serve parallel reads.
@@ -860,11 +862,14 @@ impl Options {
                 ..leveldb
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often
-            // data is written again one level down, not how much of it is rewritten. See
+            // data is written again one level down, not how much of it is rewritten. Two
+            // compaction workers: guards compact side by side (the paper's guard-parallel
+            // compaction), so pushing a full guard down never holds up level 0. See
             // docs/designs/pebblesdb.md for the numbers behind these.
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
+                max_background_compactions: 2,
                 ..paper
             }),
             "flodb" => Ok(Options {
@@ -1145,10 +1150,11 @@ mod tests {
         assert_eq!(leveldb.values, Options::default().values);
         assert_eq!(Options::default().write_buffer_size, 64 << 20);
         assert_eq!(Options::preset("wisckey").unwrap().values, ValuesKind::Vlog);
-        assert_eq!(
-            Options::preset("pebblesdb").unwrap().layout,
-            LayoutKind::Flsm
-        );
+        let pebblesdb = Options::preset("pebblesdb").unwrap();
+        assert_eq!(pebblesdb.layout, LayoutKind::Flsm);
+        assert_eq!(pebblesdb.flsm.policy, FlsmPolicy::Paper);
+        assert_eq!(pebblesdb.max_background_compactions, 2);
+        assert_eq!(pebblesdb.flsm.parallel_seek_min_tables, 0);
         assert_eq!(Options::preset("flodb").unwrap().memory, MemoryKind::FloDb);
         let trie = Options::preset("lsm-trie").unwrap();
         assert_eq!(trie.layout, LayoutKind::Trie);

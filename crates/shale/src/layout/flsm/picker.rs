@@ -325,20 +325,29 @@ fn in_place(
 
 /// The compaction of guard `u` of `level`, which holds more than `max_files_per_guard`
 /// tables, under `cfg.policy` (see the module documentation).
-fn overflow(v: &Version, cfg: &PickerConfig, busy: &Busy, level: usize, u: usize) -> Option<Plan> {
+fn overflow(
+    v: &Version,
+    cfg: &PickerConfig,
+    busy: &Busy,
+    level: usize,
+    u: usize,
+) -> Option<Plan> {
     let max_files = cfg.max_files_per_guard.max(1);
     let held = v.unit_files(level, u).len();
-    let reason = format!("L{level} guard {u} holds {held} tables (max {max_files})");
+    let mut reason = format!("L{level} guard {u} holds {held} tables (max {max_files})");
     let last = v.num_levels() - 1;
     match cfg.policy {
-        FlsmPolicy::Paper if level < last => push(v, cfg, busy, level, closure(v, level, u, u), reason),
+        FlsmPolicy::Paper if level < last => {
+            let files = closure(v, level, u, u);
+            push(v, cfg, busy, level, files, reason)
+        }
         FlsmPolicy::Paper => {
             let files = v.unit_files(level, u).to_vec();
-            in_place(v, busy, level, files, format!("{reason}; the last level merges in place"))
+            reason.push_str("; the last level merges in place");
+            in_place(v, busy, level, files, reason)
         }
         FlsmPolicy::Tiered => {
             let files = newest_run(v.unit_files(level, u).to_vec());
-            let mut reason = reason;
             if files.len() < held {
                 reason.push_str(&format!("; its newest {} merged", files.len()));
             }
