@@ -33,8 +33,14 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn opts(env: &Env, design: &str, compression: Compression) -> Options {
     let mut o = Options::preset(design).unwrap().with_env(env.clone());
-    // FLSM: guards among the few hundred keys, so reads cross guard ranges.
-    o.flsm.top_level_bits = 4;
+    // FLSM: guards among the few hundred keys (about one key in 64 a level-1 guard, one in
+    // 16 a level-2 guard), so reads cross guard ranges. Not denser: every table costs 400
+    // flips of its tail and more MANIFEST bytes to flip, and at 4 bits (one key in 4 a
+    // level-2 guard) the manual compaction cut level 2 into about 30 tables of a few keys
+    // each, 56 tables in all, which made this image cost more than all the other designs'
+    // together (issue 19). Level-2 guards every 16 keys still give every file kind at
+    // every level, in about 20 tables.
+    o.flsm.top_level_bits = 6;
     if design == "wisckey" {
         // Most values separated, segments of a few KiB, no background collection.
         o.min_separated_value_size = 24;
@@ -162,6 +168,22 @@ impl Image {
             levels.iter().filter(|&&n| n > 0).count() >= 2,
             "tables should sit at several levels: {levels:?}"
         );
+        if design == "pebblesdb" {
+            // Tables in level 0 and in two guarded levels, each with several guards (and
+            // so several guard ranges to read across, and guard records in the MANIFEST).
+            let guards: Vec<usize> = (1..3)
+                .map(|l| {
+                    db.property(&format!("shale.num-guards-at-level{l}"))
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            assert!(
+                levels[..3].iter().all(|&n| n > 0) && guards.iter().all(|&g| g >= 4),
+                "tables at levels {levels:?}, guards at levels 1 and 2: {guards:?}"
+            );
+        }
         if design == "lwc" {
             // Some table grew by an append: flips reach older commit records too.
             let segments: u64 = (0..7)
