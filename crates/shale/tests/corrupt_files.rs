@@ -169,8 +169,11 @@ impl Image {
             "tables should sit at several levels: {levels:?}"
         );
         if design == "pebblesdb" {
-            // Tables in level 0 and in two guarded levels, each with several guards (and
-            // so several guard ranges to read across, and guard records in the MANIFEST).
+            // Tables in level 0 and level 2, and several guards at levels 1 and 2 (guard
+            // ranges to read across, guard records in the MANIFEST). Level 1 may be empty:
+            // when the background has pushed data into level 2 before the manual
+            // compaction, that compaction takes everything there (seen: 2, 0 and 49 tables
+            // at levels 0-2, where other runs keep round 1 in level 1).
             let guards: Vec<usize> = (1..3)
                 .map(|l| {
                     db.property(&format!("shale.num-guards-at-level{l}"))
@@ -180,7 +183,7 @@ impl Image {
                 })
                 .collect();
             assert!(
-                levels[..3].iter().all(|&n| n > 0) && guards.iter().all(|&g| g >= 4),
+                levels[0] > 0 && levels[2] > 0 && guards.iter().all(|&g| g >= 4),
                 "tables at levels {levels:?}, guards at levels 1 and 2: {guards:?}"
             );
         }
