@@ -115,6 +115,20 @@ pub struct DeleteArgs {
     pub sync: bool,
 }
 
+/// `shale delete-range`.
+#[derive(Args, Debug)]
+pub struct DeleteRangeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// First key deleted (escaped text, inclusive).
+    pub start: String,
+    /// Keys from this one on are kept (escaped text, exclusive).
+    pub end: String,
+    /// Return only once the range tombstone is durable.
+    #[arg(long)]
+    pub sync: bool,
+}
+
 /// `shale scan`.
 #[derive(Args, Debug)]
 pub struct ScanArgs {
@@ -215,6 +229,16 @@ pub fn delete(a: &DeleteArgs) -> CliResult {
     let key = unescape_arg("KEY", &a.key)?;
     let db = a.store.open_rw()?;
     db.delete_opt(&key, WriteOptions { sync: a.sync })?;
+    db.close()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Delete every key in `[START, END)` with one range tombstone (`Db::delete_range`).
+pub fn delete_range(a: &DeleteRangeArgs) -> CliResult {
+    let start = unescape_arg("START", &a.start)?;
+    let end = unescape_arg("END", &a.end)?;
+    let db = a.store.open_rw()?;
+    db.delete_range_opt(&start, &end, WriteOptions { sync: a.sync })?;
     db.close()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -391,13 +415,23 @@ pub fn verify(a: &StoreArgs) -> CliResult {
         Err(e) => return Err(e.into()),
     };
     let mut out = std::io::stdout().lock();
+    // A value log is the store's log: its segments are counted on their own line.
+    let wal = if r.logs > 0 || r.placement.segments == 0 {
+        format!(
+            "{} {}, ",
+            r.logs,
+            plural(r.logs, "write-ahead log", "write-ahead logs")
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "ok: {} {}, {} {}, {} {}, {} {} checked in {}",
+        "ok: {} {}, {wal}{} {}, {} {}, {} {} checked in {}",
         r.tables,
         plural(r.tables, "table", "tables"),
-        r.logs,
-        plural(r.logs, "log", "logs"),
+        r.manifests,
+        plural(r.manifests, "MANIFEST", "MANIFESTs"),
         r.bytes,
         plural(r.bytes as usize, "byte", "bytes"),
         r.entries,

@@ -34,6 +34,10 @@ pub struct Counters {
     pub levels: Vec<LevelCounters>,
     /// The memory component's own counters, by name (empty when it keeps none).
     pub memory: Vec<(&'static str, u64)>,
+    /// Blocks that gets read from storage (not from the block cache), by kind: `data`
+    /// (table data blocks, buckets), `filter` (filter blocks read on demand), `value`
+    /// (value-log reads). Empty when the engine does not count them.
+    pub get_blocks: Vec<(&'static str, u64)>,
 }
 
 /// One level's files and bytes, and the bytes written into it.
@@ -79,7 +83,16 @@ impl Counters {
             stall_micros: self.stall_micros.saturating_sub(before.stall_micros),
             levels,
             memory: diff(&self.memory, &before.memory),
+            get_blocks: diff(&self.get_blocks, &before.get_blocks),
         }
+    }
+
+    /// Blocks of `kind` that gets read, if the engine counts them.
+    pub fn get_blocks_of(&self, kind: &str) -> Option<u64> {
+        self.get_blocks
+            .iter()
+            .find(|&&(k, _)| k == kind)
+            .map(|&(_, n)| n)
     }
 
     /// Bytes written for every cause together.
@@ -235,6 +248,8 @@ pub struct VlogSettings {
     pub gc: Option<bool>,
     /// `Options::vlog_gc_ratio`.
     pub gc_ratio: Option<f64>,
+    /// `Options::scan_prefetch_threads`.
+    pub prefetch_threads: Option<usize>,
 }
 
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
@@ -258,9 +273,10 @@ pub struct EngineFlags {
     /// Block compression: none, lz4 or zstd.
     #[arg(long, alias = "compression_type", default_value = "none")]
     pub compression: String,
-    /// Bloom filter bits per key.
-    #[arg(long = "bloom-bits", alias = "bloom_bits", default_value_t = 10)]
-    pub bloom_bits: usize,
+    /// Bloom filter bits per key (default: the design's, 10 for every preset but lsm-trie's
+    /// 16; 10 for the peers).
+    #[arg(long = "bloom-bits", alias = "bloom_bits")]
+    pub bloom_bits: Option<usize>,
     /// Shale compactions that may run at once (default: the design's). FLSM designs
     /// compact different guards side by side.
     #[arg(
@@ -307,6 +323,10 @@ pub struct EngineFlags {
     /// Value log: garbage ratio at which a segment is collected; default 0.5.
     #[arg(long = "vlog-gc-ratio", alias = "vlog_gc_ratio")]
     pub vlog_gc_ratio: Option<f64>,
+    /// Separated values: threads that read a sequential scan's values ahead of it (WiscKey's
+    /// parallel prefetching; 0 disables it); default: the design's (4).
+    #[arg(long = "prefetch-threads", alias = "scan_prefetch_threads")]
+    pub prefetch_threads: Option<usize>,
     /// FloDB memory: share of the memtable bytes the hash membuffer holds (0 disables
     /// it); default: the design's (0.25).
     #[arg(long = "membuffer-fraction")]
@@ -341,6 +361,20 @@ impl EngineConfig {
 }
 
 impl EngineFlags {
+    /// The bloom bits per key the chosen engine runs with: `--bloom-bits` if given, else
+    /// the design's (Shale) or [`Options::default`]'s (peers, which mirror it).
+    pub fn bloom_bits(&self) -> usize {
+        if let Some(n) = self.bloom_bits {
+            return n;
+        }
+        match self.engine {
+            EngineKind::Shale => Options::preset(&self.design)
+                .map(|o| o.table.bloom_bits_per_key)
+                .unwrap_or_else(|_| Options::default().table.bloom_bits_per_key),
+            EngineKind::Rocksdb | EngineKind::Fjall => Options::default().table.bloom_bits_per_key,
+        }
+    }
+
     /// The memtable size the chosen engine runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self) -> usize {
         memtable_bytes(self.engine, &self.design, self.write_buffer_size)
@@ -360,7 +394,7 @@ impl EngineFlags {
             write_buffer_size: self.write_buffer_size,
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
-            bloom_bits: self.bloom_bits,
+            bloom_bits: self.bloom_bits(),
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
@@ -375,6 +409,7 @@ impl EngineFlags {
                 segment_size: self.vlog_segment_size,
                 gc: self.vlog_gc,
                 gc_ratio: self.vlog_gc_ratio,
+                prefetch_threads: self.prefetch_threads,
             },
             flodb: FloDbSettings {
                 membuffer_fraction: self.membuffer_fraction,
@@ -442,6 +477,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(r) = v.gc_ratio {
         o.vlog_gc_ratio = r;
     }
+    if let Some(n) = v.prefetch_threads {
+        o.scan_prefetch_threads = n;
+    }
     let f = &config.flodb;
     if let Some(x) = f.membuffer_fraction {
         o.flodb.membuffer_fraction = x;
@@ -473,14 +511,29 @@ impl ShaleEngine {
 /// block of a run (so a run's output says which tree it built).
 pub fn shale_settings(o: &Options) -> Vec<String> {
     let mib = |n: u64| format!("{:.1} MiB", n as f64 / 1048576.0);
-    let mut lines = vec![
-        format!(
-            "  shale:    layout={} values={} memory={}",
-            o.layout.name(),
-            o.values.name(),
-            o.memory.name()
-        ),
-        format!(
+    let mut lines = vec![format!(
+        "  shale:    layout={} values={} memory={}",
+        o.layout.name(),
+        o.values.name(),
+        o.memory.name()
+    )];
+    if o.layout == LayoutKind::Trie {
+        // The trie has no level sizes or table size targets; its backlog (the layout's
+        // `backlog`) slows and stops writes at the level-0 triggers.
+        let t = &o.trie;
+        lines.push(format!(
+            "  trie:     {} levels, max_sub_levels={} gc_garbage_ratio={} gc_sample_bits={} pinned_filter_levels={}, writes slowed/stopped at a backlog of {}/{}, {} compaction thread(s)",
+            o.num_levels,
+            t.max_sub_levels,
+            t.gc_garbage_ratio,
+            t.gc_sample_bits,
+            t.pinned_filter_levels,
+            o.level0_slowdown_trigger,
+            o.level0_stop_trigger,
+            o.max_background_compactions
+        ));
+    } else {
+        lines.push(format!(
             "  levels:   {} levels, level 1 {} x{}, tables {}, level-0 triggers {}/{}/{}, {} compaction thread(s)",
             o.num_levels,
             mib(o.max_bytes_for_level_base),
@@ -490,8 +543,8 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             o.level0_slowdown_trigger,
             o.level0_stop_trigger,
             o.max_background_compactions
-        ),
-    ];
+        ));
+    }
     if o.layout == LayoutKind::Leveled {
         let l = &o.leveled;
         lines.push(format!(
@@ -531,11 +584,12 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
-            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {}",
+            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {} prefetch_threads={}",
             o.min_separated_value_size,
             mib(o.vlog_segment_size),
             o.vlog_gc,
-            o.vlog_gc_ratio
+            o.vlog_gc_ratio,
+            o.scan_prefetch_threads
         ));
     }
     lines
@@ -650,6 +704,10 @@ impl Engine for ShaleEngine {
             } else {
                 s.memory.named().to_vec()
             },
+            get_blocks: shale::env::BlockKind::ALL
+                .iter()
+                .map(|&k| (k.name(), s.blocks_read_for(shale::env::ReadCause::Get, k)))
+                .collect(),
         })
     }
 
@@ -679,6 +737,7 @@ mod tests {
             stall_micros: 100,
             levels: vec![level(2, 200, 300)],
             memory: vec![("staged", 5)],
+            get_blocks: vec![("data", 10), ("filter", 1)],
         };
         let after = Counters {
             written: vec![("wal", 25), ("flush", 5), ("compaction", 7)],
@@ -686,6 +745,7 @@ mod tests {
             stall_micros: 150,
             levels: vec![level(1, 100, 400), level(3, 900, 900)],
             memory: vec![("staged", 12), ("direct", 2)],
+            get_blocks: vec![("data", 30), ("filter", 1)],
         };
         let d = after.since(&before);
         assert_eq!(
@@ -697,6 +757,9 @@ mod tests {
         assert_eq!(d.stall_micros, 50);
         assert_eq!(d.levels, vec![level(1, 100, 100), level(3, 900, 900)]);
         assert_eq!(d.memory, vec![("staged", 7), ("direct", 2)]);
+        assert_eq!(d.get_blocks_of("data"), Some(20));
+        assert_eq!(d.get_blocks_of("filter"), Some(0));
+        assert_eq!(d.get_blocks_of("value"), None);
     }
 
     #[test]
@@ -759,6 +822,13 @@ mod tests {
             "{leveldb}"
         );
         assert!(!lines.contains("flodb:"), "{lines}");
+        let trie = shale_settings(&Options::preset("lsm-trie").unwrap()).join("\n");
+        assert!(
+            trie.contains("trie:     5 levels, max_sub_levels=8")
+                && trie.contains("slowed/stopped at a backlog of")
+                && !trie.contains("levels:   "),
+            "the trie's settings are its own, not the leveled tree's: {trie}"
+        );
         let flodb = EngineConfig {
             design: "flodb".into(),
             flodb: FloDbSettings {

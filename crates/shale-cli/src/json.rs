@@ -52,8 +52,11 @@ pub struct BenchJson {
     pub threads: u64,
     /// Key bytes (`null` when keys vary, as in YCSB).
     pub key_size: Option<u64>,
-    /// Value bytes.
+    /// Value bytes (the mean under a value-size distribution).
     pub value_size: u64,
+    /// The value-size distribution (`uniform:MIN:MAX`), absent for fixed-size values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_size_dist: Option<String>,
     /// Memtable bytes the engine ran with.
     pub write_buffer_size: u64,
     /// Operations done.
@@ -137,6 +140,26 @@ pub struct EngineJson {
         with = "crate::json::ordered_map"
     )]
     pub engine_memory: Vec<(String, u64)>,
+    /// Blocks the benchmark's gets read from storage (not served by the block cache), by
+    /// kind: `data` (table data blocks: `sst` blocks, `htable` buckets and overflow
+    /// records), `filter` (filter blocks read on demand: `htable` filter-cluster blocks),
+    /// `value` (value-log reads). Absent when the engine does not count them.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::json::ordered_map"
+    )]
+    pub engine_get_blocks_read: Vec<(String, u64)>,
+    /// Per lookup of a read benchmark: data blocks the gets read from storage (`data` of
+    /// `engine_get_blocks_read` over `lookups`). `null` for a benchmark without lookups.
+    #[serde(default)]
+    pub engine_data_blocks_per_get: Option<f64>,
+    /// Per lookup: filter blocks read from storage.
+    #[serde(default)]
+    pub engine_filter_blocks_per_get: Option<f64>,
+    /// Per lookup: value-log reads.
+    #[serde(default)]
+    pub engine_value_reads_per_get: Option<f64>,
 }
 
 /// One kind of operation of a mixed benchmark.

@@ -112,6 +112,8 @@ enum Command {
     Put(cmd_kv::PutArgs),
     /// Delete KEY.
     Delete(cmd_kv::DeleteArgs),
+    /// Delete every key in [START, END) with one range tombstone (not on the trie layout).
+    DeleteRange(cmd_kv::DeleteRangeArgs),
     /// Print `key<TAB>value` lines of a key range.
     Scan(cmd_kv::ScanArgs),
     /// Write `key<TAB>value` lines read from stdin.
@@ -157,6 +159,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Get(a) => cmd_kv::get(&a),
         Command::Put(a) => cmd_kv::put(&a),
         Command::Delete(a) => cmd_kv::delete(&a),
+        Command::DeleteRange(a) => cmd_kv::delete_range(&a),
         Command::Scan(a) => cmd_kv::scan(&a),
         Command::Load(a) => cmd_kv::load(&a),
         Command::Dump(a) => cmd_kv::dump(&a),
@@ -208,6 +211,7 @@ mod tests {
             "get",
             "put",
             "delete",
+            "delete-range",
             "scan",
             "load",
             "dump",

@@ -180,6 +180,28 @@ fn put_get_delete_round_trip_binary_keys() {
     );
 }
 
+/// `shale delete-range` removes `[START, END)` and keeps END; a reversed range and the
+/// trie layout are refused with a message.
+#[test]
+fn delete_range_removes_a_half_open_range() {
+    let d = TempDir::new("delete-range");
+    for k in ["a", "b1", "b2", "c", "d"] {
+        ok(&run(&["put", "--db", d.db(), k, "v"]));
+    }
+    ok(&run(&["delete-range", "--db", d.db(), "--sync", "b", "c"]));
+    let o = run(&["scan", "--db", d.db(), "--keys-only"]);
+    ok(&o);
+    assert_eq!(stdout(&o), "a\nc\nd\n");
+    let o = run(&["delete-range", "--db", d.db(), "d", "a"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("after its end"), "{}", stderr(&o));
+    let t = TempDir::new("delete-range-trie");
+    ok(&run(&["put", "--db", t.db(), "--layout", "trie", "k", "v"]));
+    let o = run(&["delete-range", "--db", t.db(), "a", "z"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("delete_range"), "{}", stderr(&o));
+}
+
 /// `--design` is needed only to create a store: every later command reads the design and
 /// the other recorded options from the store, and a conflicting one is refused with the
 /// flag to pass.
@@ -297,6 +319,12 @@ fn stats_compact_and_verify() {
     let o = run(&["verify", "--db", d.db()]);
     quiet(&o);
     assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
+    // What was checked, by kind: the write-ahead log and the MANIFEST apart.
+    assert!(
+        stdout(&o).contains(", 1 write-ahead log, 1 MANIFEST, "),
+        "{}",
+        stdout(&o)
+    );
 
     // Flip a byte in the middle of every table file: verify must name one and fail.
     let mut flipped = Vec::new();
@@ -1137,8 +1165,8 @@ fn messages_name_the_missing_store_count_the_written_lines_and_pluralise() {
     let o = run_stdin(&["load", "--db", d.db()], b"bad\n");
     assert!(stderr(&o).contains("nothing was written"), "{}", stderr(&o));
 
-    // A flushed wisckey store: one table, and one log (the MANIFEST: the value log's
-    // segments are counted apart): singular nouns.
+    // A flushed wisckey store: one table and one MANIFEST, no write-ahead log (the value
+    // log is its log, its segments counted on their own line): singular nouns.
     let w = TempDir::new("edges-wisckey");
     quiet(&run(&[
         "put",
@@ -1153,7 +1181,8 @@ fn messages_name_the_missing_store_count_the_written_lines_and_pluralise() {
     let o = run(&["verify", "--db", w.db()]);
     quiet(&o);
     let out = stdout(&o);
-    assert!(out.starts_with("ok: 1 table, 1 log, "), "{out}");
+    assert!(out.starts_with("ok: 1 table, 1 MANIFEST, "), "{out}");
+    assert!(out.contains("\nvalue log: "), "{out}");
 }
 
 #[test]

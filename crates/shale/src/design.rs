@@ -122,6 +122,40 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         Db::open_read_only_with(path.as_ref(), options, &parts)
     }
+
+    /// Open the existing store in directory `path` as a *secondary* handle: a read-only
+    /// handle ([`Db::open_read_only`], with everything said there) whose view moves forward
+    /// when [`Db::try_catch_up`] is called, to what a writer (in this process or another)
+    /// has committed and logged by then, as RocksDB's secondary instance and its
+    /// `TryCatchUpWithPrimary`. Between catch-ups the view does not change.
+    ///
+    /// Each catch-up recovers the store as a read-only open does (the whole MANIFEST, the
+    /// log replayed into memory), reusing the tables the handle holds open, and installs the
+    /// result at once; it is safe while the writer flushes, compacts and deletes files (a
+    /// catch-up that meets the writer's commits starts again, and one that fails leaves the
+    /// view as it was). Iterators and snapshots taken before a catch-up keep reading the
+    /// view they were taken on. Writes and the other changes return
+    /// [`crate::Error::ReadOnlyOpen`]. See `docs/architecture.md` (secondary open).
+    ///
+    /// # Errors
+    /// As [`Db::open_read_only`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shale::{Db, Options, env::Env};
+    /// let options = Options::default().with_env(Env::memory());
+    /// let db = Db::open("/db", options.clone())?;
+    /// db.put(b"a", b"1")?;
+    /// let follower = Db::open_secondary("/db", options)?;
+    /// db.put(b"b", b"2")?;
+    /// assert_eq!(follower.get(b"b")?, None); // not caught up yet
+    /// follower.try_catch_up()?;
+    /// assert_eq!(follower.get(b"b")?.as_deref(), Some(&b"2"[..]));
+    /// # Ok::<(), shale::Error>(())
+    /// ```
+    pub fn open_secondary(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_secondary_with(path.as_ref(), options, parts)
+    }
 }
 
 /// Answer "would [`Db::open`] succeed, and return exactly the committed data?" for the

@@ -142,7 +142,7 @@ impl fmt::Display for Error {
             ),
             Error::ReadOnlyOpen { path } => write!(
                 f,
-                "the store in {} is open read-only (Db::open_read_only): it takes no writes, \
+                "the store in {} is open read-only (Db::open_read_only or Db::open_secondary): it takes no writes, \
                  flushes, compactions or garbage collection",
                 path.display()
             ),

@@ -37,6 +37,10 @@ pub enum ValueKind {
     /// A pointer to a value stored elsewhere (the value-placement axis decides where and how
     /// the pointer is encoded).
     ValuePointer = 2,
+    /// A range tombstone in a write batch or a log record: the key is the range's start
+    /// and the value its end ([`crate::rangedel`]). Never in a memtable or a table, so
+    /// [`ValueKind::from_u8`] (which reads internal keys) refuses it.
+    RangeDelete = 3,
 }
 
 impl ValueKind {
@@ -51,6 +55,15 @@ impl ValueKind {
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::ValuePointer),
             _ => None,
+        }
+    }
+
+    /// Decode the kind byte of a logged write (a write batch entry or a value-log record):
+    /// the kinds of [`ValueKind::from_u8`] and [`ValueKind::RangeDelete`].
+    pub fn from_logged_u8(b: u8) -> Option<ValueKind> {
+        match b {
+            3 => Some(ValueKind::RangeDelete),
+            b => ValueKind::from_u8(b),
         }
     }
 }

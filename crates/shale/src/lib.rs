@@ -25,8 +25,8 @@ macro_rules! internal {
 }
 
 internal!(
-    axis, cache, compaction, db, filename, format, iter, key, layout, manifest, memory, table,
-    values, version, wal,
+    axis, cache, compaction, db, filename, format, iter, key, layout, manifest, memory, rangedel,
+    table, values, version, wal,
 );
 mod design;
 pub mod env;

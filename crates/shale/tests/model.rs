@@ -114,6 +114,34 @@ fn check_scans_refused(db: &Db) {
     ));
 }
 
+/// A range `[start, end)` of the key space for `delete_range`: mostly short (a few keys),
+/// sometimes empty or wide.
+fn key_range(rng: &mut StdRng) -> (Vec<u8>, Vec<u8>) {
+    let a = key(rng);
+    let b = if rng.random_bool(0.7) {
+        let mut b = a.clone();
+        b.truncate(rng.random_range(3..=a.len()));
+        if let Some(last) = b.last_mut() {
+            *last = last.saturating_add(rng.random_range(0..3));
+        }
+        b
+    } else {
+        key(rng)
+    };
+    if a <= b { (a, b) } else { (b, a) }
+}
+
+/// The model's `delete_range`: every key in `[start, end)` removed.
+fn delete_range(model: &mut Model, start: &[u8], end: &[u8]) {
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
 fn value(rng: &mut StdRng, step: usize) -> Vec<u8> {
     let len = if rng.random_bool(0.05) {
         rng.random_range(500..3000)
@@ -181,12 +209,18 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                     .unwrap_or_else(|e| panic!("{}: delete: {e}", ctx()));
                 model.remove(&k);
             }
-            45..=51 => {
+            45..=49 => {
                 let mut b = WriteBatch::new();
                 let mut staged = model.clone();
                 for _ in 0..rng.random_range(1..20) {
                     let k = key(&mut rng);
-                    if rng.random_bool(0.7) {
+                    if d.supports_scans() && rng.random_bool(0.05) {
+                        // A range tombstone among the batch's puts and deletes: later
+                        // entries of the batch win over it, earlier ones are deleted.
+                        let (start, end) = key_range(&mut rng);
+                        b.delete_range(&start, &end);
+                        delete_range(&mut staged, &start, &end);
+                    } else if rng.random_bool(0.7) {
                         let v = value(&mut rng, step);
                         b.put(&k, &v);
                         staged.insert(k, v);
@@ -199,6 +233,21 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                 d.write_opt(b, WriteOptions { sync })
                     .unwrap_or_else(|e| panic!("{}: batch: {e}", ctx()));
                 model = staged;
+            }
+            50..=51 => {
+                let (start, end) = key_range(&mut rng);
+                let r = d.delete_range(&start, &end);
+                if d.supports_scans() {
+                    r.unwrap_or_else(|e| panic!("{}: delete_range: {e}", ctx()));
+                    delete_range(&mut model, &start, &end);
+                } else {
+                    // A layout without key order refuses it and changes nothing.
+                    assert!(
+                        matches!(r, Err(shale::Error::Unsupported(_))),
+                        "{}: delete_range on a point-only layout: {r:?}",
+                        ctx()
+                    );
+                }
             }
             52..=71 => {
                 let k = key(&mut rng);

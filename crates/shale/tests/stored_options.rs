@@ -23,12 +23,15 @@ fn created(design: &str) -> Options {
     o.table.compression = Compression::Lz4;
     o.flsm.top_level_bits = 9;
     o.vlog_segment_size = 1 << 20;
+    o.trie.max_sub_levels = 5;
+    o.trie.gc_garbage_ratio = 0.25;
+    o.trie.gc_sample_bits = 3;
     o
 }
 
 #[test]
 fn a_store_opens_with_what_it_was_created_with() {
-    for design in ["leveldb", "pebblesdb", "wisckey"] {
+    for design in ["leveldb", "pebblesdb", "wisckey", "lsm-trie"] {
         let dir = temp(design);
         let db = Db::open(&dir, created(design)).unwrap();
         db.put(b"k", b"v").unwrap();
@@ -38,6 +41,9 @@ fn a_store_opens_with_what_it_was_created_with() {
         assert_eq!(loaded.axes(), want.axes(), "{design}");
         assert_eq!(loaded.table, want.table, "{design}");
         assert_eq!(loaded.flsm, want.flsm, "{design}");
+        assert_eq!(loaded.trie.max_sub_levels, 5, "{design}");
+        assert_eq!(loaded.trie.gc_garbage_ratio, 0.25, "{design}");
+        assert_eq!(loaded.trie.gc_sample_bits, 3, "{design}");
         assert_eq!(loaded.write_buffer_size, want.write_buffer_size, "{design}");
         assert_eq!(loaded.vlog_segment_size, 1 << 20, "{design}");
         assert_eq!(
@@ -139,4 +145,52 @@ fn load_options_without_a_store_is_an_error() {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("no store at"), "{m}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
+}
+
+#[test]
+fn an_lsm_trie_store_keeps_its_layout_and_depth_and_follows_its_trie_options() {
+    let dir = temp("trie");
+    let db = Db::open(&dir, created("lsm-trie")).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i}").as_bytes(), b"v").unwrap();
+    }
+    db.close().unwrap();
+    // The layout and the depth decide which container holds a table: fixed.
+    let mut wrong = created("lsm-trie");
+    wrong.num_levels = 7;
+    assert!(
+        matches!(Db::open(&dir, wrong), Err(Error::InvalidArgument(m)) if m.contains("num_levels=5, but the options ask for 7"))
+    );
+    let mut wrong = created("lsm-trie");
+    wrong.layout = LayoutKind::Leveled;
+    wrong.table_format = shale::TableKind::Sst;
+    match Db::open(&dir, wrong) {
+        Err(Error::InvalidArgument(m)) => assert!(
+            m.contains("created with layout=trie, but the options ask for leveled")
+                && m.contains("`--layout trie` or `--design lsm-trie`"),
+            "{m}"
+        ),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // The trie's own options steer compaction only: they may change, and the record follows.
+    let mut changed = created("lsm-trie");
+    changed.trie.max_sub_levels = 3;
+    changed.trie.gc_garbage_ratio = 0.75;
+    let db = Db::open(&dir, changed).unwrap();
+    db.put(b"k100", b"v").unwrap();
+    db.close().unwrap();
+    let loaded = shale::load_options(&dir, Options::default()).unwrap();
+    assert_eq!(loaded.layout, LayoutKind::Trie);
+    assert_eq!(loaded.trie.max_sub_levels, 3);
+    assert_eq!(loaded.trie.gc_garbage_ratio, 0.75);
+    assert_eq!(loaded.trie.gc_sample_bits, 3);
+    let db = Db::open(&dir, loaded).unwrap();
+    for i in 0..=100u32 {
+        assert_eq!(
+            db.get(format!("k{i}").as_bytes()).unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+    db.close().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,6 +23,12 @@ fn opts(env: &Env, design: &str) -> Options {
     o.level0_compaction_trigger = 100;
     o.level0_slowdown_trigger = 200;
     o.level0_stop_trigger = 300;
+    // The two tables must have the same size: without filters, an lsm-trie table does
+    // not carry copies of the filters of the table below it (its filter cluster), which
+    // would make the second flush larger. Identity is checked the same either way.
+    if o.layout == shale::LayoutKind::Trie {
+        o.table.bloom_bits_per_key = 0;
+    }
     o
 }
 
@@ -90,11 +96,16 @@ fn refused_naming(env: &Env, design: &str, bad: &Path, key: &[u8], good_key: &[u
         };
         assert_eq!(corruption_at(&e), bad, "{design} {what}: scan: {e}");
     }
-    assert_eq!(
-        db.get(good_key).unwrap().as_deref(),
-        Some(&b"0123456789"[..]),
-        "{design} {what}"
-    );
+    match db.get(good_key) {
+        Ok(v) => assert_eq!(v.as_deref(), Some(&b"0123456789"[..]), "{design} {what}"),
+        // The trie's tables have no key ranges: both tables sit in the root container, on
+        // every key's path, and without filters (see `opts`) nothing lets a get skip the
+        // newer, bad one. Failing there, naming it, is right: it might hold a newer version.
+        Err(e) if design == "lsm-trie" => {
+            assert_eq!(corruption_at(&e), bad, "{design} {what}: good key: {e}")
+        }
+        Err(e) => panic!("{design} {what}: the good key's get failed: {e}"),
+    }
     db.close().unwrap();
 }
 

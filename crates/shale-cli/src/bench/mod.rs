@@ -24,7 +24,17 @@ use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
 use keys::{LiveSet, ValueGen, key_fits};
 use report::{BenchResult, JsonSetting, dir_size, read_proc_io};
-use workloads::{BENCHMARKS, Shared, Tally, Workload};
+use workloads::{BENCHMARKS, Shared, Tally, ValueSizes, Workload};
+
+impl BenchArgs {
+    /// The value sizes `--value-size` and `--value-size-dist` ask for.
+    ///
+    /// # Errors
+    /// A `--value-size-dist` that is neither `fixed` nor `uniform:MIN:MAX`.
+    pub fn value_sizes(&self) -> CliResult<ValueSizes> {
+        ValueSizes::parse(&self.value_size_dist, self.value_size).map_err(CliError::msg)
+    }
+}
 
 /// Parse a db_bench boolean: `1`/`0`, `true`/`false`, `yes`/`no`.
 pub fn parse_bool(s: &str) -> Result<bool, String> {
@@ -73,9 +83,15 @@ pub struct BenchArgs {
     /// Key size in bytes (keys are zero-padded decimal numbers).
     #[arg(long = "key-size", alias = "key_size", default_value_t = 16)]
     pub key_size: usize,
-    /// Value size in bytes.
+    /// Value size in bytes (with `--value-size-dist fixed`).
     #[arg(long = "value-size", alias = "value_size", default_value_t = 100)]
     pub value_size: usize,
+    /// Value sizes: `fixed` (every value --value-size bytes) or `uniform:MIN:MAX` (each
+    /// key's value MIN..=MAX bytes, drawn uniformly from the key number and --seed, the same
+    /// for every write of the key so reads check it; LSM-trie's workload is uniform:1:200).
+    /// Reports give the mean as the value size.
+    #[arg(long = "value-size-dist", default_value = "fixed", value_name = "DIST")]
+    pub value_size_dist: String,
     /// Worker threads, each doing its share of the operations.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub threads: u64,
@@ -263,14 +279,16 @@ fn settings_block(
     engine_lines: &[String],
 ) -> String {
     let mbf = |n: f64| n / 1048576.0;
-    let entry = (a.key_size + a.value_size) as f64;
+    let sizes = a.value_sizes().unwrap_or(ValueSizes::Fixed(a.value_size));
+    let value = sizes.mean();
+    let entry = a.key_size as f64 + value;
     // The generated values compress to about half (as db_bench's); without compression
     // the files hold them whole.
     let compressing = a.store.compression != "none";
-    let stored_value = if compressing {
-        a.value_size as f64 * 0.5
-    } else {
-        a.value_size as f64
+    let stored_value = if compressing { value * 0.5 } else { value };
+    let each = match sizes.describe() {
+        Some(d) => format!("{value:.1} bytes on average ({d})"),
+        None => format!("{} bytes each", a.value_size),
     };
     let compressed = a.key_size as f64 + stored_value;
     let mut s = String::new();
@@ -281,15 +299,13 @@ fn settings_block(
     s.push_str(&format!("Keys:       {} bytes each\n", a.key_size));
     if compressing {
         s.push_str(&format!(
-            "Values:     {} bytes each ({} bytes after compression)\n",
-            a.value_size,
-            a.value_size / 2
+            "Values:     {each} ({:.0} bytes after compression)\n",
+            value / 2.0
         ));
     } else {
         s.push_str(&format!(
-            "Values:     {} bytes each (stored uncompressed; they would compress to about {})\n",
-            a.value_size,
-            a.value_size / 2
+            "Values:     {each} (stored uncompressed; they would compress to about {:.0})\n",
+            value / 2.0
         ));
     }
     s.push_str(&format!("Entries:    {}\n", a.num));
@@ -319,7 +335,7 @@ fn settings_block(
         mbf(a.store.cache_size as f64)
     ));
     s.push_str(&format!("Compression: {}\n", a.store.compression));
-    s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits));
+    s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits()));
     s.push_str(&format!("Threads:    {}\n", a.threads));
     s.push_str(&format!("Sync:       {}\n", a.sync));
     s.push_str(&format!("DB path:    [{}]\n", dir.display()));
@@ -392,6 +408,7 @@ pub fn run(a: &BenchArgs) -> CliResult {
         return Ok(ExitCode::SUCCESS);
     }
     let names = parse_benchmarks(&a.benchmarks)?;
+    a.value_sizes()?;
     if !key_fits(a.num, a.key_size) {
         return Err(CliError::msg(format!(
             "--key-size {} is too small for --num {}: keys are zero-padded decimal numbers",
@@ -444,7 +461,7 @@ fn run_all(
         num: a.num,
         reads,
         key_size: a.key_size,
-        value_size: a.value_size,
+        value_sizes: a.value_sizes()?,
         threads: a.threads as usize,
         seed: a.seed,
         sync: a.sync,
@@ -462,13 +479,15 @@ fn run_all(
     if !live_known {
         live.fill();
     }
-    let values = ValueGen::new(a.value_size, a.seed);
+    let values = ValueGen::new(w.value_sizes.max(), a.seed);
     let design = a.store.design_name();
+    let dist = w.value_sizes.describe();
     let setting = JsonSetting {
         num: a.num,
         threads: a.threads,
         key_size: Some(a.key_size as u64),
-        value_size: a.value_size as u64,
+        value_size: w.value_sizes.mean().round() as u64,
+        value_size_dist: dist.as_deref(),
         ..JsonSetting::for_engine(&a.store, &design)
     };
     let mut out = std::io::stdout();
@@ -543,7 +562,7 @@ fn run_all(
             user_bytes_written: tally.user_bytes_written,
             io,
             db_size: dir_size(dir),
-            live_bytes: live_keys * (a.key_size + a.value_size) as u64,
+            live_bytes: (live_keys as f64 * (a.key_size as f64 + w.value_sizes.mean())) as u64,
             live_keys,
             engine: engine_diff,
             timeline,
@@ -676,16 +695,19 @@ mod engine_tests {
     }
 
     fn bench(e: &MemEngine, list: &str) -> (ExitCode, Vec<Value>) {
+        bench_with(e, list, &[])
+    }
+
+    fn bench_with(e: &MemEngine, list: &str, extra: &[&str]) -> (ExitCode, Vec<Value>) {
         let benchmarks = format!("--benchmarks={list}");
-        let a = Wrap::try_parse_from([
+        let args = [
             "bench",
             &benchmarks,
             "--num=3000",
             "--threads=2",
             "--histogram",
-        ])
-        .unwrap()
-        .a;
+        ];
+        let a = Wrap::try_parse_from(args.iter().chain(extra)).unwrap().a;
         let names = parse_benchmarks(&a.benchmarks).unwrap();
         let sink = Sink::default();
         let mut json: Option<Box<dyn Write>> = Some(Box::new(sink.clone()));
@@ -714,6 +736,65 @@ mod engine_tests {
         assert_eq!(lines[1].get("found"), Some(&json!(3000)));
         assert_eq!(lines[0].get("space_amp"), Some(&json!(0.0)));
         assert_eq!(lines[0].get("engine_write_amp"), Some(&json!(1.0)));
+    }
+
+    #[test]
+    fn a_value_size_distribution_is_written_and_checked() {
+        let e = MemEngine::default();
+        let (code, lines) = bench_with(
+            &e,
+            "fillrandom,readrandom",
+            &["--value-size-dist", "uniform:1:50"],
+        );
+        assert_eq!(code, ExitCode::SUCCESS);
+        for l in &lines {
+            assert_eq!(l.get("value_size_dist"), Some(&json!("uniform:1:50")));
+            assert_eq!(l.get("value_size"), Some(&json!(26)));
+        }
+        assert_eq!(lines[1].get("found"), Some(&json!(3000)));
+        let written = lines[0]
+            .get("user_bytes_written")
+            .and_then(Value::as_u64)
+            .unwrap();
+        // 3000 keys of 16 bytes and values of 25.5 bytes on average.
+        assert!(
+            (3000 * 16 + 3000 * 22..3000 * 16 + 3000 * 29).contains(&written),
+            "{written}"
+        );
+        let (_, fixed) = bench(&e, "fillrandom");
+        assert_eq!(fixed[0].get("value_size_dist"), None);
+        let bad = Wrap::try_parse_from(["bench", "--value-size-dist", "uniform:9:1"])
+            .unwrap()
+            .a;
+        assert!(bad.value_sizes().is_err());
+    }
+
+    #[test]
+    fn bloom_bits_default_to_the_design_s() {
+        let bits = |args: &[&str]| {
+            Wrap::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+                .unwrap()
+                .a
+                .store
+                .bloom_bits()
+        };
+        assert_eq!(bits(&[]), 10);
+        assert_eq!(bits(&["--design", "lsm-trie"]), 16);
+        assert_eq!(bits(&["--design", "lsm-trie", "--bloom-bits", "10"]), 10);
+        assert_eq!(bits(&["--design", "leveldb", "--bloom_bits", "12"]), 12);
+        let c = Wrap::try_parse_from(["bench", "--design", "lsm-trie"])
+            .unwrap()
+            .a
+            .store
+            .config()
+            .unwrap();
+        assert_eq!(
+            crate::engine::shale_options(&c)
+                .unwrap()
+                .table
+                .bloom_bits_per_key,
+            16
+        );
     }
 
     #[test]

@@ -211,6 +211,14 @@ impl BenchResult {
         )
     }
 
+    /// Blocks of `kind` (`data`, `filter`, `value`) the gets of a read benchmark read from
+    /// storage per lookup, when the engine counts them.
+    pub fn blocks_per_get(&self, kind: &str) -> Option<f64> {
+        let (_, lookups) = self.found?;
+        let n = self.engine.as_ref()?.get_blocks_of(kind)?;
+        (lookups > 0).then(|| n as f64 / lookups as f64)
+    }
+
     /// The engine's own counters by cause, when it keeps them.
     pub fn engine_line(&self, engine: &str) -> Option<String> {
         let c = self.engine.as_ref()?;
@@ -230,6 +238,15 @@ impl BenchResult {
             " read_bytes/op={:.1}",
             c.total_read() as f64 / self.ops.max(1) as f64
         ));
+        // Blocks a get read from storage (block-cache misses), for read benchmarks.
+        if let Some(d) = self.blocks_per_get("data") {
+            s.push_str(&format!(" blocks/get data={d:.3}"));
+            for kind in ["filter", "value"] {
+                if let Some(n) = self.blocks_per_get(kind) {
+                    s.push_str(&format!(" {kind}={n:.3}"));
+                }
+            }
+        }
         Some(s)
     }
 
@@ -249,6 +266,7 @@ impl BenchResult {
             threads: setting.threads,
             key_size: setting.key_size,
             value_size: setting.value_size,
+            value_size_dist: setting.value_size_dist.map(str::to_string),
             write_buffer_size: setting.write_buffer_size,
             ops: self.ops,
             seconds: self.seconds,
@@ -301,6 +319,10 @@ impl BenchResult {
                     })
                     .collect(),
                 engine_memory: names(&c.memory),
+                engine_get_blocks_read: names(&c.get_blocks),
+                engine_data_blocks_per_get: self.blocks_per_get("data"),
+                engine_filter_blocks_per_get: self.blocks_per_get("filter"),
+                engine_value_reads_per_get: self.blocks_per_get("value"),
             }),
             timeline: self.timeline.clone(),
         }
@@ -320,8 +342,10 @@ pub struct JsonSetting<'a> {
     pub threads: u64,
     /// `--key-size` (`None` when keys vary, as in YCSB).
     pub key_size: Option<u64>,
-    /// `--value-size`.
+    /// `--value-size` (the mean size under a distribution).
     pub value_size: u64,
+    /// `--value-size-dist` when it is not `fixed` (`uniform:1:200`).
+    pub value_size_dist: Option<&'a str>,
     /// The memtable size the engine ran with.
     pub write_buffer_size: u64,
 }
@@ -337,6 +361,7 @@ impl<'a> JsonSetting<'a> {
             threads: 0,
             key_size: None,
             value_size: 0,
+            value_size_dist: None,
             write_buffer_size: store.memtable_bytes() as u64,
         }
     }
@@ -382,6 +407,7 @@ mod tests {
             engine: Some(Counters {
                 written: vec![("wal", 0)],
                 read: vec![("get", 8192)],
+                get_blocks: vec![("data", 2_100_000), ("filter", 500_000), ("value", 0)],
                 ..Default::default()
             }),
             timeline: vec![(1.0, 1_000_000), (2.0, 1_500_000), (4.69, 2_000_000)],
@@ -428,6 +454,13 @@ mod tests {
             e.contains("read get=0.0MB") && e.contains("write_amp=0.00"),
             "{e}"
         );
+        assert!(
+            e.contains("blocks/get data=1.050 filter=0.250 value=0.000"),
+            "{e}"
+        );
+        r.found = None;
+        let e = r.engine_line("shale").unwrap();
+        assert!(!e.contains("blocks/get"), "not a read benchmark: {e}");
     }
 
     #[test]
@@ -440,6 +473,7 @@ mod tests {
             threads: 1,
             key_size: Some(16),
             value_size: 100,
+            value_size_dist: None,
             write_buffer_size: 4 << 20,
         };
         let text = crate::json::to_line(&r.to_json(&s)).unwrap();
@@ -481,6 +515,13 @@ mod tests {
             v.get("engine_bytes_read").and_then(|r| r.get("get")),
             Some(&json!(8192))
         );
+        assert_eq!(
+            v.get("engine_get_blocks_read"),
+            Some(&json!({"data": 2_100_000, "filter": 500_000, "value": 0}))
+        );
+        assert_eq!(v.get("engine_data_blocks_per_get"), Some(&json!(1.05)));
+        assert_eq!(v.get("engine_filter_blocks_per_get"), Some(&json!(0.25)));
+        assert_eq!(v.get("engine_value_reads_per_get"), Some(&json!(0.0)));
         // Read back, the line is the same result.
         let back: BenchJson = serde_json::from_str(&text).unwrap();
         assert_eq!(back, r.to_json(&s));

@@ -8,7 +8,9 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::bench::histogram::Histogram;
-use crate::bench::keys::{LiveSet, Permutation, ValueGen, format_key, format_missing_key};
+use crate::bench::keys::{
+    LiveSet, Permutation, ValueGen, format_key, format_missing_key, splitmix64,
+};
 use crate::engine::{Engine, EngineResult};
 
 /// Every benchmark name `--benchmarks` accepts.
@@ -30,6 +32,85 @@ pub const BENCHMARKS: [&str; 15] = [
     "stats",
 ];
 
+/// How long each key's value is (`--value-size`, `--value-size-dist`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueSizes {
+    /// Every value has the same size.
+    Fixed(usize),
+    /// Each key's value has its own size, uniform in `min..=max`: a hash of the key number
+    /// and the seed, so every write of a key has the same size and reads can check it.
+    Uniform {
+        /// Smallest size.
+        min: usize,
+        /// Largest size.
+        max: usize,
+    },
+}
+
+impl ValueSizes {
+    /// Parse `--value-size-dist`: `fixed` (every value `fixed` bytes) or `uniform:MIN:MAX`.
+    ///
+    /// # Errors
+    /// A sentence naming what is wrong.
+    pub fn parse(dist: &str, fixed: usize) -> Result<ValueSizes, String> {
+        if dist == "fixed" {
+            return Ok(ValueSizes::Fixed(fixed));
+        }
+        let bad = || {
+            format!(
+                "--value-size-dist {dist:?}: expected `fixed` or `uniform:MIN:MAX` (MIN <= MAX)"
+            )
+        };
+        let mut parts = dist.split(':');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("uniform"), Some(lo), Some(hi), None) => {
+                let min: usize = lo.parse().map_err(|_| bad())?;
+                let max: usize = hi.parse().map_err(|_| bad())?;
+                if min > max {
+                    return Err(bad());
+                }
+                Ok(ValueSizes::Uniform { min, max })
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    /// The size of key number `k`'s value.
+    pub fn of(&self, k: u64, seed: u64) -> usize {
+        match *self {
+            ValueSizes::Fixed(n) => n,
+            ValueSizes::Uniform { min, max } => {
+                let span = (max - min) as u64 + 1;
+                min + (splitmix64(k ^ seed.rotate_left(17) ^ 0x5641_4c53_495a_4531) % span) as usize
+            }
+        }
+    }
+
+    /// The largest size.
+    pub fn max(&self) -> usize {
+        match *self {
+            ValueSizes::Fixed(n) => n,
+            ValueSizes::Uniform { max, .. } => max,
+        }
+    }
+
+    /// The mean size.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            ValueSizes::Fixed(n) => n as f64,
+            ValueSizes::Uniform { min, max } => (min + max) as f64 / 2.0,
+        }
+    }
+
+    /// `None` for fixed sizes, else the distribution as `--value-size-dist` spells it.
+    pub fn describe(&self) -> Option<String> {
+        match *self {
+            ValueSizes::Fixed(_) => None,
+            ValueSizes::Uniform { min, max } => Some(format!("uniform:{min}:{max}")),
+        }
+    }
+}
+
 /// The settings a workload needs.
 #[derive(Debug, Clone)]
 pub struct Workload {
@@ -39,8 +120,8 @@ pub struct Workload {
     pub reads: u64,
     /// Key bytes.
     pub key_size: usize,
-    /// Value bytes.
-    pub value_size: usize,
+    /// Value bytes of each key.
+    pub value_sizes: ValueSizes,
     /// Worker threads.
     pub threads: usize,
     /// Seed of every random choice.
@@ -62,6 +143,11 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The size of key number `k`'s value.
+    pub fn value_len(&self, k: u64) -> usize {
+        self.value_sizes.of(k, self.seed)
+    }
+
     /// The key set `overwrite` draws from: `hot_keys` keys chosen once by the seed, so that
     /// repeated rounds overwrite the same keys again.
     fn hot_set(&self) -> Permutation {
@@ -223,6 +309,7 @@ fn check_lookup(
     t: &mut Tally,
     sh: &Shared<'_>,
     w: &Workload,
+    k: u64,
     was_live: bool,
     got: Option<usize>,
     writer_running: bool,
@@ -230,7 +317,7 @@ fn check_lookup(
     t.lookups += 1;
     if let Some(len) = got {
         t.found += 1;
-        if sh.live_known && len != w.value_size {
+        if sh.live_known && len != w.value_len(k) {
             t.malformed += 1;
         }
     }
@@ -347,7 +434,7 @@ fn write_keys(
                 sh.live.remove(k);
                 wk.tally.user_bytes_written += wk.key.len() as u64;
             } else {
-                let value = wk.values.next(w.value_size);
+                let value = wk.values.next(w.value_len(k));
                 sh.engine.put(&wk.key, value, w.sync)?;
                 sh.live.insert(k);
                 let n = (wk.key.len() + value.len()) as u64;
@@ -395,6 +482,7 @@ fn read_random(
                 &mut wk.tally,
                 sh,
                 w,
+                k,
                 was_live,
                 got.as_ref().map(Vec::len),
                 writing,
@@ -431,7 +519,7 @@ fn seek_random(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResult
             })?;
             wk.done(start, sh);
             wk.tally.bytes += bytes;
-            check_lookup(&mut wk.tally, sh, w, was_live, hit, false);
+            check_lookup(&mut wk.tally, sh, w, k, was_live, hit, false);
         }
         Ok(wk.finish(sh, began))
     })
@@ -475,7 +563,7 @@ fn read_all(
             if sh.live_known {
                 match key_number(key, w.key_size) {
                     Some(k) if sh.live.contains(k) => {
-                        if value.len() != w.value_size {
+                        if value.len() != w.value_len(k) {
                             malformed += 1;
                         }
                     }
@@ -519,7 +607,7 @@ fn update_random(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResu
             let was_live = sh.live.contains(k);
             let start = Instant::now();
             let got = sh.engine.get(&wk.key)?;
-            let value = wk.values.next(w.value_size);
+            let value = wk.values.next(w.value_len(k));
             sh.engine.put(&wk.key, value, w.sync)?;
             sh.live.insert(k);
             let n = (wk.key.len() + value.len()) as u64;
@@ -531,6 +619,7 @@ fn update_random(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResu
                 &mut wk.tally,
                 sh,
                 w,
+                k,
                 was_live,
                 got.as_ref().map(Vec::len),
                 true,
@@ -576,7 +665,7 @@ fn update_scan(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> EngineResult
                 wk.tally.malformed += out_of_order;
                 ns
             } else {
-                let value = wk.values.next(w.value_size);
+                let value = wk.values.next(w.value_len(k));
                 let start = Instant::now();
                 sh.engine.put(&wk.key, value, w.sync)?;
                 let ns = start.elapsed().as_nanos() as u64;
@@ -604,7 +693,7 @@ fn read_while_writing(sh: &Shared<'_>, w: &Workload, values: &ValueGen) -> Engin
             while !readers_done.load(Ordering::Acquire) && !sh.abort.load(Ordering::Relaxed) {
                 let k = wk.rng.random_range(0..w.num.max(1));
                 format_key(k, w.key_size, &mut wk.key);
-                let value = wk.values.next(w.value_size);
+                let value = wk.values.next(w.value_len(k));
                 sh.engine.put(&wk.key, value, w.sync)?;
                 sh.live.insert(k);
                 wk.tally.user_bytes_written += (wk.key.len() + value.len()) as u64;
@@ -712,7 +801,7 @@ mod engine_tests {
             num,
             reads: num,
             key_size: 16,
-            value_size: 32,
+            value_sizes: ValueSizes::Fixed(32),
             threads,
             seed: 42,
             sync: false,
@@ -736,11 +825,52 @@ mod engine_tests {
             progress: &progress,
             abort: &abort,
         };
-        let values = ValueGen::new(w.value_size, w.seed);
+        let values = ValueGen::new(w.value_sizes.max(), w.seed);
         names
             .iter()
             .map(|n| run(n, &sh, w, &values).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn value_sizes_parse_and_stay_in_range_per_key() {
+        assert_eq!(ValueSizes::parse("fixed", 7), Ok(ValueSizes::Fixed(7)));
+        let u = ValueSizes::parse("uniform:1:200", 7).unwrap();
+        assert_eq!(u, ValueSizes::Uniform { min: 1, max: 200 });
+        assert_eq!(u.describe().as_deref(), Some("uniform:1:200"));
+        assert_eq!((u.max(), u.mean()), (200, 100.5));
+        for bad in ["uniform:5:1", "uniform:1", "normal:1:2", "uniform:a:2", ""] {
+            assert!(ValueSizes::parse(bad, 7).is_err(), "{bad}");
+        }
+        let sizes: Vec<usize> = (0..20_000).map(|k| u.of(k, 42)).collect();
+        assert!(sizes.iter().all(|s| (1..=200).contains(s)));
+        assert!(sizes.contains(&1) && sizes.contains(&200));
+        let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
+        assert!((98.0..103.0).contains(&mean), "{mean}");
+        assert_eq!(u.of(5, 42), u.of(5, 42), "a key keeps its size");
+    }
+
+    #[test]
+    fn reads_check_each_key_s_own_size() {
+        let e = MemEngine::default();
+        let mut w = workload(1500, 2);
+        w.value_sizes = ValueSizes::Uniform { min: 1, max: 60 };
+        let t = run_seq(
+            &e,
+            &w,
+            &[
+                "fillrandom",
+                "readrandom",
+                "overwrite",
+                "readrandom",
+                "readseq",
+            ],
+        );
+        for (i, t) in t.iter().enumerate() {
+            assert_eq!(t.malformed, 0, "benchmark {i}");
+            assert_eq!(t.missing, 0, "benchmark {i}");
+        }
+        assert_eq!(t[1].found, 1500);
     }
 
     #[test]

@@ -252,6 +252,7 @@ mod tests {
                     },
                 ],
                 engine_memory: Vec::new(),
+                ..Default::default()
             }),
             timeline,
             ..Default::default()

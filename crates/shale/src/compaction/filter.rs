@@ -75,14 +75,19 @@ impl EntryHook for Filtering<'_> {
         // entry written as it was (a damaged newest one then fails reads as it did before,
         // and `verify` reports it).
         let value = match kind {
-            ValueKind::ValuePointer => match self.hook.values.resolve(user_key, kind, stored) {
+            ValueKind::ValuePointer => match self.hook.values.resolve(
+                user_key,
+                kind,
+                stored,
+                crate::env::ReadCause::Compaction,
+            ) {
                 Ok(v) => v,
                 Err(_) => {
                     self.unreadable += 1;
                     return Ok(Verdict::Keep);
                 }
             },
-            _ => std::borrow::Cow::Borrowed(stored),
+            _ => crate::values::ValueBytes::Borrowed(stored),
         };
         let verdict = match self.hook.filter.filter(&self.context, user_key, &value) {
             Decision::Keep => return Ok(Verdict::Keep),

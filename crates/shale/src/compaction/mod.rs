@@ -15,6 +15,17 @@
 //! the key (`is_base_for_key`), nothing older exists outside this compaction either, and the
 //! tombstone itself is dropped.
 //!
+//! # Range tombstones
+//!
+//! The flushed range tombstones of the version the plan was made from
+//! ([`crate::rangedel`]) drop an entry `(key, q)` when a tombstone `r > q` covers `key` and
+//! no snapshot lies in `[q, r)`: every reader that would see the entry sees the tombstone
+//! too (the same stripe rule). Older entries of the key are covered by the same tombstone
+//! and dropped by the same test or as shadowed. The tombstones stay in the version until
+//! no file holds an entry they could hide (`Version::obsolete_range_dels`), so what a
+//! compaction leaves in deeper levels stays hidden. Only flushed tombstones are used: they
+//! were all published before the plan was made.
+//!
 //! # The compaction filter
 //!
 //! With [`crate::Options::compaction_filter`] set, the same loop asks it about the newest
@@ -89,7 +100,14 @@ pub struct MergeSpec<'a> {
     /// this returns for it, one open table per partition (LSM-trie writes one table per
     /// child container). `None`: one stream of tables, cut by size.
     pub partition: Option<&'a Partition<'a>>,
+    /// The pile a new output of a partition (0 without partitions) is laid on, told to its
+    /// writer ([`TableWriter::lay_on`]): a layout of piles gives it so that a format that
+    /// clusters filters across a pile (`htable`) can. `None`: nothing is said.
+    pub pile: Option<&'a PileOf<'a>>,
 }
+
+/// The pile the output of a partition is laid on ([`MergeSpec::pile`]).
+pub type PileOf<'a> = dyn Fn(usize) -> Option<crate::table::Pile> + 'a;
 
 /// Where a merge appends instead of writing new tables (a layout of appendable tables,
 /// [`crate::table::TableFormat::appendable`]): each user key's entries go to one of
@@ -131,6 +149,8 @@ pub struct MergeStats {
     pub dropped_shadowed: u64,
     /// Tombstones dropped at the base level.
     pub dropped_tombstones: u64,
+    /// Entries dropped because a flushed range tombstone hides them from every reader.
+    pub dropped_range_deleted: u64,
     /// Entries the compaction filter removed (written as tombstones, or dropped).
     pub filter_removed: u64,
     /// Entries whose value the compaction filter changed.
@@ -215,6 +235,7 @@ fn merge_with<H: filter::EntryHook>(
     let mut builder: Option<OpenOutput> = None;
     let mut parked: Vec<(usize, OpenOutput)> = Vec::new();
     let mut part = 0usize;
+    let range_dels = ctx.version.range_dels();
     let result = (|| -> Result<()> {
         let mut current_key: Vec<u8> = Vec::new();
         let mut has_current = false;
@@ -265,6 +286,18 @@ fn merge_with<H: filter::EntryHook>(
                 last_stripe = usize::MAX;
             }
             let stripe = ctx.snapshots.partition_point(|&s| s < parsed.seq);
+            // A range tombstone newer than the entry in the same stripe hides it from
+            // every reader that could see it (module docs).
+            if range_dels
+                .min_covering_above(parsed.user_key, parsed.seq)
+                .is_some_and(|r| ctx.snapshots.partition_point(|&s| s < r) == stripe)
+            {
+                stats.dropped_range_deleted += 1;
+                (ctx.on_discard)(parsed.kind, input.value());
+                last_stripe = stripe;
+                input.next()?;
+                continue;
+            }
             // The filter: the newest entry of the key, seen by no snapshot.
             let mut rewritten: Option<(ValueKind, Vec<u8>)> = None;
             if H::ACTIVE && new_key && stripe == ctx.snapshots.len() {
@@ -301,7 +334,13 @@ fn merge_with<H: filter::EntryHook>(
                 }
             } else {
                 if builder.is_none() {
-                    builder = Some(open_output(outputs_to, route, &outputs, ctx)?);
+                    let mut o = open_output(outputs_to, route, &outputs, ctx)?;
+                    if let (Outputs::New { .. }, Some(pile)) = (outputs_to, spec.pile)
+                        && let Some(p) = pile(part)
+                    {
+                        o.writer.lay_on(&p);
+                    }
+                    builder = Some(o);
                 }
                 if let Some(b) = builder.as_mut().map(|o| &mut o.writer) {
                     match &rewritten {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::env::{ReadCause, WriteCause};
+use crate::env::{BlockKind, ReadCause, WriteCause};
 use crate::key::SeqNo;
 use crate::values::PlacementStats;
 
@@ -90,6 +90,9 @@ impl Snapshot {
 pub(crate) struct SnapshotInner {
     pub(crate) seq: SeqNo,
     pub(crate) registry: Arc<super::snapshots::SnapshotList>,
+    /// On a secondary handle, the view the snapshot was taken on: reads at it go there
+    /// (`db/secondary.rs`).
+    pub(crate) view: Option<Arc<super::DbInner>>,
 }
 
 impl Drop for SnapshotInner {
@@ -140,6 +143,10 @@ pub struct Stats {
     pub written: Vec<(WriteCause, u64)>,
     /// Bytes read from storage since open, by cause.
     pub read: Vec<(ReadCause, u64)>,
+    /// Blocks read from storage since open (block-cache hits are not reads), by cause and
+    /// kind: every cause with every kind, zeros included. `blocks_read_for(Get, Data)` per
+    /// get is what a get costs in data blocks.
+    pub blocks_read: Vec<(ReadCause, BlockKind, u64)>,
     /// Per level.
     pub levels: Vec<LevelStats>,
     /// Memtable flushes since open.
@@ -209,6 +216,13 @@ impl Stats {
     pub fn total_read(&self) -> u64 {
         self.read.iter().map(|&(_, n)| n).sum()
     }
+    /// Blocks of `kind` read from storage for `cause` since open.
+    pub fn blocks_read_for(&self, cause: ReadCause, kind: BlockKind) -> u64 {
+        self.blocks_read
+            .iter()
+            .find(|&&(c, k, _)| c == cause && k == kind)
+            .map_or(0, |&(_, _, n)| n)
+    }
     /// Bytes written for `cause`.
     pub fn written_for(&self, cause: WriteCause) -> u64 {
         self.written
@@ -259,6 +273,19 @@ impl std::fmt::Display for Stats {
         write!(f, "read(MB):")?;
         for (c, n) in &self.read {
             write!(f, " {}={:.1}", c.name(), mb(*n))?;
+        }
+        writeln!(f)?;
+        write!(f, "blocks read (not from the block cache):")?;
+        for c in ReadCause::ALL {
+            let per: Vec<String> = BlockKind::ALL
+                .iter()
+                .map(|&k| (k, self.blocks_read_for(c, k)))
+                .filter(|&(_, n)| n > 0)
+                .map(|(k, n)| format!("{}={n}", k.name()))
+                .collect();
+            if !per.is_empty() {
+                write!(f, " {} {}", c.name(), per.join(" "))?;
+            }
         }
         writeln!(f)?;
         writeln!(

@@ -14,6 +14,7 @@ use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
 use crate::layout::{PickContext, Plan, PlanKind};
+use crate::key::SeqNo;
 use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 
@@ -63,15 +64,33 @@ fn with_context<T>(
 
 /// Commit `edit`, install the version it makes, and run `after` under the `bg` lock (before
 /// waking anyone). Returns nothing; errors make the store read-only.
+///
+/// A flush passes the last sequence number of its memtable as `flushed_upto`: the range
+/// tombstones written into it (those of the super version up to that number) go into the
+/// edit and leave the super version's list in the same step that installs the version
+/// holding them. Every commit also drops the flushed range tombstones the new version no
+/// longer needs ([`crate::version::Version::obsolete_range_dels`]).
 fn commit(
     inner: &DbInner,
     edit: VersionEdit,
+    flushed_upto: Option<SeqNo>,
     after: impl FnOnce(&mut super::BgState, &mut Vec<Arc<dyn MemTable>>),
 ) -> Result<()> {
     let outputs: Vec<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
     let mut edit = edit;
     inner.values.note_edit(&mut edit);
+    if let Some(upto) = flushed_upto {
+        let sv = inner.super_version();
+        edit.range_dels.extend(
+            sv.range_dels
+                .tombstones()
+                .iter()
+                .filter(|t| t.seq <= upto)
+                .cloned(),
+        );
+    }
     let mut versions = inner.versions.lock();
+    drop_obsolete_range_dels(&versions.current(), &mut edit);
     let last_seq = inner.last_seq.load(Ordering::Acquire);
     let version = versions.log_and_apply(edit, last_seq);
     let version = match version {
@@ -87,10 +106,15 @@ fn commit(
         let mut sv = inner.super_version.write();
         let mut imms = sv.imms.clone();
         after(&mut bg, &mut imms);
+        let range_dels = match flushed_upto {
+            Some(upto) => Arc::new(sv.range_dels.without(|t| t.seq <= upto)),
+            None => Arc::clone(&sv.range_dels),
+        };
         *sv = Arc::new(SuperVersion {
             mem: Arc::clone(&sv.mem),
             imms,
             version,
+            range_dels,
         });
     }
     {
@@ -102,6 +126,25 @@ fn commit(
     bg.compaction_wanted = true;
     inner.bg_cv.notify_all();
     Ok(())
+}
+
+/// Add to `edit` the removal of every flushed range tombstone that the version `edit` makes
+/// from `current` no longer needs. Nothing when there are none, or when the edit does not
+/// fit (the commit reports that).
+fn drop_obsolete_range_dels(current: &crate::version::Version, edit: &mut VersionEdit) {
+    if current.range_dels().is_empty() && edit.range_dels.is_empty() {
+        return;
+    }
+    if let Ok(next) = current.apply(edit) {
+        let obsolete = next.obsolete_range_dels();
+        // One the edit itself adds (a flush's, covering nothing older) is simply not added.
+        edit.range_dels.retain(|t| !obsolete.contains(&t.seq));
+        edit.dropped_range_dels.extend(
+            obsolete
+                .into_iter()
+                .filter(|s| current.range_dels().tombstones().iter().any(|t| t.seq == *s)),
+        );
+    }
 }
 
 /// Flush the oldest frozen memtable. Requires that no other flush runs (the flush thread,
@@ -141,7 +184,7 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         return Err(e);
     }
     super::value_jobs::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
-    commit(inner, edit, |bg, imms| {
+    commit(inner, edit, Some(last_seq), |bg, imms| {
         bg.imms.pop_front();
         imms.retain(|m| !Arc::ptr_eq(m, &mem));
     })?;
@@ -243,7 +286,7 @@ fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
     // The edit was made from an older version than the one it is applied to when other
     // plans committed meanwhile. It still fits: it deletes only this plan's inputs, which no
     // other plan may touch while they are busy, and adds files with fresh numbers.
-    commit(inner, edit, |bg, _| {
+    commit(inner, edit, None, |bg, _| {
         if let Some(t) = ticket {
             bg.running.retain(|(n, _)| *n != t);
         }
@@ -377,8 +420,16 @@ pub(crate) fn compact_range(
             run_plan(inner, &plan, None)?;
         }
     }
-    // With a filter, what no step merged must meet it too.
-    if inner.options.compaction_filter.is_some() {
+    // With a filter, what no step merged must meet it too; so must the entries of the range
+    // that flushed range tombstones hide (the deepest level is merged only by this, and
+    // their space is reclaimed there).
+    let range_deleted = {
+        let v = inner.super_version().version.clone();
+        v.range_dels().tombstones().iter().any(|t| {
+            begin.is_none_or(|b| t.end.as_slice() > b) && end.is_none_or(|e| t.start.as_slice() <= e)
+        })
+    };
+    if inner.options.compaction_filter.is_some() || range_deleted {
         inner.check_writable()?;
         let plan = inner
             .layout

@@ -110,7 +110,7 @@ impl Db {
     /// checkpoint writes; [`Error::ReadOnlyOpen`] on a read-only handle;
     /// [`Error::ReadOnly`] after an earlier failure; [`Error::Io`] from the copy.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
-        create(&self.inner, dir.as_ref())
+        create(&self.inner(), dir.as_ref())
     }
 }
 

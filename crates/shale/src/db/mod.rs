@@ -51,6 +51,7 @@ mod parallel_tests;
 mod read;
 mod read_only;
 mod repair;
+mod secondary;
 mod snapshots;
 mod stats;
 mod store_files;
@@ -86,6 +87,7 @@ use crate::key::SeqNo;
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemoryComponent};
 use crate::options::{Options, WriteOptions};
+use crate::rangedel::RangeDels;
 use crate::table::cache::TableCache;
 use crate::values::ValueStore;
 use crate::version::Version;
@@ -108,16 +110,23 @@ pub use crate::wal::WriteBatch;
 /// # Ok::<(), shale::Error>(())
 /// ```
 pub struct Db {
-    inner: Arc<DbInner>,
+    handle: Handle,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Resolves separated values ahead of sequential scans; its threads start with the
     /// first scan that submits work and are joined on close.
     prefetch: Arc<PrefetchPool>,
 }
 
+/// What a [`Db`] reads and writes through: one state for its lifetime, or the changing
+/// view of a secondary handle (`secondary.rs`).
+enum Handle {
+    Fixed(Arc<DbInner>),
+    Follows(Box<secondary::Follow>),
+}
+
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+        f.debug_struct("Db").field("path", &self.inner().dir).finish()
     }
 }
 
@@ -127,6 +136,24 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables, newest first.
     pub(crate) imms: Vec<Arc<dyn MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of the memtables (logged, not yet flushed): a flush moves
+    /// those of its memtable into the version's. Added before their writes are published.
+    pub(crate) range_dels: Arc<RangeDels>,
+}
+
+impl SuperVersion {
+    /// The newest range tombstone covering `key` that a reader at `seq` sees (memtables'
+    /// and flushed ones).
+    pub(crate) fn max_range_del(&self, key: &[u8], seq: SeqNo) -> Option<SeqNo> {
+        let mem = self.range_dels.max_covering(key, seq);
+        let flushed = self.version.range_dels().max_covering(key, seq);
+        mem.max(flushed)
+    }
+
+    /// Whether any range tombstone exists (memtables' or flushed).
+    pub(crate) fn has_range_dels(&self) -> bool {
+        !self.range_dels.is_empty() || !self.version.range_dels().is_empty()
+    }
 }
 
 /// The write leader's state (the durability log itself belongs to the value placement).
@@ -285,6 +312,8 @@ pub(crate) struct Recovered {
     pub(crate) mem: Arc<dyn MemTable>,
     /// Frozen memtables, newest first (a read-only open keeps the replayed log in them).
     pub(crate) imms: Vec<Arc<dyn MemTable>>,
+    /// The memtables' range tombstones (a read-only open's replayed ones).
+    pub(crate) range_dels: Vec<crate::rangedel::RangeTombstone>,
     /// The store's lock (`None` for a read-only handle, which takes none).
     pub(crate) lock: Option<Box<dyn FileLock>>,
     pub(crate) read_only: bool,
@@ -318,6 +347,7 @@ impl DbInner {
                 mem: r.mem,
                 imms: r.imms,
                 version: r.version,
+                range_dels: Arc::new(RangeDels::new(r.range_dels)),
             })),
             versions: Mutex::new(r.versions),
             bg: Mutex::new(BgState {
@@ -369,6 +399,18 @@ impl DbInner {
             let _g = self.publish_lock.lock();
             self.publish_cv.notify_all();
         }
+    }
+
+    /// Add range tombstones written into the memtables. Requires that their writes are
+    /// not yet published.
+    pub(crate) fn add_range_dels(&self, tombstones: Vec<crate::rangedel::RangeTombstone>) {
+        let mut sv = self.super_version.write();
+        *sv = Arc::new(SuperVersion {
+            mem: Arc::clone(&sv.mem),
+            imms: sv.imms.clone(),
+            version: Arc::clone(&sv.version),
+            range_dels: Arc::new(sv.range_dels.with(tombstones)),
+        });
     }
 
     /// The current super version.
@@ -453,14 +495,15 @@ impl Db {
         let opened = open::open(path, options, wiring).map_err(|e| no_space_hint(e, &env, path));
         let db = Db::from_inner(opened?);
         db.start_threads()?;
-        let weak = Arc::downgrade(&db.inner);
+        let inner = db.inner().into_owned();
+        let weak = Arc::downgrade(&inner);
         let services = crate::memory::MemoryServices {
             oldest_snapshot: Arc::new(move || {
                 weak.upgrade()
                     .map_or(0, |i| i.snapshots.oldest(&i.last_seq))
             }),
         };
-        db.inner.memory.start(services)?;
+        inner.memory.start(services)?;
         Ok(db)
     }
 
@@ -470,29 +513,63 @@ impl Db {
         Ok(Db::from_inner(read_only::open(path, options, wiring)?))
     }
 
+    /// Open the store in `path` as a secondary handle with the parts `wiring` builds (the
+    /// public `Db::open_secondary` is in `crate::design`): see there.
+    pub(crate) fn open_secondary_with(
+        path: &Path,
+        options: Options,
+        wiring: secondary::WiringFn,
+    ) -> Result<Db> {
+        let follow = secondary::open(path, options.clone(), wiring)?;
+        Ok(Db::with_handle(Handle::Follows(Box::new(follow)), &options))
+    }
+
     /// A handle without background threads over `inner` (a read-only one needs none).
     fn from_inner(inner: Arc<DbInner>) -> Db {
-        let prefetch = PrefetchPool::new(
-            inner.options.scan_prefetch_threads,
-            inner.options.scan_prefetch_bytes,
-        );
+        let options = inner.options.clone();
+        Db::with_handle(Handle::Fixed(inner), &options)
+    }
+
+    fn with_handle(handle: Handle, options: &Options) -> Db {
+        let prefetch =
+            PrefetchPool::new(options.scan_prefetch_threads, options.scan_prefetch_bytes);
         Db {
-            inner,
+            handle,
             threads: Mutex::new(Vec::new()),
             prefetch,
         }
     }
 
+    /// The state this handle reads and writes through now: its own, or a secondary
+    /// handle's current view (each call may see a newer view after a catch-up, so a method
+    /// takes it once).
+    fn inner(&self) -> std::borrow::Cow<'_, Arc<DbInner>> {
+        match &self.handle {
+            Handle::Fixed(inner) => std::borrow::Cow::Borrowed(inner),
+            Handle::Follows(f) => std::borrow::Cow::Owned(f.view()),
+        }
+    }
+
+    /// The state a read at `snapshot` goes through: on a secondary handle, the view the
+    /// snapshot was taken on (later views may lack what it sees), else [`Db::inner`].
+    fn inner_at<'a>(&'a self, snapshot: Option<&'a Snapshot>) -> std::borrow::Cow<'a, Arc<DbInner>> {
+        match (&self.handle, snapshot.and_then(|s| s.inner.view.as_ref())) {
+            (Handle::Follows(_), Some(view)) => std::borrow::Cow::Borrowed(view),
+            _ => self.inner(),
+        }
+    }
+
     fn start_threads(&self) -> Result<()> {
         let mut threads = self.threads.lock();
+        let this = self.inner();
         let flush: fn(Arc<DbInner>) = background::flush_thread;
         let mut jobs = vec![("shale-flush".to_string(), flush)];
-        for i in 0..self.inner.options.max_background_compactions {
+        for i in 0..this.options.max_background_compactions {
             jobs.push((format!("shale-compact-{i}"), background::compaction_thread));
         }
         jobs.push(("shale-gc".to_string(), value_jobs::value_job_thread));
         for (name, f) in jobs {
-            let inner = Arc::clone(&self.inner);
+            let inner = Arc::clone(&this);
             let h = std::thread::Builder::new()
                 .name(name.clone())
                 .spawn(move || {
@@ -520,7 +597,10 @@ impl Db {
 
     /// The directory of the store.
     pub fn path(&self) -> &Path {
-        &self.inner.dir
+        match &self.handle {
+            Handle::Fixed(inner) => &inner.dir,
+            Handle::Follows(f) => f.dir(),
+        }
     }
 
     /// Set `key` to `value`.
@@ -564,6 +644,42 @@ impl Db {
         self.write_opt(b, options)
     }
 
+    /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`). It writes
+    /// one range tombstone, whatever the range holds: reads, scans and snapshots taken after
+    /// it no longer see those keys, snapshots taken before still do, and compactions drop
+    /// the deleted entries once no snapshot can see them (`docs/architecture.md`, "Range
+    /// deletes"). `start == end` deletes nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use shale::{Db, Options, env::Env};
+    /// let db = Db::open("/db", Options::default().with_env(Env::memory()))?;
+    /// db.put(b"a1", b"x")?;
+    /// db.put(b"b1", b"y")?;
+    /// db.delete_range(b"a", b"b")?;
+    /// assert_eq!(db.get(b"a1")?, None);
+    /// assert_eq!(db.get(b"b1")?.as_deref(), Some(&b"y"[..]));
+    /// # Ok::<(), shale::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `start > end` or a bound is over the key size limit;
+    /// [`Error::Unsupported`] for a layout without key order (`trie`); otherwise as
+    /// [`Db::put`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_opt(start, end, WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with write options (`sync`).
+    ///
+    /// # Errors
+    /// As [`Db::delete_range`].
+    pub fn delete_range_opt(&self, start: &[u8], end: &[u8], options: WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(start, end));
+        b.delete_range(start, end);
+        self.write_opt(b, options)
+    }
+
     /// Apply a batch atomically, without waiting for durability (it survives a process
     /// crash, not a machine crash).
     ///
@@ -578,7 +694,7 @@ impl Db {
     /// # Errors
     /// As [`Db::put`].
     pub fn write_opt(&self, batch: WriteBatch, options: WriteOptions) -> Result<()> {
-        write::write(&self.inner, batch, options.sync)
+        write::write(&self.inner(), batch, options.sync)
     }
 
     /// The value of `key`, if present.
@@ -586,7 +702,7 @@ impl Db {
     /// # Errors
     /// [`Error::Corruption`] or [`Error::Io`] from the files read.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, None)
+        read::get(&self.inner(), key, None)
     }
 
     /// The value of `key` as of `snapshot`.
@@ -594,16 +710,18 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner, key, Some(snapshot.sequence()))
+        read::get(&self.inner_at(Some(snapshot)), key, Some(snapshot.sequence()))
     }
 
     /// A point-in-time view for consistent reads; released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        let seq = self.inner.snapshots.acquire_current(&self.inner.last_seq);
+        let inner = self.inner();
+        let seq = inner.snapshots.acquire_current(&inner.last_seq);
         Snapshot {
             inner: Arc::new(api::SnapshotInner {
                 seq,
-                registry: Arc::clone(&self.inner.snapshots),
+                registry: Arc::clone(&inner.snapshots),
+                view: matches!(self.handle, Handle::Follows(_)).then(|| inner.into_owned()),
             }),
         }
     }
@@ -611,7 +729,7 @@ impl Db {
     /// Whether the store answers [`Db::iter`] and [`Db::cursor`]: false for a layout that
     /// places keys by hash (`lsm-trie`), whose stores answer point operations only.
     pub fn supports_scans(&self) -> bool {
-        self.inner.layout.supports_scans()
+        self.inner().layout.supports_scans()
     }
 
     /// An iterator of `(key, value)` pairs in key order; it is double-ended, so `.rev()`
@@ -621,7 +739,8 @@ impl Db {
     /// As [`Db::get`]; [`Error::Unsupported`] for a store whose layout has no key order
     /// ([`Db::supports_scans`]).
     pub fn iter(&self, options: IterOptions) -> Result<DbIterator> {
-        read::iter(&self.inner, options, self.scan_prefetch())
+        let inner = self.inner_at(options.snapshot.as_ref()).into_owned();
+        read::iter(&inner, options, self.scan_prefetch())
     }
 
     /// A positioned cursor with seek, next and prev. Starts unpositioned.
@@ -629,12 +748,13 @@ impl Db {
     /// # Errors
     /// As [`Db::iter`].
     pub fn cursor(&self, options: IterOptions) -> Result<Cursor> {
-        read::cursor(&self.inner, options, self.scan_prefetch())
+        let inner = self.inner_at(options.snapshot.as_ref()).into_owned();
+        read::cursor(&inner, options, self.scan_prefetch())
     }
 
     /// How this store's scans prefetch values, if at all.
     fn scan_prefetch(&self) -> Option<Prefetch> {
-        let o = &self.inner.options;
+        let o = &self.inner().options;
         (o.scan_prefetch_threads > 0 && o.scan_prefetch_depth > 0).then(|| Prefetch {
             pool: Arc::clone(&self.prefetch),
             depth: o.scan_prefetch_depth,
@@ -649,8 +769,9 @@ impl Db {
         &self,
         f: impl FnOnce(&mut crate::version::set::VersionSet, SeqNo) -> R,
     ) -> R {
-        let seq = self.inner.last_seq.load(Ordering::Acquire);
-        f(&mut self.inner.versions.lock(), seq)
+        let inner = self.inner();
+        let seq = inner.last_seq.load(Ordering::Acquire);
+        f(&mut inner.versions.lock(), seq)
     }
 
     /// The scan prefetch pool (tests check what reached it).
@@ -665,7 +786,7 @@ impl Db {
     /// [`Error::ReadOnly`] if a background failure stopped flushing; [`Error::ReadOnlyOpen`]
     /// on a read-only handle; [`Error::Io`].
     pub fn flush(&self) -> Result<()> {
-        background::flush_and_wait(&self.inner)
+        background::flush_and_wait(&self.inner())
     }
 
     /// About how many bytes of table files each range `[start, limit)` takes (RocksDB's
@@ -677,15 +798,16 @@ impl Db {
     /// A table that cannot be opened ([`Error::Io`]) or a damaged index
     /// ([`Error::Corruption`]).
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
-        let sv = self.inner.super_version();
+        let inner = self.inner();
+        let sv = inner.super_version();
         let ctx = crate::layout::ReadContext {
-            tables: &self.inner.tables,
+            tables: &inner.tables,
             cause: crate::env::ReadCause::Other,
         };
         ranges
             .iter()
             .map(|(start, limit)| {
-                self.inner
+                inner
                     .layout
                     .approximate_size(&sv.version, &ctx, start, limit)
             })
@@ -701,9 +823,10 @@ impl Db {
     /// [`Error::ReadOnly`] after an earlier failure, [`Error::Closed`], [`Error::Io`] from the
     /// sync (the store then turns read-only: what reached the log is unknown).
     pub fn sync_wal(&self) -> Result<()> {
-        self.inner.check_writable()?;
-        let _wal = self.inner.wal.lock();
-        self.inner.values.sync().inspect_err(|e| self.inner.set_error(e))
+        let inner = self.inner();
+        inner.check_writable()?;
+        let _wal = inner.wal.lock();
+        inner.values.sync().inspect_err(|e| inner.set_error(e))
     }
 
     /// Compact every table overlapping `[begin, end]` (open ends: everything) down the tree.
@@ -711,7 +834,7 @@ impl Db {
     /// # Errors
     /// As [`Db::flush`].
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(&self.inner, begin, end)
+        background::compact_range(&self.inner(), begin, end)
     }
 
     /// Run one value-log garbage collection now, on the sealed segment with the most garbage
@@ -723,38 +846,41 @@ impl Db {
     /// [`Error::ReadOnly`] after an earlier failure; [`Error::ReadOnlyOpen`] on a read-only
     /// handle; [`Error::Io`] or [`Error::Corruption`] from the segment read.
     pub fn run_value_gc(&self) -> Result<u64> {
-        self.inner.check_writable()?;
-        value_jobs::run(&self.inner, true)
+        let inner = self.inner();
+        inner.check_writable()?;
+        value_jobs::run(&inner, true)
     }
 
     /// One run of the placement's background job as its thread runs it (`force` false:
     /// only what passes the placement's own thresholds), for tests that drive it by hand.
     #[cfg(test)]
     pub(crate) fn run_value_job(&self, force: bool) -> Result<u64> {
-        value_jobs::run(&self.inner, force)
+        value_jobs::run(&self.inner(), force)
     }
 
     /// The table files of the current version, level by level (level 0 newest first, other
     /// levels in key order): what each holds and its key range, as RocksDB's
     /// `GetLiveFilesMetaData` reports. A snapshot of the moment; compactions change it.
     pub fn live_files(&self) -> Vec<LiveFile> {
-        stats::live_files(&self.inner)
+        stats::live_files(&self.inner())
     }
 
     /// Counters: bytes by cause, levels, write amplification.
     pub fn stats(&self) -> Stats {
-        stats::stats(&self.inner)
+        stats::stats(&self.inner())
     }
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
     /// `shale.last-sequence`, `shale.store-id` (16 hex digits), `shale.total-sst-bytes`, `shale.memtable-bytes`,
-    /// `shale.block-cache-usage`, `shale.design`, and RocksDB's `shale.mem-table-flush-pending`,
+    /// `shale.block-cache-usage`, `shale.design`, `shale.range-tombstones-mem` and
+    /// `shale.range-tombstones` (range tombstones not yet flushed, and flushed ones the
+    /// version keeps), and RocksDB's `shale.mem-table-flush-pending`,
     /// `shale.compaction-pending` (`1` from any change to the tree until the background
     /// finds nothing more to start; `0` after a failure) and `shale.num-running-compactions`
     /// (background ones): with all three `0` the store is settled, as a test that wants an
     /// image with no work left waits for. `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
-        stats::property(&self.inner, name)
+        stats::property(&self.inner(), name)
     }
 
     /// Close the store: stop background work, make the log durable and release the lock.
@@ -774,22 +900,23 @@ impl Db {
     /// counts of writes still only in the log would otherwise be lost at the next open
     /// (recovery replays them, but they are not user writes again).
     fn persist_placement(&self) -> Result<()> {
-        if self.inner.read_only {
+        let inner = self.inner();
+        if inner.read_only {
             return Ok(());
         }
         let mut edit = crate::manifest::VersionEdit::default();
-        self.inner.values.note_edit(&mut edit);
-        let c = &self.inner.counters;
+        inner.values.note_edit(&mut edit);
+        let c = &inner.counters;
         let counted = [&c.user_ops, &c.flushes, &c.compactions]
             .iter()
             .any(|n| n.load(Ordering::Relaxed) > 0);
         if (edit == crate::manifest::VersionEdit::default() && !counted)
-            || self.inner.bg.lock().error.is_some()
+            || inner.bg.lock().error.is_some()
         {
             return Ok(());
         }
-        let last_seq = self.inner.last_seq.load(Ordering::Acquire);
-        self.inner
+        let last_seq = inner.last_seq.load(Ordering::Acquire);
+        inner
             .versions
             .lock()
             .log_and_apply(edit, last_seq)
@@ -797,40 +924,41 @@ impl Db {
     }
 
     fn shutdown(&self) -> Result<()> {
-        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+        let inner = self.inner();
+        if inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         {
-            let _bg = self.inner.bg.lock();
-            self.inner.bg_cv.notify_all();
+            let _bg = inner.bg.lock();
+            inner.bg_cv.notify_all();
         }
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }
-        self.inner.memory.stop();
+        inner.memory.stop();
         // Iterators may outlive the store; after this they resolve their values themselves.
         self.prefetch.shutdown();
         let result = {
-            let _wal = self.inner.wal.lock();
-            self.inner.values.close()
+            let _wal = inner.wal.lock();
+            inner.values.close()
         };
         // The close's MANIFEST edit is written only while the lock still keeps every other
         // opener out (as the sweep below checks): after a lost lock the MANIFEST may be
         // another process's business. A failed check is reported as the store's error.
-        if !self.inner.read_only
-            && let Some(lock) = self.inner.lock.lock().as_ref()
+        if !inner.read_only
+            && let Some(lock) = inner.lock.lock().as_ref()
             && let Err(e) = lock.check()
         {
-            self.inner.set_error(&e);
+            inner.set_error(&e);
         }
         let result = result.and_then(|()| self.persist_placement());
-        if !self.inner.read_only {
-            background::delete_obsolete_files(&self.inner);
+        if !inner.read_only {
+            background::delete_obsolete_files(&inner);
         }
-        self.inner.lock.lock().take();
+        inner.lock.lock().take();
         // Report an earlier background failure too: the caller learns the store was not
         // healthy (its data is safe in the synced logs and is recovered at the next open).
-        let earlier = self.inner.bg.lock().error.clone();
+        let earlier = inner.bg.lock().error.clone();
         match (result, earlier) {
             (Err(e), _) => Err(e),
             (Ok(()), Some(e)) => Err(Error::ReadOnly(e)),

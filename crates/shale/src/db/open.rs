@@ -118,6 +118,9 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         let mut mem: Arc<dyn MemTable> = memory.new_memtable();
         let mut failed: Option<Error> = None;
         let mut flushed = VersionEdit::default();
+        // The logs' range tombstones: every log is flushed here, so they all go into the
+        // edit that commits the flushes.
+        let mut range_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
         // The memtables written out, oldest first, kept to count what they supersede once
         // `recover` returns (it holds the placement's segment map, which counting takes).
         let counts = values.gc().is_some();
@@ -126,6 +129,14 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
             &ctx,
             &mut |key, seq, kind, value| {
                 if failed.is_some() {
+                    return;
+                }
+                if kind == crate::key::ValueKind::RangeDelete {
+                    range_dels.push(crate::rangedel::RangeTombstone {
+                        start: key.to_vec(),
+                        end: value.to_vec(),
+                        seq,
+                    });
                     return;
                 }
                 mem.insert(key, seq, kind, value);
@@ -152,6 +163,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         replay.flush(&mem, &mut flushed)?;
         written.push(mem);
         edit.extend(flushed);
+        edit.range_dels.extend(range_dels);
         // Count in the edit that adds the tables, as a flush does: a crash before it commits
         // replays and counts again, once. Each memtable supersedes the ones replayed before
         // it, then the tree the MANIFEST holds.
@@ -184,6 +196,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         versions,
         version,
         last_seq,
+        range_dels: Vec::new(),
         lock: Some(lock),
         read_only: false,
         options,

@@ -28,7 +28,7 @@ fn key(prefix: char, i: usize) -> Vec<u8> {
 /// Returns the gate's peak of compactions running at once.
 fn peak_with(workers: usize) -> usize {
     let db = Db::open("/db", options(workers)).unwrap();
-    let inner = &db.inner;
+    let inner = &db.inner();
     inner.bg.lock().gate = Some(Gate::default());
     for i in 0..400 {
         db.put(&key('z', i), &[7u8; 100]).unwrap();
@@ -76,7 +76,7 @@ fn peak_with(workers: usize) -> usize {
 
 /// Every level >= 1 holds disjoint files in key order.
 fn assert_levels_disjoint(db: &Db) {
-    let v = db.inner.super_version().version.clone();
+    let v = db.inner().super_version().version.clone();
     for level in 1..v.num_levels() {
         for pair in v.level(level).windows(2) {
             assert!(
@@ -104,7 +104,7 @@ fn one_worker_runs_one_compaction_at_a_time() {
 #[test]
 fn manual_compaction_waits_for_a_running_plan() {
     let db = Db::open("/db", options(2)).unwrap();
-    let inner = &db.inner;
+    let inner = &db.inner();
     inner.bg.lock().gate = Some(Gate::default());
     for i in 0..400 {
         db.put(&key('z', i), &[7u8; 100]).unwrap();

@@ -21,33 +21,73 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::db_iter::DbIterOptions;
 use crate::iter::merging::MergingIterator;
+use crate::rangedel::filter::RangeDelFilter;
 use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries, Resolve};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
-use crate::values::ValueStore;
+use crate::values::{ValueBytes, ValueStore};
 
 pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
     let sv = inner.super_version();
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
-    let resolve = |kind: ValueKind, v: Vec<u8>| -> Result<Option<Vec<u8>>> {
-        if kind == ValueKind::Value {
-            return Ok(Some(v));
-        }
-        Ok(Some(inner.values.resolve(key, kind, &v)?.into_owned()))
+    match lookup(inner, &sv, key, seq, ReadCause::Get)? {
+        None => Ok(None),
+        Some((ValueKind::Value, v)) => Ok(Some(v)),
+        Some((kind, v)) => Ok(Some(
+            inner
+                .values
+                .resolve(key, kind, &v, ReadCause::Get)?
+                .into_owned(),
+        )),
+    }
+}
+
+/// The stored entry a reader at `seq` sees for `key` in `sv` (kind and stored bytes: a
+/// value or a pointer), or `None` when it sees none or a delete, point or range.
+pub(crate) fn lookup(
+    inner: &DbInner,
+    sv: &SuperVersion,
+    key: &[u8],
+    seq: SeqNo,
+    cause: ReadCause,
+) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    // A range tombstone hides every entry older than it: the newest entry of the key is
+    // then needed with its sequence number (not only its kind), which memtable gets do not
+    // give, so the memtables are read by seeking their iterators.
+    let hidden_below = if sv.has_range_dels() {
+        sv.max_range_del(key, seq)
+    } else {
+        None
     };
+    let seek = seek_key(key, seq);
     for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        match mem.get(key, seq) {
-            Some(MemLookup::Found(kind, v)) => return resolve(kind, v),
-            Some(MemLookup::Deleted) => return Ok(None),
-            None => {}
+        let Some(below) = hidden_below else {
+            match mem.get(key, seq) {
+                Some(MemLookup::Found(kind, v)) => return Ok(Some((kind, v))),
+                Some(MemLookup::Deleted) => return Ok(None),
+                None => continue,
+            }
+        };
+        let mut it = Arc::clone(mem).iter();
+        it.seek(&seek)?;
+        if !it.valid() {
+            continue;
         }
+        let parsed = parse_internal_key(it.key())
+            .map_err(|d| Error::corruption(&inner.dir, 0, format!("memtable entry: {d}")))?;
+        if parsed.user_key != key {
+            continue;
+        }
+        if parsed.seq < below || parsed.kind == ValueKind::Delete {
+            return Ok(None);
+        }
+        return Ok(Some((parsed.kind, it.value().to_vec())));
     }
     let ctx = ReadContext {
         tables: &inner.tables,
-        cause: ReadCause::Get,
+        cause,
     };
-    let seek = seek_key(key, seq);
     let found = inner.layout.get(&sv.version, &ctx, key, &seek)?;
     if inner.layout.take_compaction_wanted() {
         wake_compaction(inner);
@@ -57,9 +97,12 @@ pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Resul
         Some((ikey, value)) => {
             let parsed = parse_internal_key(&ikey)
                 .map_err(|d| Error::corruption(&inner.dir, 0, format!("lookup of a key: {d}")))?;
+            if hidden_below.is_some_and(|below| parsed.seq < below) {
+                return Ok(None);
+            }
             match parsed.kind {
                 ValueKind::Delete => Ok(None),
-                kind => resolve(kind, value),
+                kind => Ok(Some((kind, value))),
             }
         }
     }
@@ -72,7 +115,9 @@ struct Pinned {
     _snapshot: Option<Snapshot>,
 }
 
-fn merged(inner: &DbInner, sv: &Arc<SuperVersion>) -> Result<MergingIterator> {
+/// The merge of every source of `sv`, without the entries range tombstones hide from a
+/// reader at `seq` (each source filtered on its own: [`RangeDelFilter`]).
+fn merged(inner: &DbInner, sv: &Arc<SuperVersion>, seq: SeqNo) -> Result<MergingIterator> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imms.len());
     children.push(Arc::clone(&sv.mem).iter());
     for m in &sv.imms {
@@ -83,6 +128,19 @@ fn merged(inner: &DbInner, sv: &Arc<SuperVersion>) -> Result<MergingIterator> {
         cause: ReadCause::Scan,
     };
     children.extend(inner.layout.iterators(&sv.version, &ctx)?);
+    if sv.has_range_dels() {
+        let dels = Arc::new(
+            sv.version
+                .range_dels()
+                .with(sv.range_dels.tombstones().iter().cloned()),
+        );
+        children = children
+            .into_iter()
+            .map(|c| {
+                Box::new(RangeDelFilter::new(c, Arc::clone(&dels), seq)) as Box<dyn InternalIterator>
+            })
+            .collect();
+    }
     Ok(MergingIterator::new(children))
 }
 
@@ -113,9 +171,13 @@ fn prepare(
 struct PlacementResolver(Arc<dyn ValueStore>);
 
 impl Resolve for PlacementResolver {
-    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
-        // The placement checks that the record it reads belongs to `key`.
-        Ok(self.0.resolve(key, kind, stored)?.into_owned())
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>> {
+        // The placement checks that the record it reads belongs to `key`. Its reads count
+        // as a scan's value reads, apart from point lookups and the scan's table blocks.
+        Ok(self
+            .0
+            .resolve(key, kind, stored, ReadCause::ScanValue)?
+            .into_static())
     }
 }
 
@@ -128,8 +190,8 @@ pub(crate) fn cursor(
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<Cursor> {
-    let (_, sv, opts, pinned) = prepare(inner, options);
-    let it = merged(inner, &sv)?;
+    let (seq, sv, opts, pinned) = prepare(inner, options);
+    let it = merged(inner, &sv, seq)?;
     let (lower, upper) = bound_seeks(&opts);
     Ok(Cursor {
         it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
@@ -239,9 +301,9 @@ pub(crate) fn iter(
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<DbIterator> {
-    let (_, sv, opts, pinned) = prepare(inner, options);
-    let front = merged(inner, &sv)?;
-    let back = merged(inner, &sv)?;
+    let (seq, sv, opts, pinned) = prepare(inner, options);
+    let front = merged(inner, &sv, seq)?;
+    let back = merged(inner, &sv, seq)?;
     let (front_seek, back_seek) = bound_seeks(&opts);
     Ok(DbIterator {
         entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),

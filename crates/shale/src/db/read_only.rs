@@ -50,6 +50,7 @@ use crate::manifest;
 use crate::memory::MemTable;
 use crate::options::Options;
 use crate::table::TableId;
+use crate::table::cache::TableCache;
 use crate::values::RecoverContext;
 
 /// Opens tried before giving up on a store that keeps changing while it is read.
@@ -66,6 +67,20 @@ pub(crate) fn open_marked(
     options: Options,
     wiring: &Wiring,
 ) -> Result<(Arc<DbInner>, Mark)> {
+    open_after(dir, options, wiring, None)
+}
+
+/// [`open_marked`] for a secondary handle's catch-up (`db/secondary.rs`): the new view
+/// takes over from `prev`, the view it replaces, the tables `prev` holds open that are
+/// still in the new version and the block cache, when `prev` is of the same store (the
+/// same store id; file numbers are never reused within a store, so a table or block of a
+/// number is the same bytes in both views).
+pub(crate) fn open_after(
+    dir: &Path,
+    options: Options,
+    wiring: &Wiring,
+    prev: Option<&DbInner>,
+) -> Result<(Arc<DbInner>, Mark)> {
     options.validate()?;
     let mut options = options;
     options.env = Env::new(Arc::new(ReadOnlyFs {
@@ -78,7 +93,7 @@ pub(crate) fn open_marked(
     let mut changed: Option<Error> = None;
     for _ in 0..ATTEMPTS {
         let before = Mark::of(&options.env, dir);
-        let result = recover(dir, &options, wiring);
+        let result = recover(dir, &options, wiring, prev);
         let after = Mark::of(&options.env, dir);
         match result {
             Ok(inner) if after.same_commit(&before) => return Ok((Arc::new(inner), after)),
@@ -198,8 +213,13 @@ impl Mark {
 }
 
 /// One read-only recovery: the MANIFEST's version, the log replayed into memtables, every
-/// table of the version opened (up to `max_open_files`).
-fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
+/// table of the version opened (up to `max_open_files`), those `prev` holds taken from it.
+fn recover(
+    dir: &Path,
+    options: &Options,
+    wiring: &Wiring,
+    prev: Option<&DbInner>,
+) -> Result<DbInner> {
     let env = &options.env;
     let fs = env.fs();
     if super::store_files::presence(env, dir)? == Presence::None {
@@ -214,8 +234,23 @@ fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
         memory,
         table,
     } = parts;
-    let (block_cache, tables) =
-        super::open::caches(dir, options, table, Some(versions.store_id()));
+    let store_id = versions.store_id();
+    let prev = prev.filter(|p| p.versions.lock().store_id() == store_id);
+    let (block_cache, tables) = match prev {
+        Some(p) => {
+            let tables = TableCache::new(
+                env.clone(),
+                dir.to_path_buf(),
+                options.max_open_files,
+                table,
+                p.block_cache.clone(),
+                options.verify_checksums,
+                Some(store_id),
+            );
+            (p.block_cache.clone(), Arc::new(tables))
+        }
+        None => super::open::caches(dir, options, table, Some(store_id)),
+    };
     let names = fs.list_dir(dir)?;
     let ctx = RecoverContext {
         env,
@@ -230,7 +265,16 @@ fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
     // Each full memtable is frozen and kept, oldest first.
     let mut frozen: Vec<Arc<dyn MemTable>> = Vec::new();
     let mut mem: Arc<dyn MemTable> = memory.new_memtable();
+    let mut range_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let replayed = values.recover_read_only(&ctx, &mut |key, seq, kind, value| {
+        if kind == crate::key::ValueKind::RangeDelete {
+            range_dels.push(crate::rangedel::RangeTombstone {
+                start: key.to_vec(),
+                end: value.to_vec(),
+                seq,
+            });
+            return;
+        }
         mem.insert(key, seq, kind, value);
         if mem.approximate_bytes() >= options.write_buffer_size {
             frozen.push(std::mem::replace(&mut mem, memory.new_memtable()));
@@ -239,10 +283,14 @@ fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
     let version = versions.current();
     if version.files().count() <= options.max_open_files {
         for (_, f) in version.files() {
-            tables.table(TableId {
+            let id = TableId {
                 number: f.number,
                 size: f.size,
-            })?;
+            };
+            match prev.and_then(|p| p.tables.cached(id)) {
+                Some(t) => tables.adopt(id, t),
+                None => drop(tables.table(id)?),
+            }
         }
     }
     frozen.reverse();
@@ -261,6 +309,7 @@ fn recover(dir: &Path, options: &Options, wiring: &Wiring) -> Result<DbInner> {
         last_seq: last_sequence.max(replayed),
         mem,
         imms: frozen,
+        range_dels,
         lock: None,
         read_only: true,
     }))

@@ -128,6 +128,8 @@ struct Hints {
     store_id: Option<u64>,
     placement: PersistedState,
     lifetime: Option<Lifetime>,
+    /// Its flushed range tombstones, by sequence number.
+    range_dels: BTreeMap<u64, crate::rangedel::RangeTombstone>,
 }
 
 /// The MANIFEST numbers of `names`, the one CURRENT names first, then the others newest
@@ -198,9 +200,16 @@ fn hints(env: &Env, dir: &Path, names: &[String], parts: &Parts) -> Option<Hints
     let mut store_id = None;
     let mut log_number = 0;
     let mut lifetime = None;
+    let mut range_dels = BTreeMap::new();
     for e in &edits {
         for (_, n) in &e.deleted_files {
             files.remove(n);
+        }
+        for t in &e.range_dels {
+            range_dels.insert(t.seq, t.clone());
+        }
+        for s in &e.dropped_range_dels {
+            range_dels.remove(s);
         }
         for (_, f) in &e.new_files {
             files.insert(f.number, f.clone());
@@ -221,6 +230,7 @@ fn hints(env: &Env, dir: &Path, names: &[String], parts: &Parts) -> Option<Hints
             state: axes.values,
         },
         lifetime,
+        range_dels,
     })
 }
 
@@ -508,6 +518,8 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     };
     let mut placement_edit = VersionEdit::default();
     let mut from_logs: Vec<FileMeta> = Vec::new();
+    // Range tombstones the logs hold: kept with the flushed ones the MANIFEST listed.
+    let mut salvaged_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let salvaged = {
         let flush = |mem: &Arc<dyn MemTable>, out: &mut Vec<FileMeta>| -> Result<()> {
             let edit = super::background::flush_memtable(parts.layout.as_ref(), mem, &cctx)?;
@@ -521,6 +533,14 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
             flushed_seq,
             &mut |key, seq, kind, value| {
                 if failed.is_some() {
+                    return;
+                }
+                if kind == crate::key::ValueKind::RangeDelete {
+                    salvaged_dels.push(crate::rangedel::RangeTombstone {
+                        start: key.to_vec(),
+                        end: value.to_vec(),
+                        seq,
+                    });
                     return;
                 }
                 mem.insert(key, seq, kind, value);
@@ -577,6 +597,7 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
             is_base_for_key: &|_| false,
             level: 0,
             partition: None,
+            pile: None,
         };
         let ctx = CompactionContext {
             cause: WriteCause::Compaction,
@@ -625,6 +646,10 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     files_edit
         .new_files
         .extend(placed.iter().cloned().map(|f| (0u32, f)));
+    if let Some(h) = &hints {
+        files_edit.range_dels.extend(h.range_dels.values().cloned());
+    }
+    files_edit.range_dels.extend(salvaged_dels);
     let version = empty.apply(&files_edit).map_err(|d| {
         Error::corruption(dir, 0, format!("repair built a version that does not apply: {d}"))
     })?;

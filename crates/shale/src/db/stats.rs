@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{DbInner, LevelStats, Stats};
-use crate::env::{ReadCause, WriteCause};
+use crate::env::{BlockKind, ReadCause, WriteCause};
 use crate::manifest::Lifetime;
 
 pub(crate) fn live_files(inner: &DbInner) -> Vec<super::LiveFile> {
@@ -81,6 +81,14 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
             .map(|&w| (w, io.written(w)))
             .collect(),
         read: ReadCause::ALL.iter().map(|&r| (r, io.read(r))).collect(),
+        blocks_read: ReadCause::ALL
+            .iter()
+            .flat_map(|&r| {
+                BlockKind::ALL
+                    .iter()
+                    .map(move |&k| (r, k, io.block_reads(r, k)))
+            })
+            .collect(),
         levels,
         flushes: c.flushes.load(Ordering::Relaxed),
         compactions: c.compactions.load(Ordering::Relaxed),
@@ -123,6 +131,11 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
                 .join(" "),
         ),
         "shale.last-sequence" => Some(inner.last_seq.load(Ordering::Acquire).to_string()),
+        // Range tombstones (`Db::delete_range`): those of the memtables, not yet flushed,
+        // and the flushed ones the version keeps (until nothing older in their range is
+        // left in the files).
+        "shale.range-tombstones-mem" => Some(sv.range_dels.tombstones().len().to_string()),
+        "shale.range-tombstones" => Some(sv.version.range_dels().tombstones().len().to_string()),
         // RocksDB's names. A compaction is pending from every change to the tree (and from
         // open) until a worker's pick finds nothing to start; never after a failure (the
         // store is read-only and starts nothing), nor on a read-only handle. With the three

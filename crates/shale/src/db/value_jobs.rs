@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use super::{DbInner, SuperVersion, write};
 use crate::env::ReadCause;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::key::{MAX_SEQNO, SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::{Layout, ReadContext};
 use crate::manifest::{AxisRecord, VersionEdit};
@@ -139,6 +139,7 @@ impl GcHost for Host<'_> {
                 mem: Arc::clone(&sv.mem),
                 imms: sv.imms.clone(),
                 version,
+                range_dels: Arc::clone(&sv.range_dels),
             });
         }
         drop(versions);
@@ -164,29 +165,13 @@ impl GcHost for Host<'_> {
 
 /// Whether the newest entry of `r.key` in `sv` is a pointer to exactly `r`'s record.
 fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool> {
-    let is_it = |kind: ValueKind, stored: &[u8]| {
+    // The read a get makes, range tombstones included: a record whose key a range
+    // tombstone deleted is dead (relocating it would write it again, newer than the
+    // tombstone, and bring the key back).
+    let found = super::read::lookup(inner, sv, &r.key, MAX_SEQNO, ReadCause::Gc)?;
+    Ok(found.is_some_and(|(kind, stored)| {
         kind == ValueKind::ValuePointer && stored == r.pointer.as_slice()
-    };
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        match mem.get(&r.key, MAX_SEQNO) {
-            Some(MemLookup::Found(kind, v)) => return Ok(is_it(kind, &v)),
-            Some(MemLookup::Deleted) => return Ok(false),
-            None => {}
-        }
-    }
-    let ctx = ReadContext {
-        tables: &inner.tables,
-        cause: ReadCause::Gc,
-    };
-    let seek = seek_key(&r.key, MAX_SEQNO);
-    match inner.layout.get(&sv.version, &ctx, &r.key, &seek)? {
-        None => Ok(false),
-        Some((ikey, value)) => {
-            let parsed = parse_internal_key(&ikey)
-                .map_err(|d| Error::corruption(&inner.dir, 0, format!("GC lookup: {d}")))?;
-            Ok(is_it(parsed.kind, &value))
-        }
-    }
+    }))
 }
 
 /// Run the placement's job once (`force`: collect whatever garbage there is, whatever its

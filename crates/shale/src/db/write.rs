@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, Imm, SuperVersion, WalState};
 use crate::error::{Error, Result};
-use crate::key::SeqNo;
+use crate::key::{SeqNo, ValueKind};
 use crate::memory::MemTable;
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::wal::WriteBatch;
@@ -167,10 +167,28 @@ fn validate(batch: &WriteBatch) -> Result<u64> {
     }
     let mut bytes = 0u64;
     for e in batch.iter() {
-        check_entry(e.key, e.value)?;
+        if e.kind == ValueKind::RangeDelete {
+            check_range(e.key, e.value)?;
+        } else {
+            check_entry(e.key, e.value)?;
+        }
         bytes += (e.key.len() + e.value.len()) as u64;
     }
     Ok(bytes)
+}
+
+/// Check a range tombstone's bounds: both within the key size limit, `start <= end`.
+fn check_range(start: &[u8], end: &[u8]) -> Result<()> {
+    check_entry(start, b"")?;
+    check_entry(end, b"")?;
+    if start > end {
+        return Err(Error::InvalidArgument(format!(
+            "delete_range start {:?} is after its end {:?}",
+            String::from_utf8_lossy(start),
+            String::from_utf8_lossy(end)
+        )));
+    }
+    Ok(())
 }
 
 /// Check one entry against the key and value size limits.
@@ -194,6 +212,13 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     let user_bytes = validate(&batch)?;
     if batch.is_empty() {
         return Ok(());
+    }
+    if !inner.layout.supports_scans() && batch.has_range_deletes() {
+        return Err(Error::Unsupported(format!(
+            "delete_range: the {} layout places keys by hash and keeps no key order, so it \
+             cannot delete a key range (delete the keys one by one)",
+            inner.layout.name()
+        )));
     }
     inner.check_writable()?;
     if let Some(gc) = inner.values.gc() {
@@ -267,7 +292,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
         let leader_inserts = leader_batch.is_some();
         if let (Ok((first, _)), Some((mem, batch))) = (&result, leader_batch) {
             let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                insert_batch(mem.as_ref(), batch, *first)
+                insert_batch(inner, mem.as_ref(), batch, *first)
             }));
             if inserted.is_err() {
                 inner.set_error(&Error::Io {
@@ -363,9 +388,8 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
         // A panic in an insert is a bug; the sequence numbers are published anyway, or every
         // later writer would wait for them forever, and the store turns read-only.
         let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for (i, e) in l.batch.iter().take(l.count as usize).enumerate() {
-                mem.insert(e.key, l.first + i as u64, e.kind, e.value);
-            }
+            let entries = l.batch.iter().take(l.count as usize);
+            insert_entries(inner, mem.as_ref(), entries, l.first);
         }));
         if inserted.is_err() {
             inner.set_error(&Error::Io {
@@ -480,15 +504,39 @@ pub(crate) fn log_and_apply(
             },
         ));
     }
-    insert_batch(mem.as_ref(), stored.as_ref().unwrap_or(batch), first_seq);
+    insert_batch(inner, mem.as_ref(), stored.as_ref().unwrap_or(batch), first_seq);
     inner.publish(first_seq, last);
     Ok((first_seq, Insert::Done))
 }
 
 /// Insert `batch`'s entries into `mem`, sequenced from `first`.
-fn insert_batch(mem: &dyn MemTable, batch: &WriteBatch, first: SeqNo) {
-    for (i, e) in batch.iter().enumerate() {
-        mem.insert(e.key, first + i as u64, e.kind, e.value);
+fn insert_batch(inner: &DbInner, mem: &dyn MemTable, batch: &WriteBatch, first: SeqNo) {
+    insert_entries(inner, mem, batch.iter(), first);
+}
+
+/// Insert entries sequenced from `first` into `mem`; range tombstones go beside the
+/// memtables instead ([`DbInner::add_range_dels`]). Before the entries are published.
+fn insert_entries<'a>(
+    inner: &DbInner,
+    mem: &dyn MemTable,
+    entries: impl Iterator<Item = crate::wal::BatchEntry<'a>>,
+    first: SeqNo,
+) {
+    let mut range_dels = Vec::new();
+    for (i, e) in entries.enumerate() {
+        let seq = first + i as u64;
+        if e.kind == ValueKind::RangeDelete {
+            range_dels.push(crate::rangedel::RangeTombstone {
+                start: e.key.to_vec(),
+                end: e.value.to_vec(),
+                seq,
+            });
+        } else {
+            mem.insert(e.key, seq, e.kind, e.value);
+        }
+    }
+    if !range_dels.is_empty() {
+        inner.add_range_dels(range_dels);
     }
 }
 
@@ -517,7 +565,7 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
         {
             return Ok(());
         }
-        if force && wal.mem.is_empty() {
+        if force && wal.mem.is_empty() && !range_dels_in_mutable(inner) {
             return Ok(());
         }
         let mut bg = inner.bg.lock();
@@ -539,6 +587,14 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
         drop(bg);
         return switch_memtable(inner, wal);
     }
+}
+
+/// Whether the mutable memtable holds range tombstones: ones newer than the newest frozen
+/// memtable's writes. Requires the `wal` lock.
+fn range_dels_in_mutable(inner: &DbInner) -> bool {
+    let frozen_upto = inner.bg.lock().imms.back().map_or(0, |i| i.last_seq);
+    let sv = inner.super_version.read();
+    sv.range_dels.tombstones().iter().any(|t| t.seq > frozen_upto)
 }
 
 fn add_stall(inner: &DbInner, since: Instant) {
@@ -574,6 +630,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
             mem: new_mem,
             imms,
             version: Arc::clone(&sv.version),
+            range_dels: Arc::clone(&sv.range_dels),
         });
     }
     inner.bg_cv.notify_all();

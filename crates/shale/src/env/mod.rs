@@ -201,8 +201,11 @@ impl WriteCause {
 pub enum ReadCause {
     /// Point lookups.
     Get,
-    /// Iterators and scans.
+    /// Iterators and scans: the tables' blocks.
     Scan,
+    /// Iterators and scans: the separated values they resolve (value-log records), apart
+    /// from the tables' blocks so that what a scan of separated values costs shows.
+    ScanValue,
     /// Compactions.
     Compaction,
     /// Value-log garbage collection.
@@ -215,9 +218,10 @@ pub enum ReadCause {
 
 impl ReadCause {
     /// Every cause, in display order.
-    pub const ALL: [ReadCause; 6] = [
+    pub const ALL: [ReadCause; 7] = [
         ReadCause::Get,
         ReadCause::Scan,
+        ReadCause::ScanValue,
         ReadCause::Compaction,
         ReadCause::Gc,
         ReadCause::Recovery,
@@ -228,6 +232,7 @@ impl ReadCause {
         match self {
             ReadCause::Get => "get",
             ReadCause::Scan => "scan",
+            ReadCause::ScanValue => "scan-value",
             ReadCause::Compaction => "compaction",
             ReadCause::Gc => "gc",
             ReadCause::Recovery => "recovery",
@@ -236,11 +241,39 @@ impl ReadCause {
     }
 }
 
-/// Byte counters by cause. Lock-free; shared by every file of one store.
+/// What kind of block a read fetched from storage, for the counts of blocks read (not
+/// served by the block cache) by cause ([`IoStats::block_reads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockKind {
+    /// A table's data: an `sst` data block, an `htable` bucket or overflow record.
+    Data,
+    /// A filter block read on demand (an `htable` filter cluster's column block, or a
+    /// whole cluster loaded at once); filters read when a table is opened are not counted.
+    Filter,
+    /// A value read from a value log.
+    Value,
+}
+
+impl BlockKind {
+    /// Every kind, in display order.
+    pub const ALL: [BlockKind; 3] = [BlockKind::Data, BlockKind::Filter, BlockKind::Value];
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Data => "data",
+            BlockKind::Filter => "filter",
+            BlockKind::Value => "value",
+        }
+    }
+}
+
+/// Byte counters by cause, and counts of blocks read by cause and kind. Lock-free; shared
+/// by every file of one store.
 #[derive(Debug, Default)]
 pub struct IoStats {
     written: [AtomicU64; 7],
-    read: [AtomicU64; 6],
+    read: [AtomicU64; ReadCause::ALL.len()],
+    blocks: [[AtomicU64; BlockKind::ALL.len()]; ReadCause::ALL.len()],
 }
 
 impl IoStats {
@@ -261,6 +294,16 @@ impl IoStats {
     /// Bytes read so far for `cause`.
     pub fn read(&self, cause: ReadCause) -> u64 {
         self.read[cause as usize].load(Ordering::Relaxed)
+    }
+    /// Count one block of `kind` read from storage for `cause`.
+    #[inline]
+    pub fn add_block_read(&self, cause: ReadCause, kind: BlockKind) {
+        self.blocks[cause as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+    /// Blocks of `kind` read from storage so far for `cause` (block-cache hits are not
+    /// reads).
+    pub fn block_reads(&self, cause: ReadCause, kind: BlockKind) -> u64 {
+        self.blocks[cause as usize][kind as usize].load(Ordering::Relaxed)
     }
     /// Bytes written for every cause together.
     pub fn total_written(&self) -> u64 {
@@ -444,6 +487,12 @@ impl ReadFile {
         self.inner.read_exact_at(buf, offset)?;
         self.io.add_read(cause, buf.len() as u64);
         Ok(())
+    }
+    /// Count one block of `kind` read under `cause` (after reading its bytes with
+    /// [`ReadFile::read_at`] or [`ReadFile::read_exact_at`], which count the bytes).
+    #[inline]
+    pub fn count_block(&self, cause: ReadCause, kind: BlockKind) {
+        self.io.add_block_read(cause, kind);
     }
     /// Read `len` bytes at `offset` into a new buffer. `len` must have been checked against
     /// [`ReadFile::len`] by the caller; reading past the end is an error, not a huge allocation.

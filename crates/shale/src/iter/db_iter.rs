@@ -333,7 +333,8 @@ impl<I: InternalIterator> DbIter<I> {
             }
             if p.seq <= self.snapshot {
                 match p.kind {
-                    ValueKind::Delete => {
+                    // A range tombstone never reaches an iterator; read as a delete.
+                    ValueKind::Delete | ValueKind::RangeDelete => {
                         // Hide every older entry of this key.
                         if !skipping || self.saved_key.as_slice() != p.user_key {
                             self.saved_key.clear();

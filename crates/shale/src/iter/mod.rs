@@ -9,6 +9,9 @@
 pub mod db_iter;
 pub mod merging;
 pub mod prefetch;
+mod value_bytes;
+
+pub use value_bytes::ValueBytes;
 
 /// A positioned cursor over internal entries in internal-key order.
 ///

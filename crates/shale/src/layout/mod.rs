@@ -407,6 +407,7 @@ pub fn flush_to_level0(
         is_base_for_key: &|_| false,
         level: 0,
         partition: None,
+        pile: None,
     };
     let (files, _) = crate::compaction::merge_into_tables(input, &spec, ctx)?;
     let mut edit = VersionEdit::default();
@@ -507,9 +508,10 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         end: Option<&[u8]>,
     ) -> Option<Plan>;
 
-    /// The last step of a manual compaction when the store has a compaction filter: a plan
-    /// that merges the files of the deepest level holding keys of `[begin, end]` into that
-    /// same level, so the filter sees what no step pushed down (RocksDB's
+    /// The last step of a manual compaction when the store has a compaction filter, or
+    /// flushed range tombstones overlapping the range: a plan that merges the files of the
+    /// deepest level holding keys of `[begin, end]` into that same level, so the filter and
+    /// the tombstones see what no step pushed down (RocksDB's
     /// `BottommostLevelCompaction::kIfHaveCompactionFilter`). `None` when there is nothing
     /// to rewrite. Default: none.
     fn pick_bottom(

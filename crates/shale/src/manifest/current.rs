@@ -1,7 +1,17 @@
 //! The `CURRENT` file: which MANIFEST is live.
 //!
 //! Unlike LevelDB's, Shale's CURRENT carries its own checksum, so a damaged CURRENT is
-//! reported instead of naming a wrong (or nonexistent) MANIFEST:
+//! reported instead of naming a wrong (or nonexistent) MANIFEST, and (from format version
+//! 2) its format version, so a CURRENT of a newer release is refused by name:
+//!
+//! ```text
+//! shale-current 2\n
+//! MANIFEST-000005\n
+//! crc32c:<8 lowercase hex digits of crc32c("shale-current 2\nMANIFEST-000005")>\n
+//! ```
+//!
+//! Format version 1, which releases before format versions existed wrote and this one still
+//! reads, has no first line, and its checksum covers the name alone:
 //!
 //! ```text
 //! MANIFEST-000005\n
@@ -20,14 +30,37 @@ use crate::format::crc32c;
 use crate::filename::MANIFEST_PREFIX as PREFIX;
 pub use crate::filename::{CURRENT_FILE, CURRENT_TMP_FILE, manifest_file_name};
 
-/// No valid CURRENT is longer than this ("MANIFEST-" + 20 digits + checksum line is 46
-/// bytes), so a larger file is rejected before it is read into memory.
-const MAX_CURRENT_LEN: u64 = 64;
+/// No CURRENT this release writes is longer than 62 bytes (the version line, "MANIFEST-" +
+/// 20 digits, the checksum line); a larger file is rejected before it is read into memory.
+/// The bound leaves room for a newer release's longer CURRENT, which is then refused by its
+/// version, not its size.
+const MAX_CURRENT_LEN: u64 = 256;
 
 const CRC_PREFIX: &str = "crc32c:";
 
-/// The exact bytes of a CURRENT naming MANIFEST `number`.
+/// The first line of a CURRENT that records its format version: this, a space, the version
+/// in decimal.
+const VERSION_PREFIX: &str = "shale-current ";
+
+/// The CURRENT format version this release writes and the newest it reads. Version 1 is the
+/// unversioned CURRENT of earlier releases (no version line). On-disk: never renumber.
+pub const CURRENT_FORMAT_VERSION: u64 = 2;
+
+/// The exact bytes of a CURRENT naming MANIFEST `number` (format
+/// [`CURRENT_FORMAT_VERSION`]).
 pub(crate) fn current_contents(number: u64) -> String {
+    let body = format!(
+        "{VERSION_PREFIX}{CURRENT_FORMAT_VERSION}\n{}",
+        manifest_file_name(number)
+    );
+    let crc = crc32c(body.as_bytes());
+    format!("{body}\n{CRC_PREFIX}{crc:08x}\n")
+}
+
+/// The exact bytes of a format-version-1 CURRENT (earlier releases) naming MANIFEST
+/// `number`: tests of reading older stores write it.
+#[cfg(test)]
+pub(crate) fn current_contents_v1(number: u64) -> String {
     let name = manifest_file_name(number);
     let crc = crc32c(name.as_bytes());
     format!("{name}\n{CRC_PREFIX}{crc:08x}\n")
@@ -83,11 +116,44 @@ pub fn read_current(env: &Env, dir: &Path) -> Result<u64> {
     parse_current(&bytes).at(&path, 0)
 }
 
-/// Parse the contents of CURRENT.
+/// Parse the contents of CURRENT, of format version 1 or 2 (see the module docs).
 pub(crate) fn parse_current(bytes: &[u8]) -> Result<u64, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "CURRENT is not UTF-8 text".to_string())?;
-    let Some((name, rest)) = text.split_once('\n') else {
-        return Err(format!("CURRENT has no line break: {text:?}"));
+    // The version is read before anything else: a newer release may change the rest.
+    let (covered, name, rest) = match text.strip_prefix(VERSION_PREFIX) {
+        Some(after) => {
+            let Some((v, after)) = after.split_once('\n') else {
+                return Err(format!("CURRENT has no line break: {text:?}"));
+            };
+            let version = Some(v)
+                .filter(|v| !v.is_empty() && v.len() <= 20 && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| format!("CURRENT format version {v:?} is not a number"))?;
+            if version > CURRENT_FORMAT_VERSION {
+                return Err(format!(
+                    "CURRENT is format version {version}; this release reads versions 1 to \
+                     {CURRENT_FORMAT_VERSION} (a store written by a newer release)"
+                ));
+            }
+            if version < 2 {
+                return Err(format!(
+                    "CURRENT's version line names format version {version}, which has none \
+                     (version 1 has no version line)"
+                ));
+            }
+            let Some((name, rest)) = after.split_once('\n') else {
+                return Err(format!("CURRENT has no line break after its name: {text:?}"));
+            };
+            // The version line, its newline and the name.
+            let covered = text.len() - after.len() + name.len();
+            (text.get(..covered).unwrap_or_default(), name, rest)
+        }
+        None => {
+            let Some((name, rest)) = text.split_once('\n') else {
+                return Err(format!("CURRENT has no line break: {text:?}"));
+            };
+            (name, name, rest)
+        }
     };
     let Some(hex) = rest
         .strip_prefix(CRC_PREFIX)
@@ -111,10 +177,11 @@ pub(crate) fn parse_current(bytes: &[u8]) -> Result<u64, String> {
             "CURRENT checksum {hex:?} is not 8 lowercase hex digits"
         ));
     };
-    let computed = crc32c(name.as_bytes());
+    let computed = crc32c(covered.as_bytes());
     if stored != computed {
         return Err(format!(
-            "CURRENT checksum mismatch: stored {stored:08x}, computed {computed:08x} over {name:?}"
+            "CURRENT checksum mismatch: stored {stored:08x}, computed {computed:08x} over \
+             {covered:?}"
         ));
     }
     let number = name
@@ -141,22 +208,64 @@ mod tests {
     fn contents_round_trip() {
         for n in [0, 1, 5, 999_999, 1_000_000, u64::MAX] {
             assert_eq!(parse_current(current_contents(n).as_bytes()), Ok(n));
+            assert_eq!(parse_current(current_contents_v1(n).as_bytes()), Ok(n));
         }
-        assert_eq!(current_contents(5), "MANIFEST-000005\ncrc32c:b949be95\n");
+        // The example of docs/format/manifest.md §3.
+        assert_eq!(
+            current_contents(5),
+            "shale-current 2\nMANIFEST-000005\ncrc32c:20a1f735\n"
+        );
+        // What releases before format versions wrote (the fixtures under tests/fixtures/v0
+        // hold such files): version 1, still read.
+        assert_eq!(current_contents_v1(5), "MANIFEST-000005\ncrc32c:b949be95\n");
+        assert!(current_contents(u64::MAX).len() as u64 <= MAX_CURRENT_LEN);
+    }
+
+    #[test]
+    fn a_newer_or_unknown_version_is_refused_by_name() {
+        let with_version = |v: &str| {
+            let body = format!("shale-current {v}\nMANIFEST-000005");
+            let s = format!("{body}\ncrc32c:{:08x}\n", crc32c(body.as_bytes()));
+            parse_current(s.as_bytes())
+        };
+        assert_eq!(with_version("2"), Ok(5));
+        for v in ["3", "18446744073709551615"] {
+            let e = with_version(v).unwrap_err();
+            assert!(e.contains(&format!("format version {v};")), "{v}: {e}");
+            assert!(e.contains("versions 1 to 2") && e.contains("newer release"), "{v}: {e}");
+        }
+        for v in ["0", "1"] {
+            let e = with_version(v).unwrap_err();
+            assert!(e.contains("has no version line"), "{v}: {e}");
+        }
+        // A newer release may change everything after the version line: still refused by
+        // the version, not as damage.
+        let e = parse_current(b"shale-current 3\nsomething else entirely\n").unwrap_err();
+        assert!(e.contains("format version 3"), "{e}");
+        for v in ["", "x", "2 ", "-1", "99999999999999999999999"] {
+            let s = format!("shale-current {v}\nMANIFEST-000005\ncrc32c:00000000\n");
+            let e = parse_current(s.as_bytes()).unwrap_err();
+            assert!(e.contains("not a number"), "{v:?}: {e}");
+        }
     }
 
     #[test]
     fn bad_contents_rejected() {
-        let good = current_contents(5);
+        for good in [current_contents(5), current_contents_v1(5)] {
+            bad_contents_of(&good);
+        }
+    }
+
+    fn bad_contents_of(good: &str) {
         for cut in 0..good.len() {
             assert!(parse_current(&good.as_bytes()[..cut]).is_err(), "cut {cut}");
         }
         for i in 0..good.len() {
-            let mut b = good.clone().into_bytes();
+            let mut b = good.to_string().into_bytes();
             b[i] ^= 0x01;
-            assert!(parse_current(&b).is_err(), "flip at {i}");
+            assert!(parse_current(&b).is_err(), "flip at {i} of {good:?}");
         }
-        let mut extra = good.clone();
+        let mut extra = good.to_string();
         extra.push('\n');
         assert!(parse_current(extra.as_bytes()).is_err());
         // Well-formed checksum over a non-canonical name.
@@ -174,7 +283,7 @@ mod tests {
         // Upper-case hex is not what the writer produces.
         let crc = crc32c(b"MANIFEST-000005");
         let upper = format!("MANIFEST-000005\ncrc32c:{crc:08X}\n");
-        assert_ne!(upper, good, "the example checksum must contain a letter");
+        assert_ne!(upper, current_contents_v1(5), "the example checksum must contain a letter");
         assert!(parse_current(upper.as_bytes()).is_err());
     }
 
@@ -208,7 +317,7 @@ mod tests {
         let (fs, env) = TestFs::env();
         let dir = Path::new("/db");
         write_current(&env, dir, 7).unwrap();
-        fs.modify(Path::new("/db/CURRENT"), |b| b[10] = b'9');
+        fs.modify(Path::new("/db/CURRENT"), |b| b[26] = b'9');
         let e = read_current(&env, dir).unwrap_err();
         assert!(e.is_corruption(), "{e}");
         assert!(e.to_string().contains("/db/CURRENT"), "{e}");

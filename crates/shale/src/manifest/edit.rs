@@ -65,6 +65,12 @@ mod tag {
     /// The MANIFEST's format version (first edit of each MANIFEST): a reader refuses a
     /// version it does not know. A MANIFEST without it is version 1.
     pub const MANIFEST_VERSION: u64 = 20;
+    /// A range tombstone flushed from a memtable (`Db::delete_range`): `start`
+    /// (length-prefixed), `end` (length-prefixed), `seq: varint64`.
+    pub const RANGE_DEL: u64 = 21;
+    /// A range tombstone removed from the version (it can no longer hide anything):
+    /// `seq: varint64`, the tombstone's sequence number.
+    pub const RANGE_DEL_DROPPED: u64 = 22;
 }
 
 /// The MANIFEST format version this release writes (tag 20) and the newest it reads.
@@ -104,6 +110,10 @@ pub struct VersionEdit {
     /// The MANIFEST's format version ([`MANIFEST_FORMAT_VERSION`]), in the first edit of
     /// each MANIFEST written since it existed; decoding refuses a newer one.
     pub manifest_version: Option<u64>,
+    /// Range tombstones added to the version (flushed from a memtable).
+    pub range_dels: Vec<crate::rangedel::RangeTombstone>,
+    /// Range tombstones removed from the version, by sequence number.
+    pub dropped_range_dels: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -126,7 +136,11 @@ impl VersionEdit {
             lifetime,
             records,
             manifest_version,
+            range_dels,
+            dropped_range_dels,
         } = later;
+        self.range_dels.extend(range_dels);
+        self.dropped_range_dels.extend(dropped_range_dels);
         self.log_number = log_number.or(self.log_number);
         self.next_file_number = next_file_number.or(self.next_file_number);
         self.last_sequence = last_sequence.or(self.last_sequence);
@@ -157,7 +171,9 @@ impl VersionEdit {
             + self.compact_pointers.len()
             + self.deleted_files.len()
             + self.new_files.len()
-            + self.records.len();
+            + self.records.len()
+            + self.range_dels.len()
+            + self.dropped_range_dels.len();
         put_varint64(buf, count as u64);
         let mut p = Vec::new();
         if let Some(v) = self.manifest_version {
@@ -211,6 +227,18 @@ impl VersionEdit {
             put_varint64(&mut p, f.entries);
             put_varint64(&mut p, f.tombstones);
             field(buf, tag::NEW_FILE, &p);
+        }
+        for t in &self.range_dels {
+            p.clear();
+            put_length_prefixed(&mut p, &t.start);
+            put_length_prefixed(&mut p, &t.end);
+            put_varint64(&mut p, t.seq);
+            field(buf, tag::RANGE_DEL, &p);
+        }
+        for seq in &self.dropped_range_dels {
+            p.clear();
+            put_varint64(&mut p, *seq);
+            field(buf, tag::RANGE_DEL_DROPPED, &p);
         }
         for r in &self.records {
             p.clear();
@@ -332,6 +360,14 @@ fn decode_field(e: &mut VersionEdit, t: u64, payload: &[u8]) -> Result<(), Strin
             };
             e.new_files.push((level, f));
         }
+        tag::RANGE_DEL => {
+            let start = r.length_prefixed()?.to_vec();
+            let end = r.length_prefixed()?.to_vec();
+            let seq = r.varint64()?;
+            e.range_dels
+                .push(crate::rangedel::RangeTombstone { start, end, seq });
+        }
+        tag::RANGE_DEL_DROPPED => e.dropped_range_dels.push(r.varint64()?),
         tag::AXIS_RECORD => {
             let code = r.u8()?;
             let axis = Axis::from_code(code).ok_or_else(|| format!("unknown axis {code}"))?;
@@ -478,6 +514,19 @@ mod tests {
                 user_ops: 2,
                 ..Default::default()
             }),
+            range_dels: vec![
+                crate::rangedel::RangeTombstone {
+                    start: b"a".to_vec(),
+                    end: b"m".to_vec(),
+                    seq: 77,
+                },
+                crate::rangedel::RangeTombstone {
+                    start: Vec::new(),
+                    end: vec![0xff; 3],
+                    seq: 1 << 50,
+                },
+            ],
+            dropped_range_dels: vec![5, 1 << 45],
         }
     }
 

@@ -208,6 +208,19 @@ const FIELDS: &[Field] = &[
     ),
     plain!("lwc.division", Rule::Free, "", lwc.division),
     plain!("lwc.max_segments", Rule::Free, "", lwc.max_segments),
+    // The trie's options steer which compactions run (when a pile is pushed down, when a
+    // last-level container is collected, how many tables one filter cluster holds); none
+    // decides how existing files are read (a table's container is its level's hash prefix,
+    // the depth is `num_levels`, fixed; readers take clusters of any size), so all may
+    // change. `trie.pinned_filter_levels` only sizes what is kept in memory: not recorded.
+    plain!("trie.max_sub_levels", Rule::Free, "", trie.max_sub_levels),
+    plain!(
+        "trie.gc_garbage_ratio",
+        Rule::Free,
+        "",
+        trie.gc_garbage_ratio
+    ),
+    plain!("trie.gc_sample_bits", Rule::Free, "", trie.gc_sample_bits),
 ];
 
 /// A store's options record: recorded option keys and their values as text.
@@ -398,6 +411,36 @@ mod tests {
         assert_eq!(applied.vlog_gc_ratio, 0.375);
         assert_eq!(applied.flsm.policy, FlsmPolicy::Tiered);
         assert_eq!(back.preset(), Some("pebblesdb"));
+        // The trie's options, recorded like every layout's.
+        let mut t = Options::preset("lsm-trie").unwrap();
+        t.trie.max_sub_levels = 5;
+        t.trie.gc_garbage_ratio = 0.3;
+        t.trie.gc_sample_bits = 2;
+        t.trie.pinned_filter_levels = 1;
+        let rec = StoredOptions::of(&t);
+        assert_eq!(rec.get("trie.max_sub_levels"), Some("5"));
+        assert_eq!(rec.get("trie.gc_garbage_ratio"), Some("0.3"));
+        assert_eq!(rec.get("trie.gc_sample_bits"), Some("2"));
+        assert_eq!(
+            rec.get("trie.pinned_filter_levels"),
+            None,
+            "memory only: not recorded"
+        );
+        let applied = StoredOptions::decode(&rec.encode())
+            .unwrap()
+            .apply(Options::default())
+            .unwrap();
+        assert_eq!(applied.layout, LayoutKind::Trie);
+        assert_eq!(applied.trie.max_sub_levels, 5);
+        assert_eq!(applied.trie.gc_garbage_ratio, 0.3);
+        assert_eq!(applied.trie.gc_sample_bits, 2);
+        assert_eq!(applied.trie.pinned_filter_levels, 64, "the base's");
+        // Free: another value at reopen is accepted (and recorded from then on).
+        let mut asked = t.clone();
+        asked.trie.max_sub_levels = 12;
+        asked.trie.gc_garbage_ratio = 0.9;
+        rec.check(&StoredOptions::of(&asked), Path::new("/s"))
+            .unwrap();
     }
 
     /// The example of `docs/format/options.md` is what the code writes.

@@ -172,10 +172,11 @@ impl BloomBuilder {
         out
     }
 
-    /// The filter bytes in the classic layout (what earlier versions wrote); kept so tests
-    /// can build tables that older stores hold.
-    #[cfg(test)]
-    pub(crate) fn finish_classic(&self) -> Vec<u8> {
+    /// The filter bytes in the classic layout: `bits_per_key` bits per key exactly (at
+    /// least 64, rounded up to a byte), then the probe count. Earlier `sst` tables hold
+    /// whole-table filters in it; `htable` column filters use it because each is small
+    /// (tens of keys), so the cache-local layout's 512-bit granule would waste most of it.
+    pub fn finish_classic(&self) -> Vec<u8> {
         let want = (self.hashes.len() as u64).saturating_mul(self.bits_per_key as u64);
         let nbits = want.clamp(64, MAX_BITS).div_ceil(8) * 8;
         let k = probes_for(self.bits_per_key);
@@ -193,6 +194,41 @@ impl BloomBuilder {
         }
         out
     }
+}
+
+/// [`BloomFilter::may_contain_hash`] on a filter's bytes in place (no copy, no check
+/// beyond what answering needs): false only if hash `h` was certainly not added. Bytes
+/// that are not a filter (shorter than two bytes, a bad probe count) answer true.
+#[inline]
+pub fn bytes_may_contain(data: &[u8], h: u64) -> bool {
+    let Some((&last, bits)) = data.split_last() else {
+        return true;
+    };
+    let local = last & LOCAL_FLAG != 0;
+    let k = last & !LOCAL_FLAG;
+    if bits.is_empty() || k == 0 || k > MAX_PROBES {
+        return true;
+    }
+    let nbits = bits.len() as u64 * 8;
+    if local {
+        let blocks = (bits.len() / BLOCK_BYTES) as u64;
+        if blocks == 0 {
+            return true;
+        }
+        let base = local_block(h, blocks) * BLOCK_BYTES;
+        let Some(block) = bits.get(base..base + BLOCK_BYTES) else {
+            return true;
+        };
+        return local_bits(h, k).all(|bit| {
+            block
+                .get((bit / 8) as usize)
+                .is_none_or(|b| b & (1 << (bit % 8)) != 0)
+        });
+    }
+    for_each_probe(h, k, nbits, |bit| {
+        bits.get((bit / 8) as usize)
+            .is_none_or(|b| b & (1 << (bit % 8)) != 0)
+    })
 }
 
 /// A filter read from a table.
@@ -373,6 +409,25 @@ mod tests {
                 rate > 0.004,
                 "{layout}: suspiciously low false-positive rate {rate}"
             );
+        }
+    }
+
+    #[test]
+    fn filter_bytes_answer_in_place_as_the_filter_does() {
+        let mut b = BloomBuilder::new(16);
+        for i in 0..300 {
+            b.add_key(&key(i));
+        }
+        for bytes in [b.finish(), b.finish_classic()] {
+            let f = BloomFilter::new(bytes.clone()).unwrap();
+            for i in 0..5_000 {
+                let h = hash64(&key(i));
+                assert_eq!(bytes_may_contain(&bytes, h), f.may_contain_hash(h), "key {i}");
+            }
+        }
+        // Not a filter: every key passes.
+        for bad in [&[][..], &[0x0b][..], &[0xff, 0x00][..], &[0x00, 0x1f][..]] {
+            assert!(bytes_may_contain(bad, 42));
         }
     }
 

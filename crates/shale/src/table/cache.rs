@@ -209,6 +209,35 @@ impl TableCache {
         }
     }
 
+    /// The open table `id` if this cache holds that generation of it, without opening
+    /// anything (a secondary handle's catch-up hands the tables it already holds to its
+    /// next view instead of opening them again).
+    pub fn cached(&self, id: TableId) -> Option<Arc<dyn TableReader>> {
+        let tables = self.tables.read();
+        let e = tables.get(&id.number)?;
+        (e.size == id.size).then(|| Arc::clone(&e.table))
+    }
+
+    /// Hold `table`, an open generation `id` of one of this store's tables taken from
+    /// another cache of the same store ([`TableCache::cached`]), as if this cache had
+    /// opened it. Nothing is evicted for it: a cache being filled for a new view stops
+    /// adopting at its capacity.
+    pub fn adopt(&self, id: TableId, table: Arc<dyn TableReader>) {
+        let mut tables = self.tables.write();
+        if tables.len() >= self.capacity && !tables.contains_key(&id.number) {
+            return;
+        }
+        let stamp = self.clock.fetch_add(1, Ordering::Relaxed);
+        tables.insert(
+            id.number,
+            Entry {
+                size: id.size,
+                table,
+                last_use: AtomicU64::new(stamp),
+            },
+        );
+    }
+
     /// Forget table `file_number` and drop its blocks from the block cache (call when the
     /// file is deleted). Readers holding the table keep it until they drop it.
     pub fn evict(&self, file_number: u64) {

@@ -241,6 +241,26 @@ pub trait TableWriter: Send + fmt::Debug {
 
     /// Give up: the caller removes the file.
     fn abandon(self: Box<Self>);
+
+    /// Say that the table will be laid on top of `pile` (a layout that keeps tables in
+    /// piles, LSM-trie's containers): a format whose filters are clustered across a pile
+    /// (`htable`) copies the pile's filters into this table, so that one read answers for
+    /// the whole pile. Called before the first [`TableWriter::add`]. Default: ignored.
+    fn lay_on(&mut self, pile: &Pile) {
+        let _ = pile;
+    }
+}
+
+/// The pile of tables a new table is laid on ([`TableWriter::lay_on`]).
+#[derive(Debug)]
+pub struct Pile {
+    /// The pile's newest table.
+    pub below: Arc<dyn TableReader>,
+    /// The file numbers of every table of the pile, newest first.
+    pub live: Vec<u64>,
+    /// The most tables one cluster of filters may hold, the new table included: a new
+    /// table on a cluster that is full starts a new one.
+    pub max: usize,
 }
 
 /// One open generation of a table file. Immutable and shared by readers.
@@ -256,6 +276,10 @@ pub trait TableReader: Send + Sync + fmt::Debug {
 
     /// What the table holds (entries, tombstones, pointers, sizes).
     fn properties(&self) -> &TableProperties;
+
+    /// The reader as [`std::any::Any`], for a layout that knows its format's own reader
+    /// (the trie asks an `htable`'s filter cluster).
+    fn as_any(&self) -> &dyn std::any::Any;
 
     /// A filter over the table's user keys that a layout may keep with the file's metadata
     /// (so later reads ask it without opening the table), if the format has one.

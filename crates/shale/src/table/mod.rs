@@ -20,7 +20,7 @@ pub mod properties;
 pub mod sst;
 
 pub use format::{
-    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
+    Pile, TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
     TableWriter, check_identity,
 };
 pub use properties::TableProperties;

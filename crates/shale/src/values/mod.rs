@@ -19,7 +19,6 @@
 pub mod inline;
 pub mod vlog;
 
-use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,6 +28,7 @@ use crate::key::{SeqNo, ValueKind};
 use crate::manifest::{AxisState, VersionEdit};
 use crate::wal::WriteBatch;
 
+pub use crate::iter::ValueBytes;
 pub use inline::InlinePlacement;
 pub use vlog::VlogPlacement;
 
@@ -374,7 +374,16 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// Turn a stored value of `kind` for `key` into the user's value. A pointer is checked
     /// against the live segments and the record it names (checksum, and the record's key
     /// must be `key`): a bad pointer is [`crate::Error::Corruption`], never another value.
-    fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>>;
+    /// `cause` is what the bytes read count under ([`crate::env::IoStats`]): a point lookup,
+    /// a scan's values, a compaction filter. A value the placement holds in memory may come
+    /// back shared ([`ValueBytes::Shared`]), not copied.
+    fn resolve<'a>(
+        &self,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>>;
 
     /// Counters for `Db::stats()`.
     fn stats(&self) -> PlacementStats {

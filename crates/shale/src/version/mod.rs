@@ -16,7 +16,8 @@ use std::sync::Arc;
 pub use crate::manifest::{FileMeta, PinnedFilter};
 pub use missing::{blame_dropped_tail, check_tables_present};
 
-use crate::key::compare_internal;
+use crate::key::{SeqNo, compare_internal};
+use crate::rangedel::RangeDels;
 use crate::manifest::{Axis, AxisRecord, VersionEdit};
 
 /// What a layout keeps beside the files of a version (the FLSM layout's guard keys; later
@@ -81,6 +82,8 @@ pub struct Version {
     levels: Vec<Vec<Arc<FileMeta>>>,
     /// The layout's own state (see [`LayoutState`]).
     layout: Arc<dyn LayoutState>,
+    /// The flushed range tombstones (MANIFEST tags 21 and 22; [`crate::rangedel`]).
+    range_dels: Arc<RangeDels>,
 }
 
 impl Version {
@@ -94,7 +97,32 @@ impl Version {
         Version {
             levels: vec![Vec::new(); num_levels],
             layout: state,
+            range_dels: Arc::default(),
         }
+    }
+
+    /// The flushed range tombstones.
+    pub fn range_dels(&self) -> &Arc<RangeDels> {
+        &self.range_dels
+    }
+
+    /// The flushed range tombstones that can no longer hide anything: no file holds an
+    /// entry in its range older than it. (Every entry older than a flushed tombstone is in
+    /// a file: memtables flush oldest first, so the tombstone's own memtable and every older
+    /// one are in the files already.) An edit that drops them leaves every read the same.
+    pub fn obsolete_range_dels(&self) -> Vec<SeqNo> {
+        self.range_dels
+            .tombstones()
+            .iter()
+            .filter(|t| {
+                !self.files().any(|(_, f)| {
+                    f.smallest_seq < t.seq
+                        && f.smallest_user_key() < t.end.as_slice()
+                        && f.largest_user_key() >= t.start.as_slice()
+                })
+            })
+            .map(|t| t.seq)
+            .collect()
     }
 
     /// The layout's state.
@@ -177,9 +205,26 @@ impl Version {
             }
             files.push(Arc::new(meta.clone()));
         }
+        let range_dels = if edit.range_dels.is_empty() && edit.dropped_range_dels.is_empty() {
+            Arc::clone(&self.range_dels)
+        } else {
+            for seq in &edit.dropped_range_dels {
+                if !self.range_dels.tombstones().iter().any(|t| t.seq == *seq) {
+                    return Err(format!(
+                        "edit drops range tombstone {seq}, which the version does not hold"
+                    ));
+                }
+            }
+            Arc::new(
+                self.range_dels
+                    .without(|t| edit.dropped_range_dels.contains(&t.seq))
+                    .with(edit.range_dels.iter().cloned()),
+            )
+        };
         let mut v = Version {
             levels,
             layout: Arc::clone(&self.layout),
+            range_dels,
         };
         v.sort();
         let records: Vec<&AxisRecord> = edit
@@ -214,6 +259,7 @@ impl Version {
             edit.new_files.push((level as u32, (**f).clone()));
         }
         self.layout.snapshot(&mut edit.records);
+        edit.range_dels = self.range_dels.tombstones().to_vec();
         edit
     }
 }

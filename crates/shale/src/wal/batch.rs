@@ -9,6 +9,7 @@
 //! | seq: fixed64 LE| count: fixed32 LE| entry 0 | entry 1 | ... |
 //! +----------------+-----------------+---------+---------+-----+
 //! entry: kind: u8 | key: varint len + bytes | value: varint len + bytes (absent for delete)
+//! (kind 3, a range tombstone: key = start, value = end)
 //! ```
 //!
 //! Entry `i` gets sequence number `seq + i`. See `docs/format/wal.md`.
@@ -105,6 +106,27 @@ impl WriteBatch {
     /// Delete `key`.
     pub fn delete(&mut self, key: &[u8]) {
         self.push(ValueKind::Delete, key, None);
+    }
+
+    /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`): one entry,
+    /// however many keys the range holds. `start >= end` deletes nothing; writing a batch
+    /// with `start > end` fails with `InvalidArgument`. Layouts without ordered keys
+    /// (`trie`) refuse a batch holding one with `Unsupported`.
+    ///
+    /// # Examples
+    /// ```
+    /// use shale::wal::WriteBatch;
+    /// let mut b = WriteBatch::new();
+    /// b.delete_range(b"a", b"m");
+    /// assert_eq!(b.len(), 1);
+    /// ```
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        self.push(ValueKind::RangeDelete, start, Some(end));
+    }
+
+    /// Whether the batch holds a range tombstone ([`WriteBatch::delete_range`]).
+    pub fn has_range_deletes(&self) -> bool {
+        self.iter().any(|e| e.kind == ValueKind::RangeDelete)
     }
 
     /// Set `key` to a value pointer: the encoded location of a value kept elsewhere (by
@@ -242,11 +264,11 @@ impl WriteBatch {
 /// Decode one entry from `r`.
 fn decode_entry<'a>(r: &mut Reader<'a>) -> Result<BatchEntry<'a>, String> {
     let k = r.u8()?;
-    let kind = ValueKind::from_u8(k).ok_or_else(|| format!("unknown entry kind {k}"))?;
+    let kind = ValueKind::from_logged_u8(k).ok_or_else(|| format!("unknown entry kind {k}"))?;
     let key = r.length_prefixed().map_err(|e| format!("key: {e}"))?;
     let value = match kind {
         ValueKind::Delete => &[][..],
-        ValueKind::Value | ValueKind::ValuePointer => {
+        ValueKind::Value | ValueKind::ValuePointer | ValueKind::RangeDelete => {
             r.length_prefixed().map_err(|e| format!("value: {e}"))?
         }
     };

@@ -38,18 +38,30 @@ use super::InternalIterator;
 use super::db_iter::{DbIter, DbIterOptions};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
+use super::ValueBytes;
 
 /// What a scan needs of a value placement: turning a stored value into the user's. A
 /// placement is one (`db/read.rs` wraps it); tests plug in an in-memory store.
 pub trait Resolve: Send + Sync {
     /// The user's value for the entry `key` whose tree entry holds `stored` of `kind`
-    /// (never [`ValueKind::Value`]: inline values are not resolved).
-    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>>;
+    /// (never [`ValueKind::Value`]: inline values are not resolved). A value the store holds
+    /// in memory may come back shared rather than copied.
+    fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>>;
 }
 
 /// Steps in one direction after a seek before a cursor looks ahead. Two, so a seek
 /// followed by one `next` (a point-like read) never starts the pool.
 pub const SEQUENTIAL_TRIGGER: usize = 2;
+
+/// A cursor times one resolve in this many (and its first): two clock reads per value cost
+/// about what reading a value kept in memory costs (5 % of a YCSB-E run over cached 1 KiB
+/// values), and the average needs no more.
+const TIME_ONE_IN: u32 = 8;
+
+/// A timed resolve counts as at most this many times [`Prefetch::slow_read`]: one read
+/// that a loaded machine preempted for a millisecond must not turn the pool on for a scan
+/// whose reads are cached; a run of slow ones still does.
+const SLOW_READ_CAP: u32 = 4;
 
 /// How a cursor prefetches: the pool and how many entries it reads ahead.
 #[derive(Clone, Debug)]
@@ -105,7 +117,7 @@ impl Limit {
 /// A read-ahead entry's value.
 enum Pending {
     /// Inline bytes, or a value already resolved.
-    Ready(Vec<u8>),
+    Ready(ValueBytes<'static>),
     /// A pointer the pool did not take (yet).
     Stored(ValueKind, Vec<u8>),
     Submitted(Ticket),
@@ -129,7 +141,7 @@ pub struct PrefetchCursor<I: InternalIterator> {
     /// Owned: the reader's key.
     key: Vec<u8>,
     /// OnInner with a pointer, or Owned: the reader's value.
-    value: Vec<u8>,
+    value: ValueBytes<'static>,
     dir: Dir,
     /// Steps in `dir` since the last seek or change of direction.
     run: usize,
@@ -144,8 +156,11 @@ pub struct PrefetchCursor<I: InternalIterator> {
     /// Window entries before this index have been offered to the pool.
     offered: usize,
     limit: Limit,
-    /// Moving average of the time one resolve took (whoever ran it); `None` before the first.
+    /// Moving average of the time one resolve took (whoever ran it, one in
+    /// [`TIME_ONE_IN`] timed); `None` before the first.
     read_time: Option<Duration>,
+    /// Resolves run on this thread so far (which of them to time).
+    resolves: u32,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
@@ -163,7 +178,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             prefetch: prefetch.filter(|p| p.depth > 0),
             pos: Pos::Invalid,
             key: Vec::new(),
-            value: Vec::new(),
+            value: ValueBytes::default(),
             dir: Dir::Forward,
             run: 0,
             saw_pointer: false,
@@ -172,20 +187,39 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             offered: 0,
             limit: Limit::None,
             read_time: None,
+            resolves: 0,
         }
     }
 
+    /// Whether to time the next resolve run on this thread.
+    fn time_this_one(&mut self) -> bool {
+        let timed = self.resolves.is_multiple_of(TIME_ONE_IN);
+        self.resolves = self.resolves.wrapping_add(1);
+        timed
+    }
+
     /// Resolve on this thread, timing it.
-    fn resolve_here(&mut self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<Vec<u8>> {
-        let start = Instant::now();
+    fn resolve_here(
+        &mut self,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &[u8],
+    ) -> Result<ValueBytes<'static>> {
+        let start = self.time_this_one().then(Instant::now);
         let r = self.values.resolve(key, kind, stored);
-        self.note_read_time(start.elapsed());
+        if let Some(s) = start {
+            self.note_read_time(s.elapsed());
+        }
         r
     }
 
     /// Fold one resolve's duration into the average (weight 1/8: a few slow reads in a row
     /// start the pool, a few fast ones stop feeding it).
     fn note_read_time(&mut self, took: Duration) {
+        let took = match &self.prefetch {
+            Some(p) => took.min(p.slow_read.saturating_mul(SLOW_READ_CAP)),
+            None => took,
+        };
         self.read_time = Some(match self.read_time {
             None => took,
             Some(avg) => avg - avg / 8 + took / 8,
@@ -320,11 +354,13 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         let kind = self.inner.kind();
         if kind != ValueKind::Value {
             self.saw_pointer = true;
-            let start = Instant::now();
+            let start = self.time_this_one().then(Instant::now);
             let r = self
                 .values
                 .resolve(self.inner.key(), kind, self.inner.value());
-            self.note_read_time(start.elapsed());
+            if let Some(s) = start {
+                self.note_read_time(s.elapsed());
+            }
             match r {
                 Ok(v) => self.value = v,
                 Err(e) => return self.fail(e),
@@ -388,8 +424,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         self.key.clear();
         self.key.extend_from_slice(self.inner.key());
         if self.inner.kind() == ValueKind::Value {
-            self.value.clear();
-            self.value.extend_from_slice(self.inner.value());
+            self.value = ValueBytes::Owned(self.inner.value().to_vec());
         }
         self.pos = Pos::Owned;
         self.drop_window();
@@ -419,7 +454,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
                     let kind = self.inner.kind();
                     let bytes = self.inner.value().to_vec();
                     let value = if kind == ValueKind::Value {
-                        Pending::Ready(bytes)
+                        Pending::Ready(ValueBytes::Owned(bytes))
                     } else {
                         Pending::Stored(kind, bytes)
                     };

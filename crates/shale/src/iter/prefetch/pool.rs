@@ -34,6 +34,7 @@ use parking_lot::{Condvar, Mutex};
 use super::Resolve;
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
+use crate::iter::ValueBytes;
 
 /// Jobs waiting at most, over all scans. A job is a pointer's bytes and two `Arc`s, so the
 /// queue stays small; beyond it scans resolve on their own threads.
@@ -105,7 +106,7 @@ enum SlotState {
     /// The owner dropped its ticket while a worker ran the job: the result is discarded.
     Abandoned,
     /// The result and how long the resolve took.
-    Done(Result<Vec<u8>>, Duration),
+    Done(Result<ValueBytes<'static>>, Duration),
     /// Taken, cancelled or discarded.
     Gone,
 }
@@ -134,7 +135,7 @@ impl std::fmt::Debug for Ticket {
     }
 }
 
-fn resolve(job: &Job) -> (Result<Vec<u8>>, Duration) {
+fn resolve(job: &Job) -> (Result<ValueBytes<'static>>, Duration) {
     let start = Instant::now();
     let r = job.store.resolve(&job.key, job.kind, &job.stored);
     (r, start.elapsed())
@@ -326,7 +327,7 @@ fn worker(shared: &Shared) {
                         (Err(e), Duration::ZERO)
                     });
             shared.by_workers.fetch_add(1, Ordering::Relaxed);
-            let len = r.as_ref().map_or(0, Vec::len);
+            let len = r.as_ref().map_or(0, |v| v.len());
             let mut st = slot.state.lock();
             if matches!(*st, SlotState::Running) {
                 *st = SlotState::Done(r, took);
@@ -359,7 +360,7 @@ impl Shared {
 impl Ticket {
     /// The job's result and how long its resolve took: taken if a worker finished it,
     /// awaited if a worker is running it, resolved here if no worker has started it.
-    pub fn wait(self) -> (Result<Vec<u8>>, Duration) {
+    pub fn wait(self) -> (Result<ValueBytes<'static>>, Duration) {
         let mut st = self.slot.state.lock();
         loop {
             match std::mem::replace(&mut *st, SlotState::Gone) {

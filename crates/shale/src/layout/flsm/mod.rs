@@ -413,6 +413,7 @@ impl Layout for Flsm {
             is_base_for_key: &is_base,
             level: out_level,
         partition: None,
+        pile: None,
         };
         let mut cut = GuardCut {
             inner: merged,

@@ -363,6 +363,7 @@ impl Layout for Leveled {
             is_base_for_key: &is_base,
             level: plan.output_level,
         partition: None,
+        pile: None,
         };
         // The level below the output, where the outputs' overlap is limited.
         let grandparents = match (plan.user_range(), self.cfg.max_grandparent_overlap) {

@@ -241,6 +241,7 @@ impl Lwc {
             is_base_for_key: &is_base,
             level: plan.output_level,
             partition: None,
+            pile: None,
         };
         let (outputs, _) = merge_into_tables(&mut merged, &spec, ctx)?;
         for f in outputs {
@@ -279,6 +280,7 @@ impl Lwc {
             is_base_for_key: &is_base,
             level: out,
             partition: None,
+            pile: None,
         };
         let route = |k: &[u8]| route(&targets, k);
         let append = AppendSpec {

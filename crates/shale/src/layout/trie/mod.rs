@@ -19,7 +19,12 @@
 //! A get hashes the key once and asks, level by level from the root, the one container on
 //! the key's path, newest table first; the first version at or below the read's sequence
 //! number wins (every table of a container holds newer entries than every table below it,
-//! and a container's entries are newer than its descendants'). Scans are not supported:
+//! and a container's entries are newer than its descendants'). The filters of a container
+//! are clustered (the paper's BloomCluster): each new table carries the column filters of
+//! the older tables of its pile (up to `max_sub_levels` tables, then a new cluster starts),
+//! so one column block of the newest table's cluster answers for the whole pile; the
+//! clusters of the first [`crate::options::TrieOptions::pinned_filter_levels`] levels are
+//! kept in memory. Scans are not supported:
 //! [`Layout::iterators`] returns [`crate::Error::Unsupported`]. See
 //! `docs/designs/lsm-trie.md`.
 
@@ -30,7 +35,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
+use super::{Layout, PickContext, Plan, PlanKind, ReadContext};
 use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
@@ -40,7 +45,10 @@ use crate::key::{MAX_SEQNO, seek_key, user_key};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
-use crate::table::htable::{hashkey, prefix64};
+use crate::table::cache::TableCache;
+use crate::table::htable::cluster::column_word;
+use crate::table::htable::{HTable, LoadedCluster, hashkey, prefix64};
+use crate::table::{Pile, TableReader};
 use crate::version::{FileMeta, LayoutState, Version};
 use state::{TrieState, container_of, container_of_key, garbage_record};
 
@@ -50,7 +58,18 @@ pub struct Trie {
     max_sub_levels: usize,
     gc_ratio: f64,
     sample_mask: u64,
+    pinned_levels: usize,
 }
+
+/// How a key is asked of the filters: its column word ([`column_word`]) and bloom hash.
+#[derive(Clone, Copy)]
+struct Probe {
+    w: u32,
+    hash: u64,
+}
+
+/// The filters' answers gathered at one level: (table number, may hold the key).
+type Answers = Vec<(u64, bool)>;
 
 /// Why scans fail.
 const NO_SCANS: &str = "the lsm-trie layout places keys by hash and answers point reads only \
@@ -64,7 +83,87 @@ impl Trie {
             max_sub_levels: options.trie.max_sub_levels,
             gc_ratio: options.trie.gc_garbage_ratio,
             sample_mask: (1u64 << options.trie.gc_sample_bits.min(16)) - 1,
+            pinned_levels: options.trie.pinned_filter_levels,
         }
+    }
+
+    /// The filter cluster of `f`, the newest table of its pile, kept in `st` (read whole
+    /// the first time); `None` when the table has none.
+    fn pinned(
+        st: &TrieState,
+        f: &FileMeta,
+        tables: &Arc<TableCache>,
+        cause: ReadCause,
+    ) -> Result<Option<Arc<LoadedCluster>>> {
+        let Some(slot) = st.cluster_slot(f.number) else {
+            return Ok(None);
+        };
+        if let Some(c) = slot.get() {
+            return Ok(c.clone());
+        }
+        let t = tables.table(f.table_id())?;
+        let c = match t.as_any().downcast_ref::<HTable>() {
+            Some(h) => h.load_cluster(cause)?.map(Arc::new),
+            None => None,
+        };
+        // A racing get may have stored the same cluster first: either copy answers alike.
+        let _ = slot.set(c.clone());
+        Ok(c)
+    }
+
+    /// Whether table `f`, at position `i` of its pile at `level`, may hold the key `p`
+    /// asks for, and its reader if it was opened for the answer. The answers of every
+    /// cluster read at this level are kept in `answers`: a table the cluster of a newer
+    /// table of its pile covers is answered without reading (the common case: the newest
+    /// table's cluster covers the whole pile). Otherwise the table's own cluster answers
+    /// (kept in memory for the newest table of a pinned level, else one column block), or
+    /// a version 1 table's whole filter.
+    #[allow(clippy::too_many_arguments)]
+    fn may_hold(
+        &self,
+        st: &TrieState,
+        level: usize,
+        i: usize,
+        f: &FileMeta,
+        tables: &Arc<TableCache>,
+        cause: ReadCause,
+        p: Probe,
+        answers: &mut Answers,
+    ) -> Result<(bool, Option<Arc<dyn TableReader>>)> {
+        if let Some(&(_, m)) = answers.iter().find(|a| a.0 == f.number) {
+            return Ok((m, None));
+        }
+        let own = answers.len();
+        if i == 0
+            && level < self.pinned_levels
+            && let Some(c) = Self::pinned(st, f, tables, cause)?
+        {
+            c.probe(p.w, p.hash, |n, m| answers.push((n, m)))?;
+            return Ok((answers.get(own).is_some_and(|a| a.1), None));
+        }
+        let t = tables.table(f.table_id())?;
+        if let Some(h) = t.as_any().downcast_ref::<HTable>()
+            && h.cluster_probe(p.w, p.hash, cause, |n, m| answers.push((n, m)))?
+        {
+            return Ok((answers.get(own).is_some_and(|a| a.1), Some(t)));
+        }
+        let m = t.may_contain_hash(p.hash);
+        answers.push((f.number, m));
+        Ok((m, Some(t)))
+    }
+
+    /// The pile a table written into container `c` of `level` is laid on (its newest table
+    /// must open; a pile that cannot gives none, and the new table's cluster holds only its
+    /// own filters).
+    fn pile_of(&self, st: &TrieState, level: usize, c: u64, tables: &Arc<TableCache>) -> Option<Pile> {
+        let pile = st.pile(level, c);
+        let newest = pile.first()?;
+        let below = tables.table(newest.table_id()).ok()?;
+        Some(Pile {
+            below,
+            live: pile.iter().map(|f| f.number).collect(),
+            max: self.max_sub_levels,
+        })
     }
 
     /// The estimated share of `pile`'s entries that are garbage.
@@ -85,6 +184,7 @@ impl Trie {
     /// that cannot be read counts as not holding the key (the estimate is a hint, and a
     /// damaged table is reported by the reads that need it, not by this compaction).
     fn sample_hits(
+        &self,
         keys: &[Vec<u8>],
         v: &Version,
         last: usize,
@@ -92,22 +192,36 @@ impl Trie {
     ) -> BTreeMap<u64, u64> {
         let st = state::state(v);
         let mut hits: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut answers = Answers::new();
+        let cause = ReadCause::Compaction;
         for k in keys {
-            let c = container_of_key(k, last);
+            let hk = hashkey(k);
+            let c = container_of(prefix64(&hk), last);
             let older = st.pile(last, c);
             if older.is_empty() {
                 continue;
             }
-            let hash = bloom::hash64(k);
+            let p = Probe {
+                w: column_word(&hk),
+                hash: bloom::hash64(k),
+            };
             let seek = seek_key(k, MAX_SEQNO);
+            answers.clear();
             let mut n = 0;
-            for f in older {
-                let Ok(t) = ctx.tables.table(f.table_id()) else {
+            for (i, f) in older.iter().enumerate() {
+                let Ok((true, t)) =
+                    self.may_hold(st, last, i, f, ctx.tables, cause, p, &mut answers)
+                else {
                     continue;
                 };
-                if t.may_contain_hash(hash)
-                    && matches!(t.lookup(k, &seek, ReadCause::Compaction), Ok(Some(_)))
-                {
+                let t = match t {
+                    Some(t) => t,
+                    None => match ctx.tables.table(f.table_id()) {
+                        Ok(t) => t,
+                        Err(_) => continue,
+                    },
+                };
+                if matches!(t.lookup(k, &seek, cause), Ok(Some(_))) {
                     n += 1;
                 }
             }
@@ -227,12 +341,26 @@ impl Layout for Trie {
         })
     }
 
+    /// One new table on the root's pile, carrying the pile's filters in its cluster.
     fn flush(
         &self,
         input: &mut dyn InternalIterator,
         ctx: &CompactionContext<'_>,
     ) -> Result<VersionEdit> {
-        crate::layout::flush_to_level0(input, ctx)
+        let st = state::state(ctx.version);
+        let pile = |_: usize| self.pile_of(st, 0, 0, ctx.tables);
+        let spec = MergeSpec {
+            target_file_size: u64::MAX,
+            // Tombstones stay: older versions of their keys may sit in the tables below.
+            is_base_for_key: &|_| false,
+            level: 0,
+            partition: None,
+            pile: Some(&pile),
+        };
+        let (files, _) = merge_into_tables(input, &spec, ctx)?;
+        let mut edit = VersionEdit::default();
+        edit.new_files.extend(files.into_iter().map(|f| (0, f)));
+        Ok(edit)
     }
 
     fn get(
@@ -243,18 +371,28 @@ impl Layout for Trie {
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let st = state::state(version);
-        let p = prefix64(&hashkey(user_key));
-        let hash = bloom::hash64(user_key);
+        let hk = hashkey(user_key);
+        let prefix = prefix64(&hk);
+        let p = Probe {
+            w: column_word(&hk),
+            hash: bloom::hash64(user_key),
+        };
+        let mut answers = Answers::new();
         for level in 0..version.num_levels() {
-            let pile = st.pile(level, container_of(p, level));
-            for files in pile.chunks(PROBE_BATCH) {
-                let mut probed = ctx.probe(files.iter().map(|f| &**f), user_key, hash);
-                for i in 0..files.len() {
-                    if let Some((t, true)) = probed.slot(i)?
-                        && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
-                    {
-                        return Ok(Some(hit));
-                    }
+            let pile = st.pile(level, container_of(prefix, level));
+            answers.clear();
+            for (i, f) in pile.iter().enumerate() {
+                let (pass, t) =
+                    self.may_hold(st, level, i, f, ctx.tables, ctx.cause, p, &mut answers)?;
+                if !pass {
+                    continue;
+                }
+                let t = match t {
+                    Some(t) => t,
+                    None => ctx.tables.table(f.table_id())?,
+                };
+                if let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)? {
+                    return Ok(Some(hit));
                 }
             }
         }
@@ -396,7 +534,7 @@ impl Layout for Trie {
                 .unwrap_or_else(|| container_of_key(f.smallest_user_key(), level));
             by_container.entry((level, c)).or_default().push(f);
         }
-        for ((level, _), files) in by_container {
+        for ((level, container), files) in by_container {
             let in_place = level == out;
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             for f in &files {
@@ -411,11 +549,15 @@ impl Layout for Trie {
                 (first_below..v.num_levels()).all(|l| st.pile(l, container_of(p, l)).is_empty())
             };
             let child = |uk: &[u8]| (container_of(prefix64(&hashkey(uk)), out) & 7) as usize;
+            // Each child's new table is laid on the child's pile (a merge in place replaces
+            // its whole pile: nothing is below).
+            let pile = |part: usize| self.pile_of(st, out, (container << 3) | part as u64, ctx.tables);
             let spec = MergeSpec {
                 target_file_size: u64::MAX,
                 is_base_for_key: &is_base,
                 level: out,
                 partition: if in_place { None } else { Some(&child) },
+                pile: if in_place { None } else { Some(&pile) },
             };
             let mut input = Sampling {
                 inner: MergingIterator::new(children),
@@ -426,7 +568,7 @@ impl Layout for Trie {
             };
             let (outputs, _) = merge_into_tables(&mut input, &spec, ctx)?;
             let hits = if input.on {
-                Self::sample_hits(&input.sampled, v, last, ctx)
+                self.sample_hits(&input.sampled, v, last, ctx)
             } else {
                 BTreeMap::new()
             };

@@ -15,11 +15,11 @@
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::format::{Reader, put_varint64};
 use crate::manifest::{Axis, AxisRecord};
-use crate::table::htable::{hashkey, prefix64};
+use crate::table::htable::{LoadedCluster, hashkey, prefix64};
 use crate::version::{FileMeta, LayoutState, Version};
 
 /// Layout record kind: a garbage estimate of a last-level table. On-disk: never renumber.
@@ -48,6 +48,11 @@ pub fn garbage_record(number: u64, entries: u64) -> AxisRecord {
     AxisRecord::new(Axis::Layout, GARBAGE, p)
 }
 
+/// Where the filter cluster of a pile's newest table is kept once read
+/// (`Some(None)`: the table has none). Shared by every version in which the table is still
+/// its pile's newest, so it is read once; dropped with the last such version.
+pub type ClusterSlot = Arc<OnceLock<Option<Arc<LoadedCluster>>>>;
+
 /// Containers by level, and garbage estimates; see the module documentation.
 #[derive(Clone, Debug, Default)]
 pub struct TrieState {
@@ -57,6 +62,8 @@ pub struct TrieState {
     container: HashMap<u64, u64>,
     /// Estimated entries in older sub-levels that a last-level table shadows, by number.
     garbage: HashMap<u64, u64>,
+    /// The filter cluster of each pile's newest table, by its number.
+    clusters: HashMap<u64, ClusterSlot>,
 }
 
 fn decode(r: &AxisRecord) -> Result<(u64, u64), String> {
@@ -113,10 +120,20 @@ impl LayoutState for TrieState {
             }
         }
         garbage.retain(|n, _| container.contains_key(n));
+        let clusters = containers
+            .iter()
+            .flat_map(|l| l.values())
+            .filter_map(|pile| pile.first())
+            .map(|f| {
+                let slot = self.clusters.get(&f.number).cloned().unwrap_or_default();
+                (f.number, slot)
+            })
+            .collect();
         Ok(Arc::new(TrieState {
             containers,
             container,
             garbage,
+            clusters,
         }))
     }
 
@@ -164,6 +181,12 @@ impl TrieState {
     /// The container of file `number` (`None` for a file not in the version).
     pub fn container(&self, number: u64) -> Option<u64> {
         self.container.get(&number).copied()
+    }
+
+    /// Where the filter cluster of table `number` is kept, if it is the newest table of
+    /// its pile.
+    pub fn cluster_slot(&self, number: u64) -> Option<&ClusterSlot> {
+        self.clusters.get(&number)
     }
 
     /// The garbage estimate recorded for table `number` (0 when none is).

@@ -318,6 +318,118 @@ fn overwrites_reaching_the_last_level_are_collected() {
         let got = db.get(format!("key{i:05}").as_bytes()).unwrap();
         assert_eq!(got, Some(format!("r11-{i}").into_bytes()));
     }
+    // After collection: missing keys read no bucket (but for a rare false positive).
+    let io = Arc::clone(env.io());
+    let data = || io.block_reads(crate::env::ReadCause::Get, crate::env::BlockKind::Data);
+    let before = data();
+    for i in 400..1400u32 {
+        assert_eq!(db.get(format!("key{i:05}").as_bytes()).unwrap(), None);
+    }
+    assert!(data() - before <= 10, "{} buckets", data() - before);
+}
+
+/// Wait until no pile above the last level is full (what the compactions leave).
+fn settled(db: &Db, levels: usize, max: usize) {
+    wait_until(db, "the compactions", |db| {
+        (0..levels - 1).all(|l| {
+            db.property(&format!("shale.trie-piles-at-level{l}"))
+                .unwrap_or_default()
+                .lines()
+                .all(|line| {
+                    line.rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .is_some_and(|n| n < max)
+                })
+        })
+    });
+}
+
+/// The filter blocks a get of `key` reads with no filter in memory and no block cache:
+/// one per cluster it must ask, `ceil(pile / max)` on each level (a table's cluster covers
+/// it and up to `max - 1` older tables of its pile).
+fn clusters_on_path(db: &Db, key: &[u8], max: usize) -> u64 {
+    let files = db.live_files();
+    let levels = files.iter().map(|f| f.level + 1).max().unwrap_or(0);
+    (0..levels)
+        .map(|l| {
+            let c = container_of_key(key, l);
+            let pile = files
+                .iter()
+                .filter(|f| f.level == l && container_of_key(&f.smallest_key, l) == c)
+                .count();
+            pile.div_ceil(max) as u64
+        })
+        .sum()
+}
+
+#[test]
+fn clustered_filters_read_one_block_per_level_and_miss_no_key() {
+    use crate::env::{BlockKind, ReadCause};
+    for pinned in [64, 0] {
+        let env = Env::memory();
+        let mut o = options(&env);
+        o.trie.max_sub_levels = 3;
+        o.trie.pinned_filter_levels = pinned;
+        o.block_cache_bytes = 0;
+        let levels = o.num_levels;
+        let db = Db::open("/trie", o.clone()).unwrap();
+        // Distinct keys: nothing is garbage, every level keeps its piles.
+        let key = |round: u32, i: u32| format!("r{round:02}-{i:04}");
+        for round in 0..14 {
+            for i in 0..300 {
+                db.put(key(round, i).as_bytes(), format!("v{round}-{i}").as_bytes())
+                    .unwrap();
+            }
+            db.flush().unwrap();
+            settled(&db, levels, 3);
+        }
+        let files = db.live_files();
+        assert!(files.iter().any(|f| f.level == 0), "{pinned}");
+        assert!(files.iter().any(|f| f.level == 1), "{pinned}");
+        assert!(files.iter().any(|f| f.level == 2), "{pinned}");
+        let io = Arc::clone(env.io());
+        let reads = |k: BlockKind| io.block_reads(ReadCause::Get, k);
+        let mut open = Some(db);
+        for reopened in [false, true] {
+            if reopened && let Some(db) = open.take() {
+                db.close().unwrap();
+                open = Some(Db::open("/trie", o.clone()).unwrap());
+            }
+            let Some(db) = open.as_ref() else { break };
+            // Every key is found, at every level (no false negative), one bucket each.
+            let data = reads(BlockKind::Data);
+            for round in 0..14 {
+                for i in 0..300 {
+                    assert_eq!(
+                        db.get(key(round, i).as_bytes()).unwrap(),
+                        Some(format!("v{round}-{i}").into_bytes()),
+                        "pinned {pinned} reopened {reopened}"
+                    );
+                }
+            }
+            let found = reads(BlockKind::Data) - data;
+            assert!((4200..4200 + 42).contains(&found), "{found} buckets for 4200 gets");
+            // Missing keys: no data block (but for a rare false positive); the filter
+            // blocks are one per cluster on the key's path, or none once in memory.
+            let (data, filter) = (reads(BlockKind::Data), reads(BlockKind::Filter));
+            let mut want_filter = 0;
+            for i in 0..1000 {
+                let k = format!("missing-{i}");
+                assert_eq!(db.get(k.as_bytes()).unwrap(), None);
+                want_filter += clusters_on_path(db, k.as_bytes(), 3);
+            }
+            let data = reads(BlockKind::Data) - data;
+            let filter = reads(BlockKind::Filter) - filter;
+            assert!(data <= 10, "{data} data blocks for 1000 missing keys");
+            if pinned == 0 {
+                assert_eq!(filter, want_filter, "one block per cluster on the path");
+                assert!(filter <= 1000 * levels as u64 + 1000, "{filter}");
+            } else {
+                assert_eq!(filter, 0, "the clusters were loaded by the gets above");
+            }
+        }
+    }
 }
 
 #[test]

@@ -259,6 +259,10 @@ fn aggregate(segments: &[Segment], identity: Option<TableIdentity>) -> TableProp
 }
 
 impl TableReader for DTable {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn file_number(&self) -> u64 {
         self.number
     }

@@ -6,7 +6,9 @@
 //! [bucket 0][bucket 1] … [bucket m-1]   m × bucket_size bytes; a key's home bucket is
 //!                                        suffix(SHA-1(key)) mod m
 //! [overflow records]                     groups too large for any bucket, fully indexed
-//! [migration][overflow index][filter][properties]   metadata blocks, each + crc32c
+//! [filter cluster]                       2^K column blocks: this table's column filters
+//!                                        and those of the older tables of its pile
+//! [migration][overflow index][cluster index][properties]   metadata blocks, each + crc32c
 //! [footer]                               92 bytes: sizes, handles, version, crc, magic
 //! ```
 //!
@@ -14,9 +16,12 @@
 //! bucket, in the one bucket its home migrated the key's rank range to, or in the overflow
 //! area. The writer places groups when it finishes (it keeps the table in memory: a table
 //! is one memtable or one child's share of a container's pile); the reader keeps the
-//! migration records, the overflow index and the filter in memory, so a lookup whose
-//! filter passes reads exactly one bucket (or one overflow record).
+//! migration records, the overflow index and the cluster index in memory, so a lookup
+//! reads exactly one bucket (or one overflow record). The filters are asked first, through
+//! the filter cluster: one column block answers for every table of the pile
+//! ([`HTable::cluster_probe`], [`HTable::load_cluster`]; the trie layout does this).
 
+pub mod cluster;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -32,16 +37,20 @@ use crate::options::TableOptions;
 use crate::table::format::{TableFormat, TableId, TableIdentity, TableReadOptions, TableReader};
 use crate::table::format::{TableWriter, check_identity};
 
-pub use reader::HTable;
+pub use reader::{HTable, LoadedCluster};
 pub use writer::HTableWriter;
 
 /// Magic number at the end of every HTable file: the bytes `SHALEHTB` read as a
 /// little-endian u64. On-disk: never change.
 pub const HTABLE_MAGIC: u64 = 0x4254_4845_4c41_4853;
 
-/// The HTable format version this code writes and reads. On-disk: bump only with a reader
-/// for the old version beside it.
-pub const FORMAT_VERSION: u32 = 1;
+/// The HTable format version this code writes. On-disk: bump only with a reader for the
+/// old version beside it. Version 2 replaced the whole-table bloom filter of version 1 by
+/// column filters clustered across a pile ([`cluster`]); version 1 files are still read.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this code reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// Length of the footer in bytes.
 pub const FOOTER_LEN: usize = 92;

@@ -1,6 +1,7 @@
-//! Reads an HTable: open (footer, migration records, overflow index, filter, properties,
-//! all kept in memory), lookups (one bucket or one overflow record), a full iterator and
-//! `verify`.
+//! Reads an HTable: open (footer, migration records, overflow index, cluster index or
+//! version 1's whole filter, properties, all kept in memory), the filter cluster (one
+//! column block, or all of it), lookups (one bucket or one overflow record), a full
+//! iterator and `verify`.
 //!
 //! Thread-safety: an `HTable` is immutable after open and shared between readers.
 
@@ -8,13 +9,14 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::cluster::{self, ColumnFilters, MAX_COLUMN_BITS};
 use super::writer::{Handle, Migration};
 use super::{
     BUCKET_HEADER_LEN, BUCKET_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, HTABLE_MAGIC, HashKey,
-    MAX_BUCKET_SIZE, MIN_BUCKET_SIZE, hashkey, home_bucket, rank,
+    MAX_BUCKET_SIZE, MIN_BUCKET_SIZE, OLDEST_FORMAT_VERSION, hashkey, home_bucket, rank,
 };
 use crate::cache::block_cache::BlockCache;
-use crate::env::{ReadCause, ReadFile};
+use crate::env::{BlockKind, ReadCause, ReadFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::format::{Reader, crc32c, decode_fixed32, decode_fixed64, unmask_crc};
 use crate::iter::InternalIterator;
@@ -31,6 +33,68 @@ struct OverflowEntry {
     len: u32,
 }
 
+/// Where a table's filter cluster lies (its cluster index, kept in memory).
+#[derive(Clone, Debug)]
+struct ClusterIndex {
+    /// The blocks' granularity `K`: `2^K` column blocks.
+    k: u8,
+    /// The granularity of the table's own column filters.
+    own_k: u8,
+    /// Where each block starts, and (last) where the cluster ends: `2^K + 1` offsets.
+    offsets: Vec<u64>,
+}
+
+/// A table's whole filter cluster in memory ([`HTable::load_cluster`]): what a layout keeps
+/// to answer for a pile of tables without reading.
+#[derive(Debug)]
+pub struct LoadedCluster {
+    k: u8,
+    /// The table it was read from (its own entry's number), its path, and the cluster's
+    /// offset in it.
+    number: u64,
+    path: Arc<Path>,
+    start: u64,
+    /// The blocks, each with its crc (checked when loaded).
+    bytes: Vec<u8>,
+    /// Where each block starts in `bytes`, then the end.
+    offsets: Vec<usize>,
+}
+
+impl LoadedCluster {
+    /// Ask the cluster about the key with column word `w` ([`cluster::column_word`]) and
+    /// bloom hash `h`: `f(table number, may contain)` for each table it holds, the newest
+    /// (the table it was read from) first.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and offset of a malformed block (a loaded
+    /// cluster passed its crc checks, so only a bad writer makes one).
+    pub fn probe(&self, w: u32, h: u64, mut f: impl FnMut(u64, bool)) -> Result<()> {
+        let j = cluster::column(w, self.k);
+        let (Some(&a), Some(&b)) = (self.offsets.get(j), self.offsets.get(j + 1)) else {
+            return Err(Error::corruption(
+                self.path.to_path_buf(),
+                self.start,
+                format!("no filter cluster block {j}"),
+            ));
+        };
+        let block = self.bytes.get(a..b.saturating_sub(4)).unwrap_or_default();
+        cluster::probe_block(block, self.k, j, w, h, |i, n, m| {
+            f(if i == 0 { self.number } else { n }, m);
+        })
+        .at(&self.path, self.start + a as u64)
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// True for a cluster of no bytes (never: a cluster has at least one block).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
 /// An open HTable (one committed generation of its file).
 pub struct HTable {
     file: ReadFile,
@@ -45,7 +109,11 @@ pub struct HTable {
     overflow_end: u64,
     migrations: Vec<Migration>,
     overflow: Vec<OverflowEntry>,
+    /// Version 1: the whole-table filter.
     filter: Option<Arc<BloomFilter>>,
+    /// Version 2: where the filter cluster is.
+    cluster: Option<ClusterIndex>,
+    version: u32,
     props: TableProperties,
 }
 
@@ -145,17 +213,30 @@ impl HTable {
         let migrations =
             decode_migrations(&mig_raw, footer.buckets).at(&path, footer.migration.offset)?;
         let data_end = footer.buckets * footer.bucket_size as u64;
+        let (mut filter, mut cluster) = (None, None);
+        if footer.filter.size > 0 {
+            if footer.version == 1 {
+                let data = read_meta(footer.filter, "filter block")?;
+                filter = Some(Arc::new(
+                    BloomFilter::new(data).at(&path, footer.filter.offset)?,
+                ));
+            } else {
+                let data = read_meta(footer.filter, "cluster index")?;
+                let meta_start = footer.metadata_start();
+                cluster = Some(
+                    decode_cluster_index(&data, data_end, meta_start)
+                        .at(&path, footer.filter.offset)?,
+                );
+            }
+        }
+        // The overflow records end where the filter cluster (or the metadata) begins.
+        let overflow_end = cluster
+            .as_ref()
+            .and_then(|c| c.offsets.first().copied())
+            .unwrap_or(footer.migration.offset);
         let idx_raw = read_meta(footer.overflow_index, "overflow index")?;
-        let overflow = decode_overflow_index(&idx_raw, data_end, footer.migration.offset)
+        let overflow = decode_overflow_index(&idx_raw, data_end, overflow_end)
             .at(&path, footer.overflow_index.offset)?;
-        let filter = if footer.filter.size == 0 {
-            None
-        } else {
-            let data = read_meta(footer.filter, "filter block")?;
-            Some(Arc::new(
-                BloomFilter::new(data).at(&path, footer.filter.offset)?,
-            ))
-        };
         Ok(HTable {
             file,
             size: len,
@@ -165,12 +246,131 @@ impl HTable {
             verify_checksums,
             buckets: footer.buckets,
             bucket_size: footer.bucket_size as usize,
-            overflow_end: footer.migration.offset,
+            overflow_end,
             migrations,
             overflow,
             filter,
+            cluster,
+            version: footer.version,
             props,
         })
+    }
+
+    /// Where the filter cluster lies: [start, end).
+    #[cfg(test)]
+    pub(super) fn cluster_range(&self) -> Option<(u64, u64)> {
+        let c = self.cluster.as_ref()?;
+        Some((*c.offsets.first()?, *c.offsets.last()?))
+    }
+
+    /// The format version of the file.
+    pub fn format_version(&self) -> u32 {
+        self.version
+    }
+
+    /// Whether the table has a filter cluster (version 2 with filters).
+    pub fn has_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// Ask the filter cluster about the key with column word `w`
+    /// ([`cluster::column_word`]) and bloom hash `h`, reading the one column block that
+    /// holds its column (through the block cache; a read from the file counts as a
+    /// [`BlockKind::Filter`] block): `f(table number, may contain)` for each table of the
+    /// cluster, this one first. Returns false, calling nothing, for a table without a
+    /// cluster.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and the block's offset; I/O errors.
+    pub fn cluster_probe(
+        &self,
+        w: u32,
+        h: u64,
+        cause: ReadCause,
+        mut f: impl FnMut(u64, bool),
+    ) -> Result<bool> {
+        let Some(c) = &self.cluster else {
+            return Ok(false);
+        };
+        let j = cluster::column(w, c.k);
+        let (Some(&a), Some(&b)) = (c.offsets.get(j), c.offsets.get(j + 1)) else {
+            return Err(self.corruption(self.overflow_end, format!("no filter cluster block {j}")));
+        };
+        let cached = self.cache.as_ref().and_then(|cache| cache.get(self.file_number, a));
+        let block = match cached {
+            Some(b) => b,
+            None => {
+                let buf = self.file.read_at(a, (b - a) as usize, cause)?;
+                self.file.count_block(cause, BlockKind::Filter);
+                cluster::checked_payload(&buf).at(&self.path, a)?;
+                let data: Arc<[u8]> = Arc::from(buf);
+                if let Some(cache) = &self.cache
+                    && cause != ReadCause::Compaction
+                {
+                    cache.insert(self.file_number, a, Arc::clone(&data));
+                }
+                data
+            }
+        };
+        let payload = block.get(..block.len().saturating_sub(4)).unwrap_or_default();
+        cluster::probe_block(payload, c.k, j, w, h, |i, n, m| {
+            f(if i == 0 { self.file_number } else { n }, m);
+        })
+        .at(&self.path, a)?;
+        Ok(true)
+    }
+
+    /// Read the whole filter cluster (one read, counted as one [`BlockKind::Filter`]
+    /// block) and check every block's crc; `None` for a table without one.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] naming the file and the offset of a damaged block; I/O errors.
+    pub fn load_cluster(&self, cause: ReadCause) -> Result<Option<LoadedCluster>> {
+        let Some(c) = &self.cluster else {
+            return Ok(None);
+        };
+        let (Some(&start), Some(&end)) = (c.offsets.first(), c.offsets.last()) else {
+            return Ok(None);
+        };
+        let bytes = self.file.read_at(start, (end - start) as usize, cause)?;
+        self.file.count_block(cause, BlockKind::Filter);
+        let offsets: Vec<usize> = c.offsets.iter().map(|&o| (o - start) as usize).collect();
+        for w in offsets.windows(2) {
+            if let [a, b] = *w {
+                cluster::checked_payload(bytes.get(a..b).unwrap_or_default())
+                    .at(&self.path, start + a as u64)?;
+            }
+        }
+        Ok(Some(LoadedCluster {
+            k: c.k,
+            number: self.file_number,
+            path: Arc::clone(&self.path),
+            start,
+            bytes,
+            offsets,
+        }))
+    }
+
+    /// The column filters of every table of the cluster, this one first (its number as
+    /// the file records it); `None` for a table without a cluster.
+    ///
+    /// # Errors
+    /// As [`HTable::load_cluster`]; [`Error::Corruption`] for a malformed cluster.
+    pub fn cluster_tables(&self, cause: ReadCause) -> Result<Option<Vec<ColumnFilters>>> {
+        let Some(l) = self.load_cluster(cause)? else {
+            return Ok(None);
+        };
+        let start = self.cluster.as_ref().and_then(|c| c.offsets.first().copied()).unwrap_or(0);
+        let payloads: Vec<&[u8]> = l
+            .offsets
+            .windows(2)
+            .map(|w| match *w {
+                [a, b] => l.bytes.get(a..b.saturating_sub(4)).unwrap_or_default(),
+                _ => &[][..],
+            })
+            .collect();
+        let tables = cluster::decode(&payloads, l.k).at(&self.path, start)?;
+        Ok(Some(tables))
     }
 
     /// Number of buckets.
@@ -217,6 +417,7 @@ impl HTable {
             return Ok(data);
         }
         let buf = self.file.read_at(off, self.bucket_size, cause)?;
+        self.file.count_block(cause, BlockKind::Data);
         if verify {
             let stored = decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN)
                 .at(&self.path, off)?;
@@ -235,6 +436,7 @@ impl HTable {
     /// Read overflow record `e`, checked.
     fn read_record(&self, e: &OverflowEntry, cause: ReadCause) -> Result<(Vec<u8>, Vec<u8>)> {
         let buf = self.file.read_at(e.offset, e.len as usize, cause)?;
+        self.file.count_block(cause, BlockKind::Data);
         decode_record(&buf, &e.ikey).at(&self.path, e.offset)
     }
 
@@ -273,6 +475,7 @@ impl HTable {
     fn read_bucket_uncached(&self, b: u64, cause: ReadCause) -> Result<Vec<u8>> {
         let off = b * self.bucket_size as u64;
         let buf = self.file.read_at(off, self.bucket_size, cause)?;
+        self.file.count_block(cause, BlockKind::Data);
         let stored =
             decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN).at(&self.path, off)?;
         check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
@@ -284,6 +487,37 @@ impl HTable {
     /// first and last bucket and every overflow record.
     fn check(&self, quick: bool) -> Result<()> {
         let cause = ReadCause::Other;
+        // The filter cluster: every block whole, and the table's own filters to check
+        // every key against.
+        let own = match self.cluster_tables(cause)? {
+            Some(mut tables) => {
+                let at = self.overflow_end;
+                let own = tables.drain(..).next();
+                match (&own, &self.cluster) {
+                    (Some(o), Some(c)) if o.k != c.own_k => {
+                        return Err(self.corruption(
+                            at,
+                            format!(
+                                "the filter cluster's own filters have 2^{} columns, its index \
+                                 says 2^{}",
+                                o.k, c.own_k
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+                own
+            }
+            None => None,
+        };
+        let knows = |uk: &[u8]| -> bool {
+            let h = crate::table::bloom::hash64(uk);
+            match (&own, &self.filter) {
+                (Some(o), _) => o.may_contain(cluster::column_word(&hashkey(uk)), h),
+                (None, Some(f)) => f.may_contain_hash(h),
+                (None, None) => true,
+            }
+        };
         let mut all: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let last = self.buckets.saturating_sub(1);
         for b in 0..self.buckets {
@@ -307,7 +541,7 @@ impl HTable {
                         format!("bucket {b} holds a key whose place is elsewhere"),
                     ));
                 }
-                if !self.filter.as_ref().is_none_or(|f| f.may_contain(uk)) {
+                if !knows(uk) {
                     return Err(self.corruption(off, "the filter does not know a key of the bucket"));
                 }
                 all.push((k.to_vec(), v.to_vec()));
@@ -320,11 +554,7 @@ impl HTable {
             }
             prev = Some(&e.ikey);
             let rec = self.read_record(e, cause)?;
-            if !self
-                .filter
-                .as_ref()
-                .is_none_or(|f| f.may_contain(key::user_key(&rec.0)))
-            {
+            if !knows(key::user_key(&rec.0)) {
                 return Err(self.corruption(e.offset, "the filter does not know an overflow key"));
             }
             all.push(rec);
@@ -370,9 +600,10 @@ fn decode_footer(raw: &[u8], len: u64) -> std::result::Result<super::writer::Foo
     let stored = decode_fixed32(raw, 80)?;
     check_crc(raw.get(..80).unwrap_or_default(), stored, "footer")?;
     let version = decode_fixed32(raw, 12)?;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(format!(
-            "htable format version {version} (this build reads {FORMAT_VERSION})"
+            "htable format version {version} (this build reads versions \
+             {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}: the file was written by a newer Shale)"
         ));
     }
     let buckets = decode_fixed64(raw, 0)?;
@@ -387,6 +618,7 @@ fn decode_footer(raw: &[u8], len: u64) -> std::result::Result<super::writer::Foo
         })
     };
     let f = super::writer::Footer {
+        version,
         buckets,
         bucket_size,
         migration: h(16)?,
@@ -426,6 +658,45 @@ fn decode_footer(raw: &[u8], len: u64) -> std::result::Result<super::writer::Foo
         }
     }
     Ok(f)
+}
+
+/// Decode a cluster index (`docs/format/htable.md` §2.5): its column blocks must lie,
+/// one after another, between the buckets' end `data_end` and the metadata at `meta_start`.
+fn decode_cluster_index(
+    raw: &[u8],
+    data_end: u64,
+    meta_start: u64,
+) -> std::result::Result<ClusterIndex, String> {
+    let mut r = Reader::new(raw);
+    let k = r.u8()?;
+    let own_k = r.u8()?;
+    if k > MAX_COLUMN_BITS || own_k > MAX_COLUMN_BITS {
+        return Err(format!(
+            "filter cluster of 2^{k} blocks, own filters of 2^{own_k} columns (at most \
+             2^{MAX_COLUMN_BITS})"
+        ));
+    }
+    let start = r.varint64()?;
+    let mut offsets = Vec::with_capacity((1usize << k) + 1);
+    offsets.push(start);
+    let mut at = start;
+    for _ in 0..1usize << k {
+        let len = r.varint32()?;
+        if len < 5 {
+            return Err(format!("filter cluster block of {len} bytes"));
+        }
+        at = at.checked_add(u64::from(len)).ok_or("filter cluster overflows")?;
+        offsets.push(at);
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after the cluster index".into());
+    }
+    if start < data_end || at > meta_start {
+        return Err(format!(
+            "the filter cluster [{start}, {at}) lies outside [{data_end}, {meta_start})"
+        ));
+    }
+    Ok(ClusterIndex { k, own_k, offsets })
 }
 
 fn decode_migrations(raw: &[u8], buckets: u64) -> std::result::Result<Vec<Migration>, String> {
@@ -521,8 +792,14 @@ impl TableReader for HTable {
         &self.props
     }
 
+    /// Version 1's whole-table filter (version 2 tables answer through their filter
+    /// cluster, which the trie layout asks: [`HTable::cluster_probe`]).
     fn filter(&self) -> Option<&Arc<BloomFilter>> {
         self.filter.as_ref()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn lookup(

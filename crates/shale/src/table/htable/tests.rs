@@ -299,31 +299,43 @@ fn hashkey_fields() {
     let h = hashkey(b"abc");
     assert_eq!(prefix64(&h), 0xa999_3e36_4706_816a);
     assert_eq!(rank(&h), 0xba3e_2571);
+    assert_eq!(cluster::column_word(&h), 0x7850_c26c);
     assert_eq!(home_bucket(&h, 1 << 32), 0x9cd0_d89d);
     assert_eq!(home_bucket(&h, 10), 0x9cd0_d89d % 10);
 }
 
-/// The worked example of `docs/format/htable.md` §6: its bytes, field by field.
-fn worked_example_bytes() -> Vec<u8> {
+/// The three entries of the worked examples, written with buckets of 128 bytes and
+/// `bloom_bits` bits per key, as table 7 of store 1, in format `version`.
+fn example_table(bloom_bits: usize, version: u32) -> (TestFs, Env, PathBuf, Vec<u8>) {
     let (fs, env) = TestFs::env();
     let path = PathBuf::from("/db/000007.sst");
     let o = TableOptions {
         block_size: 128,
-        bloom_bits_per_key: 0,
+        bloom_bits_per_key: bloom_bits,
         ..TableOptions::default()
     };
     let f = env.create(&path, WriteCause::Flush).unwrap();
     let mut w = HTableWriter::new(f, &o, Some(TableIdentity { store_id: 1, number: 7 }));
+    if version == 1 {
+        w = w.version_1();
+    }
     w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y").unwrap();
     w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap();
     w.add(&make_internal_key(b"b", 3, ValueKind::Delete), b"").unwrap();
     Box::new(w).finish().unwrap();
-    fs.get(&path)
+    let bytes = fs.get(&path);
+    (fs, env, path, bytes)
+}
+
+/// The worked example of version 1 (the format before filter clusters), which this build
+/// still reads: no filter, so the file is the version 2 example without its cluster.
+fn worked_example_bytes() -> Vec<u8> {
+    example_table(0, 1).3
 }
 
 #[test]
-fn worked_example() {
-    // docs/format/htable.md §6, byte for byte.
+fn worked_example_of_version_1_is_still_read() {
+    // docs/format/htable.md §7 (version 1), byte for byte.
     let want = "\
         03 00 09 01 61 01 01 00 00 00 00 00 00 78 09 00 \
         62 00 03 00 00 00 00 00 00 09 01 62 01 02 00 00 \
@@ -356,4 +368,226 @@ fn worked_example() {
     assert_eq!(props.num_entries, 3);
     assert_eq!(props.file_number, Some(7));
     assert_eq!(&bytes[0xd2..0xd6], &[0xc4, 0xc6, 0x01, 0xea]);
+    // Read as version 1: lookups, iteration, verify.
+    let (_fs, env, path, _) = example_table(0, 1);
+    let t = open(&env, &path).unwrap();
+    assert_eq!(t.format_version(), 1);
+    assert!(!t.has_cluster());
+    t.verify().unwrap();
+    let got = t.lookup(b"b", &seek_key(b"b", 2), ReadCause::Get).unwrap();
+    assert_eq!(got, Some((make_internal_key(b"b", 2, ValueKind::Value), b"y".to_vec())));
+    assert_eq!(collect(&t).len(), 3);
+}
+
+#[test]
+fn version_1_tables_with_a_whole_filter_are_read() {
+    let (fs, env) = TestFs::env();
+    let path = PathBuf::from("/db/000007.sst");
+    let es = entries(300, |i| (i % 50) as usize);
+    let f = env.create(&path, WriteCause::Flush).unwrap();
+    let mut w: Box<dyn TableWriter> = Box::new(
+        HTableWriter::new(f, &options(512), Some(TableIdentity { store_id: 1, number: 7 }))
+            .version_1(),
+    );
+    for (k, v) in &es {
+        w.add(k, v).unwrap();
+    }
+    w.finish().unwrap();
+    let t = open(&env, &path).unwrap();
+    assert_eq!(t.format_version(), 1);
+    assert!(t.filter().is_some() && !t.has_cluster());
+    check_lookups(&t, &es);
+    t.verify().unwrap();
+    // A version this build does not know is refused, saying so.
+    let mut bad = fs.get(&path);
+    let foot = bad.len() - super::FOOTER_LEN;
+    bad[foot + 12] = 3;
+    let crc = crate::format::mask_crc(crate::format::crc32c(&bad[foot..foot + 80]));
+    bad[foot + 80..foot + 84].copy_from_slice(&crc.to_le_bytes());
+    fs.set(&path, bad);
+    let e = open(&env, &path).unwrap_err().to_string();
+    assert!(e.contains("htable format version 3") && e.contains("newer Shale"), "{e}");
+}
+
+#[test]
+fn worked_example() {
+    // docs/format/htable.md §6 (version 2, with its filter cluster), byte for byte.
+    let (_fs, env, path, bytes) = example_table(16, 2);
+    assert_eq!(bytes.len(), 332);
+    // The bucket is version 1's, byte for byte.
+    assert_eq!(&bytes[..0x80], &worked_example_bytes()[..0x80]);
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ");
+    // The filter cluster: one column block.
+    assert_eq!(
+        hex(&bytes[0x80..0x91]),
+        "01 07 00 09 18 11 cb 88 a9 08 10 42 0b 90 a6 d0 5d"
+    );
+    // Migration block and overflow index (empty), then the cluster index.
+    assert_eq!(hex(&bytes[0x91..0x9b]), "00 d2 8f 25 49 00 d2 8f 25 49");
+    assert_eq!(hex(&bytes[0x9b..0xa4]), "00 00 80 01 11 5d 6a 5d 5d");
+    let props = TableProperties::decode(&bytes[0xa4..0xa4 + 72]).unwrap();
+    assert_eq!(props.num_entries, 3);
+    assert_eq!(props.filter_bytes, 17);
+    assert_eq!(hex(&bytes[0xec..0xf0]), "a2 a8 82 9f");
+    assert_eq!(
+        hex(&bytes[0xf0..]),
+        "01 00 00 00 00 00 00 00 80 00 00 00 02 00 00 00 \
+         91 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 \
+         96 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 \
+         9b 00 00 00 00 00 00 00 05 00 00 00 00 00 00 00 \
+         a4 00 00 00 00 00 00 00 48 00 00 00 00 00 00 00 \
+         3e f8 b4 4c 53 48 41 4c 45 48 54 42"
+    );
+    // "a": hash64 0x0fa36e601150bbb6, 11 probes over 64 bits: bits 4, 8, …, 43 are set.
+    assert_eq!(crate::table::bloom::hash64(b"a"), 0x0fa3_6e60_1150_bbb6);
+    let t = open(&env, &path).unwrap();
+    t.verify().unwrap();
+    assert_eq!(t.format_version(), 2);
+    let mut asked = Vec::new();
+    let w = cluster::column_word(&hashkey(b"a"));
+    assert_eq!(w, 0xb9ea_eaea);
+    let h = crate::table::bloom::hash64(b"a");
+    assert!(t.cluster_probe(w, h, ReadCause::Get, |n, m| asked.push((n, m))).unwrap());
+    assert_eq!(asked, vec![(7, true)]);
+}
+
+/// Write `es` as table `number`, laid on `pile` if given; open it (with a block cache).
+fn write_on(
+    env: &Env,
+    number: u64,
+    es: &Entries,
+    pile: Option<&crate::table::Pile>,
+) -> Arc<HTable> {
+    let path = PathBuf::from(format!("/db/{number:06}.sst"));
+    let f = env.create(&path, WriteCause::Flush).unwrap();
+    let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
+        f,
+        &options(4096),
+        Some(TableIdentity { store_id: 1, number }),
+    ));
+    if let Some(p) = pile {
+        w.lay_on(p);
+    }
+    for (k, v) in es {
+        w.add(k, v).unwrap();
+    }
+    w.finish().unwrap();
+    let f = env.open(&path).unwrap();
+    let len = f.len();
+    let cache = Arc::new(crate::cache::block_cache::BlockCache::new(1 << 20));
+    Arc::new(HTable::open(f, number, len, Some(cache), true).unwrap())
+}
+
+/// Entries of `n` keys named `{prefix}{i}`.
+fn named(prefix: &str, n: u64, seq: u64) -> Entries {
+    (0..n)
+        .map(|i| {
+            let k = format!("{prefix}{i:05}");
+            (make_internal_key(k.as_bytes(), seq + i, ValueKind::Value), b"v".to_vec())
+        })
+        .collect()
+}
+
+/// What `t`'s cluster answers for `uk`: (table, may hold), its own first.
+fn asked(t: &HTable, uk: &[u8]) -> Vec<(u64, bool)> {
+    let mut out = Vec::new();
+    let w = cluster::column_word(&hashkey(uk));
+    let h = crate::table::bloom::hash64(uk);
+    assert!(t.cluster_probe(w, h, ReadCause::Get, |n, m| out.push((n, m))).unwrap());
+    let mut loaded = Vec::new();
+    t.load_cluster(ReadCause::Get)
+        .unwrap()
+        .unwrap()
+        .probe(w, h, |n, m| loaded.push((n, m)))
+        .unwrap();
+    assert_eq!(out, loaded, "one block read and the loaded cluster agree");
+    out
+}
+
+#[test]
+fn a_table_laid_on_a_pile_carries_the_pile_s_filters() {
+    let (_fs, env) = TestFs::env();
+    let a_es = named("a", 3000, 1);
+    let b_es = named("b", 200, 10_000);
+    let c_es = named("c", 1500, 20_000);
+    let a = write_on(&env, 1, &a_es, None);
+    let pile = |below: &Arc<HTable>, live: &[u64], max: usize| crate::table::Pile {
+        below: Arc::clone(below) as Arc<dyn TableReader>,
+        live: live.to_vec(),
+        max,
+    };
+    let b = write_on(&env, 2, &b_es, Some(&pile(&a, &[1], 8)));
+    let c = write_on(&env, 3, &c_es, Some(&pile(&b, &[2, 1], 8)));
+    for t in [&a, &b, &c] {
+        t.verify().unwrap();
+    }
+    // C's cluster is C's own filters, then B's and A's, copied bit for bit.
+    let own = |t: &HTable| t.cluster_tables(ReadCause::Get).unwrap().unwrap().remove(0);
+    let cs = c.cluster_tables(ReadCause::Get).unwrap().unwrap();
+    assert_eq!(cs.iter().map(|t| t.number).collect::<Vec<_>>(), vec![3, 2, 1]);
+    assert_eq!(cs[1], own(&b));
+    assert_eq!(cs[2], own(&a));
+    // No false negative: every key of every table passes for its table in C's block.
+    for (es, number) in [(&a_es, 1), (&b_es, 2), (&c_es, 3)] {
+        for (k, _) in es.iter() {
+            let uk = key::user_key(k);
+            let ans = asked(&c, uk);
+            assert_eq!(ans.len(), 3);
+            assert!(ans.contains(&(number, true)), "{:?}", String::from_utf8_lossy(uk));
+        }
+    }
+    // Absent keys: one block read answers for the three tables, rarely passing.
+    let mut passed = 0;
+    for i in 0..3000 {
+        let uk = format!("absent{i}");
+        passed += asked(&c, uk.as_bytes()).iter().filter(|a| a.1).count();
+    }
+    assert!(passed < 20, "{passed} false positives in 9000 answers");
+    // Tables no longer in the pile are not copied; a full cluster is not extended.
+    let d = write_on(&env, 4, &named("d", 10, 30_000), Some(&pile(&c, &[3, 1], 8)));
+    let ds = d.cluster_tables(ReadCause::Get).unwrap().unwrap();
+    assert_eq!(ds.iter().map(|t| t.number).collect::<Vec<_>>(), vec![4, 3, 1]);
+    let e = write_on(&env, 5, &named("e", 10, 40_000), Some(&pile(&c, &[3, 2, 1], 3)));
+    let es = e.cluster_tables(ReadCause::Get).unwrap().unwrap();
+    assert_eq!(es.iter().map(|t| t.number).collect::<Vec<_>>(), vec![5]);
+}
+
+#[test]
+fn a_get_reads_one_filter_block_and_the_block_cache_keeps_it() {
+    let (_fs, env) = TestFs::env();
+    let t = write_on(&env, 1, &named("k", 5000, 1), None);
+    let io = env.io();
+    let blocks = |k| io.block_reads(ReadCause::Get, k);
+    let before = (blocks(crate::env::BlockKind::Filter), blocks(crate::env::BlockKind::Data));
+    asked(&t, b"absent");
+    // The probe reads one block; the whole-cluster load of `asked` one more read.
+    assert_eq!(blocks(crate::env::BlockKind::Filter) - before.0, 2);
+    asked(&t, b"absent");
+    assert_eq!(blocks(crate::env::BlockKind::Filter) - before.0, 3, "the block was cached");
+    assert_eq!(blocks(crate::env::BlockKind::Data), before.1, "no bucket was read");
+}
+
+#[test]
+fn damage_in_the_filter_cluster_is_found_with_file_and_offset() {
+    let (fs, env, path, es) = setup(3000, 4096, |i| (i % 40) as usize);
+    let t = open(&env, &path).unwrap();
+    let (start, end) = t.cluster_range().unwrap();
+    let (start, len) = (start as usize, (end - start) as usize);
+    assert_eq!(len as u64, t.properties().filter_bytes);
+    drop(t);
+    for at in [start + 1, start + len / 2, start + len - 1] {
+        let e = damaged(&fs, &env, &path, at, |env| open(env, &path)?.verify());
+        assert!(e.to_string().contains("filter cluster"), "{e}");
+        // Some key's get meets the damaged block, and says where it is.
+        let e = damaged(&fs, &env, &path, at, |env| {
+            let t = open(env, &path)?;
+            for (k, _) in &es {
+                let uk = key::user_key(k);
+                let w = cluster::column_word(&hashkey(uk));
+                t.cluster_probe(w, crate::table::bloom::hash64(uk), ReadCause::Get, |_, _| {})?;
+            }
+            Ok(())
+        });
+        assert!(e.to_string().contains("filter cluster"), "{e}");
+    }
 }

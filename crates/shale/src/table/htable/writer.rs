@@ -6,17 +6,18 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
+use super::cluster::{self, ColumnFilters};
 use super::{
     BUCKET_HEADER_LEN, BUCKET_TRAILER_LEN, FILL_PERCENT, FORMAT_VERSION, HTABLE_MAGIC, HashKey,
     bucket_size, hashkey, home_bucket, rank,
 };
-use crate::env::WriteFile;
+use crate::env::{ReadCause, WriteFile};
 use crate::error::{Error, Result};
 use crate::format::{crc32c, mask_crc, put_fixed32, put_fixed64, put_varint32, put_varint64};
 use crate::format::varint_len;
 use crate::key::{self, ValueKind};
 use crate::table::bloom::BloomBuilder;
-use crate::table::format::{TableIdentity, TableSummary, TableWriter};
+use crate::table::format::{Pile, TableIdentity, TableReader, TableSummary, TableWriter};
 use crate::table::properties::TableProperties;
 
 /// A region of the file: offset and length (metadata blocks: without their 4-byte crc).
@@ -29,6 +30,8 @@ pub(super) struct Handle {
 /// The footer's fields (`docs/format/htable.md` §5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Footer {
+    /// The format version.
+    pub version: u32,
     pub buckets: u64,
     pub bucket_size: u32,
     pub migration: Handle,
@@ -38,11 +41,21 @@ pub(super) struct Footer {
 }
 
 impl Footer {
+    /// Where the metadata blocks start: the lowest offset of a block the footer names.
+    pub fn metadata_start(&self) -> u64 {
+        [self.migration, self.overflow_index, self.filter, self.properties]
+            .iter()
+            .filter(|h| h.size > 0 || h.offset > 0)
+            .map(|h| h.offset)
+            .min()
+            .unwrap_or(0)
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(super::FOOTER_LEN);
         put_fixed64(&mut out, self.buckets);
         put_fixed32(&mut out, self.bucket_size);
-        put_fixed32(&mut out, FORMAT_VERSION);
+        put_fixed32(&mut out, self.version);
         for h in [
             self.migration,
             self.overflow_index,
@@ -73,6 +86,13 @@ pub struct HTableWriter {
     file: WriteFile,
     bucket_size: usize,
     bloom_bits: usize,
+    /// The table's own file number (0 outside a store), recorded in its filter cluster.
+    number: u64,
+    /// The column filters of the older tables of the pile this table is laid on, newest
+    /// first ([`TableWriter::lay_on`]); copied into this table's filter cluster.
+    below: Vec<ColumnFilters>,
+    /// The format version written: [`FORMAT_VERSION`], or 1 (tests of old files).
+    version: u32,
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     /// Encoded bytes of the items so far.
     bytes: u64,
@@ -213,6 +233,9 @@ impl HTableWriter {
             file,
             bucket_size,
             bloom_bits: options.bloom_bits_per_key,
+            number: identity.map_or(0, |i| i.number),
+            below: Vec::new(),
+            version: FORMAT_VERSION,
             entries: Vec::new(),
             bytes: 0,
             props: TableProperties {
@@ -223,6 +246,14 @@ impl HTableWriter {
                 ..TableProperties::default()
             },
         }
+    }
+
+    /// Write the old format version 1 (one whole-table filter, no cluster): tests of the
+    /// reader's compatibility only.
+    #[cfg(test)]
+    pub(super) fn version_1(mut self) -> HTableWriter {
+        self.version = 1;
+        self
     }
 
     fn append(&mut self, data: &[u8], offset: &mut u64) -> Result<()> {
@@ -263,7 +294,7 @@ impl TableWriter for HTableWriter {
         }
         props.num_entries += 1;
         match p.kind {
-            ValueKind::Delete => props.num_tombstones += 1,
+            ValueKind::Delete | ValueKind::RangeDelete => props.num_tombstones += 1,
             ValueKind::ValuePointer => props.num_value_pointers += 1,
             ValueKind::Value => {}
         }
@@ -276,6 +307,32 @@ impl TableWriter for HTableWriter {
 
     fn estimated_size(&self) -> u64 {
         self.bytes * 100 / FILL_PERCENT + self.bucket_size as u64
+    }
+
+    /// Copy the column filters of `pile`'s cluster that belong to tables still in the pile,
+    /// to carry them in this table's cluster, unless that would make the cluster hold more
+    /// than `pile.max` tables (then this table starts a new cluster). Best effort: a pile
+    /// whose newest table is not an htable of this version, or whose cluster cannot be
+    /// read, gives nothing, and readers then ask the older tables' own clusters (the
+    /// answers are the same, only more blocks are read).
+    fn lay_on(&mut self, pile: &Pile) {
+        self.below.clear();
+        if self.version < 2 || self.bloom_bits == 0 {
+            return;
+        }
+        let Some(t) = pile.below.as_any().downcast_ref::<super::HTable>() else {
+            return;
+        };
+        let Ok(Some(mut tables)) = t.cluster_tables(ReadCause::Compaction) else {
+            return;
+        };
+        if let Some(own) = tables.first_mut() {
+            own.number = TableReader::file_number(t);
+        }
+        tables.retain(|c| pile.live.contains(&c.number) && c.number != self.number);
+        if tables.len() < pile.max {
+            self.below = tables;
+        }
     }
 
     fn num_entries(&self) -> u64 {
@@ -369,6 +426,34 @@ impl TableWriter for HTableWriter {
             }
         }
         let overflow_bytes = offset - m * bsize as u64;
+        // The filter cluster (version 2): this table's column filters, then the pile's.
+        let mut cluster_index = Vec::new();
+        let mut cluster_bytes = 0u64;
+        if self.version >= 2 && self.bloom_bits > 0 && !groups.is_empty() {
+            let k = cluster::column_bits_for(groups.len() as u64);
+            let own = ColumnFilters::build(
+                self.number,
+                k,
+                self.bloom_bits,
+                groups.iter().filter_map(|g| {
+                    let (ik, _) = entries.get(g.start)?;
+                    Some((cluster::column_word(&g.hash), key::user_key(ik)))
+                }),
+            );
+            let mut tables = Vec::with_capacity(1 + self.below.len());
+            tables.push(own);
+            tables.append(&mut self.below);
+            let kk = cluster::cluster_bits(&tables, bsize / 2);
+            let start = offset;
+            cluster_index.push(kk);
+            cluster_index.push(k);
+            put_varint64(&mut cluster_index, start);
+            for b in cluster::encode(&tables, kk) {
+                put_varint32(&mut cluster_index, b.len() as u32);
+                self.append(&b, &mut offset)?;
+            }
+            cluster_bytes = offset - start;
+        }
         // The count, rewritten now that it is known (a varint of fixed width 5).
         let mut head = Vec::new();
         put_varint32(&mut head, indexed);
@@ -383,7 +468,14 @@ impl TableWriter for HTableWriter {
         }
         let migration = self.meta_block(&migration, &mut offset)?;
         let overflow_index = self.meta_block(&index, &mut offset)?;
-        let filter = if self.bloom_bits > 0 && !groups.is_empty() {
+        let filter = if self.version >= 2 {
+            if cluster_index.is_empty() {
+                Handle::default()
+            } else {
+                self.props.filter_bytes = cluster_bytes;
+                self.meta_block(&cluster_index, &mut offset)?
+            }
+        } else if self.bloom_bits > 0 && !groups.is_empty() {
             let mut f = BloomBuilder::new(self.bloom_bits);
             for g in &groups {
                 if let Some((k, _)) = entries.get(g.start) {
@@ -403,6 +495,7 @@ impl TableWriter for HTableWriter {
         let props = self.props.encode();
         let properties = self.meta_block(&props, &mut offset)?;
         let footer = Footer {
+            version: self.version,
             buckets: m,
             bucket_size: bsize as u32,
             migration,

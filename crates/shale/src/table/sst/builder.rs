@@ -113,7 +113,7 @@ impl TableBuilder {
         }
         p.num_entries += 1;
         match parsed.kind {
-            ValueKind::Delete => p.num_tombstones += 1,
+            ValueKind::Delete | ValueKind::RangeDelete => p.num_tombstones += 1,
             ValueKind::ValuePointer => p.num_value_pointers += 1,
             ValueKind::Value => {}
         }

@@ -86,6 +86,10 @@ impl TableWriter for TableBuilder {
 }
 
 impl TableReader for Table {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn file_number(&self) -> u64 {
         Table::file_number(self)
     }

@@ -498,6 +498,7 @@ impl Table {
             return Block::new(data).at(&self.path, h.offset);
         }
         let buf = read_stored(&self.file, &self.path, h, cause)?;
+        self.file.count_block(cause, crate::env::BlockKind::Data);
         let data = decode_block(&buf, self.verify_checksums).at(&self.path, h.offset)?;
         let block = Block::new(Arc::clone(&data)).at(&self.path, h.offset)?;
         if let Some(c) = &self.cache

@@ -12,8 +12,13 @@ pub(super) const HEADER_LEN: usize = 41;
 /// On-disk: the first 8 bytes of a header record. Never change.
 const MAGIC: [u8; 8] = *b"ShaleWAL";
 
-/// On-disk: the header format this code writes.
-const VERSION: u8 = 1;
+/// On-disk: the header format this code writes. Version 2 logs may hold range tombstones
+/// (batch entry kind 3, `Db::delete_range`), which a build reading only version 1 would
+/// take for damage; it refuses a version 2 log instead.
+const VERSION: u8 = 2;
+
+/// On-disk: the oldest header format this code reads (its logs hold no range tombstone).
+const VERSION_1: u8 = 1;
 
 /// What a log's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,10 +57,10 @@ impl LogHeader {
             return Ok(None);
         }
         let version = record.get(MAGIC.len()).copied();
-        if version != Some(VERSION) || record.len() != HEADER_LEN {
+        if !matches!(version, Some(VERSION_1 | VERSION)) || record.len() != HEADER_LEN {
             return Err(format!(
-                "log header of version {version:?} and {} bytes; this build reads version \
-                 {VERSION} of {HEADER_LEN} bytes",
+                "log header of version {version:?} and {} bytes; this build reads versions \
+                 {VERSION_1} to {VERSION} of {HEADER_LEN} bytes",
                 record.len()
             ));
         }
@@ -90,7 +95,7 @@ mod tests {
         let hex: String = h.encode().iter().map(|b| format!("{b:02x} ")).collect();
         assert_eq!(
             hex.trim_end(),
-            "53 68 61 6c 65 57 41 4c 01 \
+            "53 68 61 6c 65 57 41 4c 02 \
              ef cd ab 89 67 45 23 01 \
              09 00 00 00 00 00 00 00 \
              07 00 00 00 00 00 00 00 \
@@ -111,7 +116,9 @@ mod tests {
             prev_len: 0,
         }
         .encode();
-        h[8] = 2;
+        h[8] = 1;
+        assert!(LogHeader::decode(&h).is_ok(), "version 1 is still read");
+        h[8] = 3;
         assert!(LogHeader::decode(&h).is_err());
         assert!(LogHeader::decode(&h[..20]).is_err());
     }

@@ -4,7 +4,7 @@
 //! Thread-safety: the log writer sits behind a mutex that only the write leader (`append`,
 //! `freeze`) and `sync` take; resolution touches no state.
 
-use std::borrow::Cow;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 
 use super::{
     Apply, LogFile, LogFileTake, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
-    SalvageContext, Salvaged, ValueStore, VerifyContext,
+    SalvageContext, Salvaged, ValueBytes, ValueStore, VerifyContext,
 };
 use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};
@@ -328,9 +328,15 @@ impl ValueStore for InlinePlacement {
         salvage::salvage(ctx, next, flushed_seq, apply, edit)
     }
 
-    fn resolve<'a>(&self, _key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    fn resolve<'a>(
+        &self,
+        _key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        _cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>> {
         match kind {
-            ValueKind::Value => Ok(Cow::Borrowed(stored)),
+            ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),
             other => Err(Error::Unsupported(format!(
                 "found a {other:?} entry, but this store keeps values inline"
             ))),

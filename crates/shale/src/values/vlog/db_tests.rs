@@ -464,15 +464,59 @@ fn value_reads_are_served_from_the_block_cache_once_read() {
         };
         pass(&db);
         let first = reads_of(&db, ReadCause::Get);
+        let first_scan = reads_of(&db, ReadCause::ScanValue);
         assert!(first > 0);
+        // The scan's value reads count as its own cause, not as gets: with the cache only
+        // the big value (never cached; the gets of the pass read every other one before the
+        // scan), without it every value.
+        let big_len = record_len(b"big", &big) as u64;
+        if cache {
+            assert_eq!(first_scan, big_len);
+        } else {
+            assert!(first_scan > big_len, "{first_scan}");
+        }
         pass(&db);
         let second = reads_of(&db, ReadCause::Get) - first;
+        let second_scan = reads_of(&db, ReadCause::ScanValue) - first_scan;
         if cache {
             // Only the big value, which the scan reads again.
-            assert_eq!(second, record_len(b"big", &big) as u64, "cache {cache}");
+            assert_eq!(second, 0, "cache {cache}");
+            assert_eq!(second_scan, big_len, "cache {cache}");
         } else {
             assert!(second >= first, "cache {cache}: {second} < {first}");
+            assert!(second_scan >= first_scan, "cache {cache}");
         }
         db.close().expect("close");
     }
+}
+
+#[test]
+fn gets_count_the_blocks_they_read_by_kind() {
+    use crate::env::{BlockKind, ReadCause};
+    let env = Env::memory();
+    let mut o = opts(&env, 0.5);
+    o.block_cache_bytes = 0;
+    let db = Db::open(DIR, o).expect("open");
+    for i in 0..200 {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    let blocks = |db: &Db| {
+        let s = db.stats();
+        BlockKind::ALL.map(|k| s.blocks_read_for(ReadCause::Get, k))
+    };
+    let before = blocks(&db);
+    assert_eq!(db.get(&key(7)).expect("get"), Some(value(7, 0)));
+    let after = blocks(&db);
+    // One data block of the table, no filter block (the sst filter is in memory), one
+    // value from the log.
+    assert_eq!(
+        [after[0] - before[0], after[1] - before[1], after[2] - before[2]],
+        [1, 0, 1]
+    );
+    assert_eq!(db.get(b"no such key").expect("get"), None);
+    assert_eq!(blocks(&db), after, "the filter answers: nothing is read");
+    let text = db.stats().to_string();
+    assert!(text.contains("blocks read (not from the block cache): get data=1 value=1"), "{text}");
+    db.close().expect("close");
 }

@@ -191,11 +191,11 @@ pub fn decode_header(bytes: &[u8]) -> Result<RecordHeader, String> {
     let crc = r.fixed32()?;
     let seq = r.fixed64()?;
     let kind_byte = r.u8()?;
-    let kind = match ValueKind::from_u8(kind_byte) {
-        Some(k @ (ValueKind::Value | ValueKind::Delete)) => k,
+    let kind = match ValueKind::from_logged_u8(kind_byte) {
+        Some(k @ (ValueKind::Value | ValueKind::Delete | ValueKind::RangeDelete)) => k,
         _ => {
             return Err(format!(
-                "record kind {kind_byte} is not a value or a delete"
+                "record kind {kind_byte} is not a value, a delete or a range delete"
             ));
         }
     };

@@ -34,7 +34,7 @@ pub mod state;
 pub(crate) mod verify;
 mod writer;
 
-use std::borrow::Cow;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub use format::Pointer;
 
-use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueStore};
+use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore};
 use crate::env::{Env, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
@@ -342,6 +342,7 @@ impl VlogPlacement {
                 inline_bytes += len as u64;
                 match e.kind {
                     ValueKind::Delete => stored.delete(e.key),
+                    ValueKind::RangeDelete => stored.delete_range(e.key, e.value),
                     _ => stored.put(e.key, e.value),
                 }
             }
@@ -595,11 +596,17 @@ impl ValueStore for VlogPlacement {
         Some(self)
     }
 
-    fn resolve<'a>(&self, key: &[u8], kind: ValueKind, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    fn resolve<'a>(
+        &self,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>> {
         match kind {
-            ValueKind::Value => Ok(Cow::Borrowed(stored)),
-            ValueKind::ValuePointer => reader::read_value(self, key, stored).map(Cow::Owned),
-            ValueKind::Delete => Err(Error::InvalidArgument(
+            ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),
+            ValueKind::ValuePointer => reader::read_value(self, key, stored, cause),
+            ValueKind::Delete | ValueKind::RangeDelete => Err(Error::InvalidArgument(
                 "a delete has no value to resolve".into(),
             )),
         }

@@ -8,7 +8,7 @@ use super::{Segment, VlogPlacement, parse_segment_name};
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
-use crate::values::{Apply, RecoverContext};
+use crate::values::{Apply, RecoverContext, ValueBytes};
 
 /// Records up to this many bytes are kept in the block cache once read; a larger value is
 /// read from its segment each time (it would push many table blocks out for one value).
@@ -18,7 +18,16 @@ const CACHED_RECORD_MAX: usize = 64 * 1024;
 /// record's checksum and its key. Records up to [`CACHED_RECORD_MAX`] bytes are kept in the
 /// store's block cache, keyed by segment number and offset: a record below the segment's
 /// valid end never changes, and segment numbers are never reused.
-pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Result<Vec<u8>> {
+///
+/// A cached record comes back as a range of the cached buffer ([`ValueBytes::Shared`]): a
+/// scan hands it on without copying the value, so only the record's first bytes (its header
+/// and key, checked here) are touched.
+pub(crate) fn read_value(
+    vlog: &VlogPlacement,
+    key: &[u8],
+    stored: &[u8],
+    cause: ReadCause,
+) -> Result<ValueBytes<'static>> {
     // The path is built only for an error: it is a formatted name, not free per read.
     let bad = |segment: u64, offset: u64, m: String| {
         Error::corruption(vlog.segment_path(segment), offset, m)
@@ -60,12 +69,13 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
         .and_then(|c| c.get(p.segment, p.offset))
         .filter(|b| b.len() == len);
     let hit = cached.is_some();
-    let buf: std::sync::Arc<[u8]> = match cached {
+    let buf: Arc<[u8]> = match cached {
         Some(b) => b,
         None => {
             let file = vlog.handle(&seg)?;
             let mut buf = vec![0u8; len];
-            file.read_exact_at(&mut buf, p.offset, ReadCause::Get)?;
+            file.read_exact_at(&mut buf, p.offset, cause)?;
+            file.count_block(cause, crate::env::BlockKind::Value);
             buf.into()
         }
     };
@@ -87,12 +97,17 @@ pub(crate) fn read_value(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Res
             ),
         ));
     }
-    let value = rec.value.to_vec();
+    let Some(c) = cache else {
+        // Too large to cache: copied out, and the record's buffer freed.
+        return Ok(ValueBytes::Owned(rec.value.to_vec()));
+    };
+    // The value is the record's tail (`format::decode_record`).
+    let range = buf.len() - rec.value.len()..buf.len();
     // Kept once its checksum and key held.
-    if !hit && let Some(c) = cache {
-        c.insert(p.segment, p.offset, buf);
+    if !hit {
+        c.insert(p.segment, p.offset, Arc::clone(&buf));
     }
-    Ok(value)
+    Ok(ValueBytes::Shared(buf, range))
 }
 
 /// One record found by a scan: where it is, and its decoded contents.

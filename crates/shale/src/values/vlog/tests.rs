@@ -2,6 +2,7 @@ use std::path::Path;
 
 use super::*;
 use crate::values::RecoverContext;
+use crate::env::ReadCause;
 use state::VlogState;
 
 /// A placement's persisted state holding `v`.
@@ -69,7 +70,7 @@ fn small_values_stay_inline_and_large_ones_are_pointers() {
     assert_eq!(got[0].1, ValueKind::Value);
     assert_eq!(got[1].1, ValueKind::ValuePointer);
     assert_eq!(
-        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2)
+        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
             .unwrap()
             .as_ref(),
         b"a longer value"
@@ -84,13 +85,13 @@ fn a_pointer_never_yields_another_keys_value() {
     let (ptr1, ptr2) = (&got[0].2, &got[1].2);
     // Right key, right pointer.
     assert_eq!(
-        p.resolve(b"k1", ValueKind::ValuePointer, ptr1)
+        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get)
             .unwrap()
             .as_ref(),
         b"value one"
     );
     // k1's lookup handed k2's pointer: the record's key does not match.
-    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2).unwrap_err();
+    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     // A pointer past the valid end, into a missing segment, or into the middle of a record.
     let mut q = Pointer::decode(ptr1).unwrap();
@@ -111,17 +112,17 @@ fn a_pointer_never_yields_another_keys_value() {
         Pointer { offset: 0, ..q },
     ] {
         let e = p
-            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec())
+            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get)
             .unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{bad:?}: {e}");
     }
     q.length = 3;
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec())
+        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get)
             .is_err()
     );
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff")
+        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get)
             .is_err()
     );
 }
