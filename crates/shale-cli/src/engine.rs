@@ -3,7 +3,8 @@
 
 use shale::options::LayoutKind;
 use shale::{
-    Compression, Db, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch, WriteOptions,
+    Compression, Db, FlsmPolicy, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch,
+    WriteOptions,
 };
 
 use crate::CliError;
@@ -210,6 +211,13 @@ pub struct EngineConfig {
     /// FLSM: tables a guard may hold before it is compacted; `None` keeps the design's.
     /// Other layouts and peers ignore it.
     pub max_sstables_per_guard: Option<usize>,
+    /// FLSM: what an overflowing or hot guard does (`FlsmOptions::policy`); `None` keeps the
+    /// design's. Other layouts and peers ignore it.
+    pub flsm_policy: Option<FlsmPolicy>,
+    /// FLSM: guards of at least this many tables at the last level holding data are sought
+    /// on threads (`FlsmOptions::parallel_seek_min_tables`; 0 off); `None` keeps the
+    /// design's. Other layouts and peers ignore it.
+    pub parallel_seek_min_tables: Option<usize>,
     /// Value-log overrides (designs with `values = vlog`); `None` keeps the preset's.
     pub vlog: VlogSettings,
     /// FloDB memory overrides (designs with `memory = flodb`); `None` keeps the preset's.
@@ -280,9 +288,11 @@ pub struct EngineFlags {
     /// 16; 10 for the peers).
     #[arg(long = "bloom-bits", alias = "bloom_bits")]
     pub bloom_bits: Option<usize>,
-    /// Shale compactions that may run at once (default: the design's).
+    /// Shale compactions that may run at once (default: the design's). FLSM designs
+    /// compact different guards side by side.
     #[arg(
         long = "max-background-compactions",
+        visible_alias = "compaction-threads",
         alias = "max_background_compactions"
     )]
     pub max_background_compactions: Option<usize>,
@@ -296,6 +306,21 @@ pub struct EngineFlags {
     /// design's, 24).
     #[arg(long = "max-sstables-per-guard", alias = "max_sstables_per_guard")]
     pub max_sstables_per_guard: Option<usize>,
+    /// FLSM designs: `paper` pushes a guard over its table limit (or hot from reads) into
+    /// the next level's guards, merging in place only at the last level (PebblesDB's
+    /// rule); `tiered` merges its newest tables in place in size tiers (default: the
+    /// design's, paper).
+    #[arg(long = "flsm-policy", alias = "flsm_policy")]
+    pub flsm_policy: Option<String>,
+    /// FLSM designs: a seek into a guard of at least this many tables, at the last level
+    /// holding data, seeks them on threads (PebblesDB's parallel seeks; 0 turns them off;
+    /// default: the design's, 0).
+    #[arg(
+        long = "parallel-seeks",
+        visible_alias = "parallel-seek-min-tables",
+        alias = "parallel_seek_min_tables"
+    )]
+    pub parallel_seeks: Option<usize>,
     /// Value log: values of at least this many bytes are separated (0: all); default: the
     /// preset's (512 for wisckey).
     #[arg(long = "min-separated-value-size", alias = "min_separated_value_size")]
@@ -392,6 +417,12 @@ impl EngineFlags {
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
+            flsm_policy: self
+                .flsm_policy
+                .as_deref()
+                .map(FlsmPolicy::parse)
+                .transpose()?,
+            parallel_seek_min_tables: self.parallel_seeks,
             vlog: VlogSettings {
                 min_separated_value_size: self.min_separated_value_size,
                 segment_size: self.vlog_segment_size,
@@ -449,6 +480,12 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(n) = config.max_sstables_per_guard {
         o.flsm.max_sstables_per_guard = n;
+    }
+    if let Some(p) = config.flsm_policy {
+        o.flsm.policy = p;
+    }
+    if let Some(n) = config.parallel_seek_min_tables {
+        o.flsm.parallel_seek_min_tables = n;
     }
     let v = &config.vlog;
     if let Some(n) = v.min_separated_value_size {
@@ -551,8 +588,12 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     if o.layout == LayoutKind::Flsm {
         let f = &o.flsm;
         lines.push(format!(
-            "  flsm:     max_sstables_per_guard={} top_level_bits={} bit_decrement={}",
-            f.max_sstables_per_guard, f.top_level_bits, f.bit_decrement
+            "  flsm:     policy={} max_sstables_per_guard={} top_level_bits={} bit_decrement={} parallel_seek_min_tables={}",
+            f.policy.name(),
+            f.max_sstables_per_guard,
+            f.top_level_bits,
+            f.bit_decrement,
+            f.parallel_seek_min_tables
         ));
     }
     if o.memory == MemoryKind::FloDb {
@@ -762,6 +803,8 @@ mod tests {
             max_background_compactions: Some(3),
             level0_compaction_trigger: Some(6),
             max_sstables_per_guard: Some(40),
+            flsm_policy: Some(FlsmPolicy::Tiered),
+            parallel_seek_min_tables: Some(4),
             vlog: VlogSettings::default(),
             flodb: FloDbSettings::default(),
             lwc: LwcSettings::default(),
@@ -772,6 +815,8 @@ mod tests {
         assert_eq!(o.max_background_compactions, 3);
         assert_eq!(o.level0_compaction_trigger, 6);
         assert_eq!(o.flsm.max_sstables_per_guard, 40);
+        assert_eq!(o.flsm.policy, FlsmPolicy::Tiered);
+        assert_eq!(o.flsm.parallel_seek_min_tables, 4);
         assert_eq!(o.block_cache_bytes, 8 << 20);
         assert_eq!(o.table.compression, Compression::Lz4);
         assert_eq!(c.memtable_bytes(EngineKind::Rocksdb), 1 << 20);
@@ -792,7 +837,11 @@ mod tests {
         let lines = shale_settings(&shale_options(&preset).unwrap()).join("\n");
         assert!(lines.contains("layout=flsm values=inline"), "{lines}");
         assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");
-        assert!(lines.contains("max_sstables_per_guard=40"), "{lines}");
+        assert!(
+            lines.contains("policy=tiered max_sstables_per_guard=40")
+                && lines.contains("parallel_seek_min_tables=4"),
+            "{lines}"
+        );
         assert!(!lines.contains("vlog:"), "{lines}");
         assert!(!lines.contains("leveled:"), "{lines}");
         let leveldb = shale_settings(&Options::preset("leveldb").unwrap()).join("\n");

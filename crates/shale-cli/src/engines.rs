@@ -73,6 +73,8 @@ mod tests {
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,
+            flsm_policy: None,
+            parallel_seek_min_tables: None,
             vlog: VlogSettings::default(),
             flodb: Default::default(),
             lwc: Default::default(),

@@ -91,6 +91,8 @@ mod tests {
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,
+            flsm_policy: None,
+            parallel_seek_min_tables: None,
             vlog: crate::engine::VlogSettings::default(),
             flodb: Default::default(),
             memory_only: false,

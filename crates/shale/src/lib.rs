@@ -46,7 +46,7 @@ pub use error::{Error, Result};
 pub use memory::MemoryStats;
 pub use options::{
     Axes, CompactionFilter, Compression, Decision, FilterContext, FilterReason, FloDbOptions,
-    LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck, Options,
-    TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
+    FlsmPolicy, LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck,
+    Options, TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats, RecoveredLog};

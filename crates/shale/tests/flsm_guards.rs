@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use shale::env::Env;
 use shale::env::mem::MemFs;
-use shale::{Db, IterOptions, Options};
+use shale::{Db, FlsmPolicy, IterOptions, Options};
 
 fn opts(env: &Env) -> Options {
     let mut o = Options::preset("pebblesdb").unwrap().with_env(env.clone());
@@ -163,4 +163,97 @@ fn gets_find_the_newest_version_among_many_fragments_of_a_guard() {
     assert_eq!(db.get(&key(300)).unwrap(), None);
     assert_eq!(db.get(b"a").unwrap(), None);
     assert_eq!(db.get(b"z").unwrap(), None);
+}
+
+/// Bytes that compactions into `level` read from `level` itself: data rewritten within the
+/// level (inputs read minus inputs that came from shallower levels).
+fn rewritten_within(db: &Db, level: usize) -> u64 {
+    let l = &db.stats().levels[level];
+    l.compaction_read - l.compaction_moved_in
+}
+
+/// Waits (a condition, not a fixed delay) until `cond` holds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "never: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The paper's policy (the preset's, PebblesDB §3.4): guards over their table limit go down
+/// into the next level's guards, so filling a store moves data down level by level and no
+/// compaction rewrites data within a level above the last. The tiered policy merges
+/// overflowing guards in place instead. Both read back every key.
+#[test]
+fn the_paper_policy_never_rewrites_a_level_above_the_last() {
+    assert_eq!(
+        Options::preset("pebblesdb").unwrap().flsm.policy,
+        FlsmPolicy::Paper
+    );
+    for policy in [FlsmPolicy::Paper, FlsmPolicy::Tiered] {
+        let env = Env::new(Arc::new(MemFs::new()));
+        let mut o = opts(&env);
+        o.flsm.policy = policy;
+        // Only the table limit moves data: the level budgets are out of reach.
+        o.max_bytes_for_level_base = 1 << 30;
+        o.flsm.max_sstables_per_guard = 3;
+        // About 20 level-1 guards for 20000 keys, 4x more per level below.
+        o.flsm.top_level_bits = 10;
+        o.flsm.bit_decrement = 2;
+        o.max_background_compactions = 2;
+        let last = o.num_levels - 1;
+        let db = Db::open("/db", o).unwrap();
+        let n = 20_000u32;
+        for i in 0..n {
+            let k = key(i * 7919 % n);
+            db.put(&k, format!("value {i:08} {}", "x".repeat(80)).as_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+        match policy {
+            FlsmPolicy::Paper => wait_until("data pushed into level 2", || {
+                db.stats().levels[2].compaction_moved_in > 0
+            }),
+            FlsmPolicy::Tiered => wait_until("a level-1 guard merged in place", || {
+                rewritten_within(&db, 1) > 0
+            }),
+        }
+        if policy == FlsmPolicy::Paper {
+            for level in 1..last {
+                assert_eq!(
+                    rewritten_within(&db, level),
+                    0,
+                    "level {level} rewrote its own data: {}",
+                    db.stats()
+                );
+            }
+        }
+        let mut writer = vec![0u32; n as usize];
+        for j in 0..n {
+            writer[(j * 7919 % n) as usize] = j;
+        }
+        for i in 0..n {
+            let want = writer[i as usize];
+            assert_eq!(
+                db.get(&key(i)).unwrap(),
+                Some(format!("value {want:08} {}", "x".repeat(80)).into_bytes()),
+                "{policy:?} key {i}"
+            );
+        }
+        let mut c = db.cursor(IterOptions::default()).unwrap();
+        c.seek_to_first().unwrap();
+        let mut seen = 0;
+        while c.valid() {
+            assert_eq!(c.key(), key(seen).as_slice());
+            seen += 1;
+            c.next().unwrap();
+        }
+        assert_eq!(seen, n, "{policy:?}");
+        drop(c);
+        db.close().unwrap();
+    }
 }

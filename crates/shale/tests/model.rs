@@ -21,7 +21,15 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// A preset name, or a combination of the axes by its name (`shale::Axes::name`, e.g.
 /// `flsm+vlog+skiplist+sst`: one no paper built, the axes are independent).
+///
+/// `pebblesdb/tiered` is the `pebblesdb` preset with its earlier compaction policy
+/// (`FlsmPolicy::Tiered`: overflowing guards merged in place).
 fn small_options(design: &str, env: &Env) -> Options {
+    if let Some(d) = design.strip_suffix("/tiered") {
+        let mut o = small_options(d, env);
+        o.flsm.policy = shale::FlsmPolicy::Tiered;
+        return o;
+    }
     let mut o = match shale::Axes::all().into_iter().find(|a| a.name() == design) {
         Some(axes) => Options::preset("leveldb").expect("preset").with_axes(axes),
         None => Options::preset(design).expect("preset"),
@@ -419,6 +427,18 @@ fn model_every_preset() {
         for seed in seeds() {
             run_seed(preset, seed, steps);
         }
+    }
+}
+
+/// The FLSM layout's other compaction policy (the preset runs the paper's).
+#[test]
+fn model_flsm_tiered_policy() {
+    let steps: usize = std::env::var("SHALE_MODEL_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    for seed in seeds() {
+        run_seed("pebblesdb/tiered", seed, steps);
     }
 }
 

@@ -304,9 +304,60 @@ impl Default for LeveledOptions {
     }
 }
 
+/// How the FLSM layout compacts a guard that holds too many tables, or that reads found
+/// worth compacting (`docs/designs/pebblesdb.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlsmPolicy {
+    /// PebblesDB's rule (SOSP'17 §3.4): the guard's tables are merged and *pushed into the
+    /// next level*, cut at its guards and appended to them, so a level above the last never
+    /// rewrites its own data. The last level merges a guard in place (there is no level
+    /// below), and so does the second-to-last when the push would land on full last-level
+    /// guards holding more than `rewrite_ratio` times its bytes (the paper's 25x rule).
+    #[default]
+    Paper,
+    /// Shale's earlier rule: the guard's newest tables are merged *in place*, in size tiers
+    /// (the newest two, then each older one while it is at most half the bytes taken), and
+    /// data goes down a level only when the level exceeds its byte budget. Hot guards are
+    /// merged in place whole.
+    Tiered,
+}
+
+impl FlsmPolicy {
+    /// Every policy.
+    pub const ALL: &'static [FlsmPolicy] = &[FlsmPolicy::Paper, FlsmPolicy::Tiered];
+
+    /// `paper` or `tiered`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlsmPolicy::Paper => "paper",
+            FlsmPolicy::Tiered => "tiered",
+        }
+    }
+
+    /// Parse `paper` or `tiered`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for any other name.
+    pub fn parse(s: &str) -> Result<FlsmPolicy> {
+        FlsmPolicy::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown flsm policy {s:?}: expected paper or tiered"
+                ))
+            })
+    }
+}
+
 /// Options of the FLSM layout (ignored by the others).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlsmOptions {
+    /// What happens to a guard over `max_sstables_per_guard` tables or made hot by reads:
+    /// pushed into the next level (`Paper`, the default) or merged in place in size tiers
+    /// (`Tiered`). See [`FlsmPolicy`].
+    pub policy: FlsmPolicy,
     /// A key is a level-1 guard when this many low bits of its guard hash are all ones.
     /// About one key in `2^top_level_bits` becomes a level-1 guard. Default 18: about 76
     /// level-1 guards at 20M keys.
@@ -314,21 +365,24 @@ pub struct FlsmOptions {
     /// Each deeper level needs this many fewer bits (4x more guards per level at 2).
     /// Default 2.
     pub bit_decrement: u32,
-    /// A guard holding more tables than this merges its newest tables in place: the newest
-    /// two, then each older table while it is at most half the bytes taken (size tiers). 1
+    /// A guard holding more tables than this is compacted: with [`FlsmPolicy::Paper`] its
+    /// tables are merged and pushed into the next level's guards (merged in place at the
+    /// last level); with [`FlsmPolicy::Tiered`] its newest tables are merged in place (the
+    /// newest two, then each older table while it is at most half the bytes taken). 1
     /// behaves like leveled. Default 24: with the presets' 4 MiB memtables a 20M-key load
-    /// gives a level-1 guard a few hundred fragments, which cost about 1.1 extra writes per
-    /// byte at 24 (measured: 16 and 20 cost more, by more and smaller merges; see
-    /// docs/designs/pebblesdb.md).
+    /// gives a level-1 guard a few hundred fragments; under the tiered policy they cost
+    /// about 1.1 extra writes per byte at 24 (measured: 16 and 20 cost more, by more and
+    /// smaller merges; see docs/designs/pebblesdb.md).
     pub max_sstables_per_guard: usize,
     /// The second-to-last level rewrites a guard in place instead of pushing it into the
     /// last level when the push would rewrite more than this many times its bytes (the
     /// paper's 25x rule). Default 25.
     pub rewrite_ratio: u64,
-    /// Seeks that a guard holding several tables absorbs before it is merged in place: the
-    /// larger of this and the guard's bytes / 16 KiB / (tables - 1) (LevelDB's
-    /// `allowed_seeks` rule);
-    /// 0 disables seek-based compaction. Default 10.
+    /// Seeks that a guard holding several tables absorbs before it is compacted (pushed
+    /// into the next level under [`FlsmPolicy::Paper`], merged in place at the last level
+    /// and under [`FlsmPolicy::Tiered`]): the larger of this and the guard's bytes / 16 KiB
+    /// / (tables - 1) (LevelDB's `allowed_seeks` rule); 0 disables seek-based compaction.
+    /// Default 10.
     pub seek_compaction_trigger: u32,
     /// Gets that probe several tables of one guard charge its read budget too (as seeks
     /// do). Default true.
@@ -343,7 +397,8 @@ pub struct FlsmOptions {
     pub aggressive_ratio_percent: u64,
     /// A seek landing in a guard of the last non-empty level that holds at least this many
     /// tables seeks them on concurrent threads, then merges (PebblesDB's parallel seeks);
-    /// 0 disables it. Default 0 (off): a thread costs tens of microseconds, a seek in
+    /// 0 disables it (`shale bench --parallel-seeks N`). Default 0 (off): each such seek
+    /// starts a thread per table (no pool), a thread costs tens of microseconds, a seek in
     /// cached blocks a few, and on the 2-core benchmark machine the data sits in the page
     /// cache, where the paper too finds threads cost more than they save. Turn it on (e.g.
     /// 4) for stores much larger than memory on devices that serve parallel reads.
@@ -353,6 +408,7 @@ pub struct FlsmOptions {
 impl Default for FlsmOptions {
     fn default() -> Self {
         FlsmOptions {
+            policy: FlsmPolicy::Paper,
             top_level_bits: 18,
             bit_decrement: 2,
             max_sstables_per_guard: 24,
@@ -808,11 +864,14 @@ impl Options {
                 ..leveldb
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often
-            // data is written again one level down, not how much of it is rewritten. See
+            // data is written again one level down, not how much of it is rewritten. Two
+            // compaction workers: guards compact side by side (the paper's guard-parallel
+            // compaction), so pushing a full guard down never holds up level 0. See
             // docs/designs/pebblesdb.md for the numbers behind these.
             "pebblesdb" => Ok(Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
+                max_background_compactions: 2,
                 ..paper
             }),
             "flodb" => Ok(Options {
@@ -1089,10 +1148,11 @@ mod tests {
         assert_eq!(leveldb.values, Options::default().values);
         assert_eq!(Options::default().write_buffer_size, 64 << 20);
         assert_eq!(Options::preset("wisckey").unwrap().values, ValuesKind::Vlog);
-        assert_eq!(
-            Options::preset("pebblesdb").unwrap().layout,
-            LayoutKind::Flsm
-        );
+        let pebblesdb = Options::preset("pebblesdb").unwrap();
+        assert_eq!(pebblesdb.layout, LayoutKind::Flsm);
+        assert_eq!(pebblesdb.flsm.policy, FlsmPolicy::Paper);
+        assert_eq!(pebblesdb.max_background_compactions, 2);
+        assert_eq!(pebblesdb.flsm.parallel_seek_min_tables, 0);
         assert_eq!(Options::preset("flodb").unwrap().memory, MemoryKind::FloDb);
         let trie = Options::preset("lsm-trie").unwrap();
         assert_eq!(trie.layout, LayoutKind::Trie);

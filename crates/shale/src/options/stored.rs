@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{Compression, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
+use super::{Compression, FlsmPolicy, LayoutKind, MemoryKind, Options, TableKind, ValuesKind};
 use crate::error::{Error, Result};
 
 /// The record's format version: the first line is `shale-options 1`.
@@ -167,6 +167,7 @@ const FIELDS: &[Field] = &[
         "",
         leveled.seek_compaction_bytes_per_seek
     ),
+    named!("flsm.policy", Rule::Free, "", FlsmPolicy, flsm.policy),
     plain!(
         "flsm.top_level_bits",
         Rule::FixedForFlsm,
@@ -393,6 +394,7 @@ mod tests {
         o.table.compression = Compression::Lz4;
         o.table.bloom_bits_per_key = 16;
         o.flsm.top_level_bits = 9;
+        o.flsm.policy = FlsmPolicy::Tiered;
         o.vlog_gc_ratio = 0.375;
         o.vlog_gc = false;
         let bytes = StoredOptions::of(&o).encode();
@@ -407,6 +409,7 @@ mod tests {
         assert_eq!(applied.write_buffer_size, o.write_buffer_size);
         assert_eq!(applied.table.compression, Compression::Lz4);
         assert_eq!(applied.vlog_gc_ratio, 0.375);
+        assert_eq!(applied.flsm.policy, FlsmPolicy::Tiered);
         assert_eq!(back.preset(), Some("pebblesdb"));
         // The trie's options, recorded like every layout's.
         let mut t = Options::preset("lsm-trie").unwrap();

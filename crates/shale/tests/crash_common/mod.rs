@@ -109,10 +109,12 @@ fn opts_flsm(env: &Env) -> Options {
     o
 }
 
-/// `opts_flsm` with a MANIFEST rewritten every couple of edits (guards in snapshots).
+/// `opts_flsm` with a MANIFEST rewritten every couple of edits (guards in snapshots), under
+/// the tiered policy (overflowing guards merged in place; `compact-flsm` runs the paper's).
 fn opts_flsm_manifest(env: &Env) -> Options {
     let mut o = opts_flsm(env);
     o.max_manifest_bytes = 600;
+    o.flsm.policy = shale::FlsmPolicy::Tiered;
     o
 }
 

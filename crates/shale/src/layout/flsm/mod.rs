@@ -91,6 +91,7 @@ impl Flsm {
                 max_files_per_guard: options.flsm.max_sstables_per_guard,
                 rewrite_ratio: options.flsm.rewrite_ratio,
                 aggressive_ratio_percent: options.flsm.aggressive_ratio_percent,
+                policy: options.flsm.policy,
             },
             rule: GuardRule {
                 top_level_bits: options.flsm.top_level_bits,
@@ -127,12 +128,11 @@ impl Flsm {
         let plan = picker::pick(version, &self.cfg, busy, &hot);
         if let Some(p) = &plan
             && let Some((level, files)) = p.inputs.first()
-            && p.output_level == *level
             && let Some((lo, hi)) = picker::key_range(files)
         {
-            // A guard whose tables are all merged in place is no longer hot; one that keeps
-            // some (an overflow merges only the newest) stays hot, so reads that paid for
-            // it still get it merged whole.
+            // A guard whose tables all go (merged in place or pushed down) is no longer hot;
+            // one that keeps some (a tiered overflow merges only the newest) stays hot, so
+            // reads that paid for it still get it merged whole.
             let g = version.guards(*level);
             let (a, b) = (unit_index(g, lo), unit_index(g, hi));
             let inputs: HashSet<u64> = files.iter().map(|f| f.number).collect();

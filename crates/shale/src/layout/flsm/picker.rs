@@ -5,18 +5,25 @@
 //! - level 0: `files / level0_trigger`; all its files go to level 1, cut at level-1 guards.
 //! - a level `L >= 1` over its byte budget (`base * multiplier^(L-1)`), not the last: its
 //!   fullest guard is pushed into level `L + 1` (appended there, nothing below rewritten).
-//!   At the second-to-last level, when the last level's guards that would receive the data
-//!   are full and hold more than `rewrite_ratio` times the pushed bytes, the guard is
-//!   rewritten in place instead (the paper's 25x rule).
-//! - a guard holding more than `max_files_per_guard` tables (score `files / (max + 1)`): its
-//!   newest tables are merged in place (the level keeps its data until it is over budget; the
-//!   last level always rewrites in place). The merge takes the newest two tables and then
-//!   each older one while it is at most half the bytes taken so far ([`newest_run`]), so a
-//!   guard's large old table is rewritten only once the newer data has grown twice as
-//!   large: size tiers within the guard instead of a rewrite of the whole guard at every
-//!   overflow.
-//! - guards that seeks found hot (an explicit input, so the picker stays pure) are merged in
-//!   place when nothing else is due, so later seeks read one table there.
+//! - a guard holding more than `max_files_per_guard` tables (score `files / (max + 1)`).
+//!   What happens to it depends on the policy ([`FlsmPolicy`]):
+//!   - `Paper` (PebblesDB, SOSP'17 §3.4): above the last level the guard's tables are
+//!     merged and pushed into level `L + 1`, cut at its guards and appended to them, so no
+//!     level above the last rewrites its own data; at the last level the guard is merged in
+//!     place whole (there is no level below).
+//!   - `Tiered`: its newest tables are merged in place (the level keeps its data until it is
+//!     over budget). The merge takes the newest two tables and then each older one while it
+//!     is at most half the bytes taken so far ([`newest_run`]), so a guard's large old table
+//!     is rewritten only once the newer data has grown twice as large: size tiers within the
+//!     guard instead of a rewrite of the whole guard at every overflow.
+//! - a guard pushed into the last level (by the level budget, an overflow or reads; not by
+//!   the aggressive rule, whose point is to empty the level) first checks the paper's 25x
+//!   rule: when the last level's guards that would receive the data are full and hold more
+//!   than `rewrite_ratio` times the pushed bytes, the guard is rewritten in place at the
+//!   second-to-last level instead.
+//! - guards that reads found hot (an explicit input, so the picker stays pure), when nothing
+//!   else is due: pushed into the next level (`Paper`, in place at the last level) or merged
+//!   in place (`Tiered`), so later seeks read fewer tables there.
 //! - the aggressive level rule (lowest priority): a level `1 <= L < last` whose bytes are at
 //!   least `aggressive_ratio_percent` % of level `L + 1`'s (both non-empty) pushes its
 //!   fullest free guard into `L + 1`, guard by guard until the ratio no longer holds, so a
@@ -32,6 +39,7 @@ use std::sync::Arc;
 
 use super::state::{Guarded, unit_index};
 use crate::layout::{Plan, PlanKind};
+use crate::options::FlsmPolicy;
 use crate::version::{FileMeta, Version};
 
 /// The numbers the picker needs (a copy of the relevant options).
@@ -49,6 +57,8 @@ pub struct PickerConfig {
     pub rewrite_ratio: u64,
     /// The aggressive level rule's ratio in percent; 0 disables it.
     pub aggressive_ratio_percent: u64,
+    /// What an overflowing or hot guard does: go down a level, or merge in place.
+    pub policy: FlsmPolicy,
 }
 
 impl PickerConfig {
@@ -243,6 +253,42 @@ fn aggressive(v: &Version, cfg: &PickerConfig, busy: &Busy) -> Option<Plan> {
     None
 }
 
+/// Push `files` (a closure of guards of `level`, see [`closure`]) into `level + 1`, cut at
+/// its guards; at the second-to-last level, rewrite them in place instead when the last
+/// level's guards that would receive them are full and hold more than `rewrite_ratio` times
+/// their bytes (the paper's 25x rule). `None` when a running compaction blocks the plan.
+fn push(
+    v: &Version,
+    cfg: &PickerConfig,
+    busy: &Busy,
+    level: usize,
+    files: Vec<Arc<FileMeta>>,
+    reason: String,
+) -> Option<Plan> {
+    let last = v.num_levels() - 1;
+    if level + 1 == last && files.len() > 1 {
+        // The 25x rule: full last-level guards below this one would be rewritten.
+        let (lo, hi) = key_range(&files)?;
+        let g = v.guards(last);
+        let full: u64 = (unit_index(g, lo)..=unit_index(g, hi))
+            .map(|c| v.unit_files(last, c))
+            .filter(|fs| fs.len() >= cfg.max_files_per_guard)
+            .map(bytes)
+            .sum();
+        if full > bytes(&files).saturating_mul(cfg.rewrite_ratio) {
+            if busy.blocks(&files, level) {
+                return None;
+            }
+            let reason = format!("{reason}; rewritten in place (25x rule: {full} bytes below)");
+            return Some(plan(v, level, files, level, reason));
+        }
+    }
+    if busy.blocks(&files, level + 1) {
+        return None;
+    }
+    Some(plan(v, level, files, level + 1, reason))
+}
+
 /// Push the fullest free guard of `level` down (or rewrite it in place by the 25x rule).
 fn push_down(
     v: &Version,
@@ -251,37 +297,63 @@ fn push_down(
     level: usize,
     score: f64,
 ) -> Option<Plan> {
-    let last = v.num_levels() - 1;
     let mut us = units(v, level);
     us.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.index.cmp(&b.index)));
-    for u in us {
+    us.into_iter().find_map(|u| {
         let reason = format!(
             "L{level} score {score:.2}, guard {} holds {} bytes",
             u.index, u.bytes
         );
-        if level + 1 == last && u.files.len() > 1 {
-            // The 25x rule: full last-level guards below this one would be rewritten.
-            let (lo, hi) = key_range(&u.files)?;
-            let g = v.guards(last);
-            let full: u64 = (unit_index(g, lo)..=unit_index(g, hi))
-                .map(|c| v.unit_files(last, c))
-                .filter(|fs| fs.len() >= cfg.max_files_per_guard)
-                .map(bytes)
-                .sum();
-            if full > u.bytes.saturating_mul(cfg.rewrite_ratio) {
-                if busy.blocks(&u.files, level) {
-                    continue;
-                }
-                let reason = format!("{reason}; rewritten in place (25x rule: {full} bytes below)");
-                return Some(plan(v, level, u.files, level, reason));
-            }
-        }
-        if busy.blocks(&u.files, level + 1) {
-            continue;
-        }
-        return Some(plan(v, level, u.files, level + 1, reason));
+        push(v, cfg, busy, level, u.files, reason)
+    })
+}
+
+/// Merge `files` of `level` in place, unless a running compaction holds one of them.
+fn in_place(
+    v: &Version,
+    busy: &Busy,
+    level: usize,
+    files: Vec<Arc<FileMeta>>,
+    reason: String,
+) -> Option<Plan> {
+    if busy.blocks(&files, level) {
+        None
+    } else {
+        Some(plan(v, level, files, level, reason))
     }
-    None
+}
+
+/// The compaction of guard `u` of `level`, which holds more than `max_files_per_guard`
+/// tables, under `cfg.policy` (see the module documentation).
+fn overflow(
+    v: &Version,
+    cfg: &PickerConfig,
+    busy: &Busy,
+    level: usize,
+    u: usize,
+) -> Option<Plan> {
+    let max_files = cfg.max_files_per_guard.max(1);
+    let held = v.unit_files(level, u).len();
+    let mut reason = format!("L{level} guard {u} holds {held} tables (max {max_files})");
+    let last = v.num_levels() - 1;
+    match cfg.policy {
+        FlsmPolicy::Paper if level < last => {
+            let files = closure(v, level, u, u);
+            push(v, cfg, busy, level, files, reason)
+        }
+        FlsmPolicy::Paper => {
+            let files = v.unit_files(level, u).to_vec();
+            reason.push_str("; the last level merges in place");
+            in_place(v, busy, level, files, reason)
+        }
+        FlsmPolicy::Tiered => {
+            let files = newest_run(v.unit_files(level, u).to_vec());
+            if files.len() < held {
+                reason.push_str(&format!("; its newest {} merged", files.len()));
+            }
+            in_place(v, busy, level, files, reason)
+        }
+    }
 }
 
 /// The next compaction, if any. `hot` lists guards that seeks want compacted.
@@ -332,20 +404,7 @@ pub fn pick(v: &Version, cfg: &PickerConfig, busy: &Busy, hot: &[HotGuard]) -> O
                 }
             }
             (l, None) => push_down(v, cfg, busy, l, score),
-            (l, Some(u)) => {
-                let held = v.unit_files(l, u).len();
-                let files = newest_run(v.unit_files(l, u).to_vec());
-                if busy.blocks(&files, l) {
-                    None
-                } else {
-                    let mut reason =
-                        format!("L{l} guard {u} holds {held} tables (max {max_files})");
-                    if files.len() < held {
-                        reason.push_str(&format!("; its newest {} merged", files.len()));
-                    }
-                    Some(plan(v, l, files, l, reason))
-                }
-            }
+            (l, Some(u)) => overflow(v, cfg, busy, l, u),
         };
         if p.is_some() {
             return p;
@@ -356,12 +415,19 @@ pub fn pick(v: &Version, cfg: &PickerConfig, busy: &Busy, hot: &[HotGuard]) -> O
             continue;
         }
         let files = closure(v, level, u, u);
-        if files.len() > 1 && !busy.blocks(&files, level) {
-            let reason = format!(
-                "seeks keep landing on L{level} guard {u} ({} tables)",
-                files.len()
-            );
-            return Some(plan(v, level, files, level, reason));
+        if files.len() <= 1 {
+            continue;
+        }
+        let reason = format!(
+            "seeks keep landing on L{level} guard {u} ({} tables)",
+            files.len()
+        );
+        let p = match cfg.policy {
+            FlsmPolicy::Paper if level < last => push(v, cfg, busy, level, files, reason),
+            _ => in_place(v, busy, level, files, reason),
+        };
+        if p.is_some() {
+            return p;
         }
     }
     aggressive(v, cfg, busy)

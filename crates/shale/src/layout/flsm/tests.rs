@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use super::picker::{Busy, PickerConfig, closure, pick, pick_range};
 use super::state::{GuardState, Guarded, NEW_GUARD, guard_record};
+use crate::options::FlsmPolicy;
 use crate::version::{Version, text};
 
 /// A guarded tree from its text description (`G<n>:` lines are guards).
@@ -22,6 +23,9 @@ fn cfg() -> PickerConfig {
         max_files_per_guard: 2,
         rewrite_ratio: 25,
         aggressive_ratio_percent: 0,
+        // The tests below this one were written for the tiered policy; the paper's have
+        // their own section (`paper_*`).
+        policy: FlsmPolicy::Tiered,
     }
 }
 
@@ -232,8 +236,17 @@ fn manual_range_pushes_the_guards_it_touches() {
     assert!(pick_range(&v, 6, None, None).is_none());
 }
 
+/// The preset with small guards, under the tiered policy (the tests using it were written
+/// for it; `paper_flsm_options` is the preset's own policy).
 fn flsm_options() -> crate::Options {
+    let mut o = paper_flsm_options();
+    o.flsm.policy = FlsmPolicy::Tiered;
+    o
+}
+
+fn paper_flsm_options() -> crate::Options {
     let mut o = crate::Options::preset("pebblesdb").unwrap();
+    assert_eq!(o.flsm.policy, FlsmPolicy::Paper, "the preset's policy");
     o.flsm.max_sstables_per_guard = 2;
     o.flsm.seek_compaction_trigger = 3;
     o
@@ -635,4 +648,132 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
         .unwrap()
         .unwrap();
     assert_eq!(got.1, b"old");
+}
+
+// The paper's policy (PebblesDB §3.4): an overflowing or hot guard goes down into the next
+// level's guards; only the last level, and the second-to-last by the 25x rule, merge in
+// place.
+
+fn run_paper_with(desc: &str, busy: &Busy, hot: &[(usize, usize)]) -> String {
+    let v = parse(desc).unwrap();
+    let cfg = PickerConfig {
+        policy: FlsmPolicy::Paper,
+        ..cfg()
+    };
+    match pick(&v, &cfg, busy, hot) {
+        Some(p) => format!("{} because {}", p.describe(), p.reason),
+        None => "nothing".to_string(),
+    }
+}
+
+fn run_paper(desc: &str) -> String {
+    run_paper_with(desc, &Busy::default(), &[])
+}
+
+#[test]
+fn paper_overflowing_guard_goes_down_into_the_next_level() {
+    // The sentinel holds 3 tables (max 2): all three are merged and appended to level 2,
+    // where the compaction cuts them at level 2's guards.
+    assert_eq!(
+        run_paper("G1: m\nG2: g m t\nL1: 1:a-c 2:b-d 3:a-b 4:n-p 5:m-q"),
+        "L1[3,2,1] -> L2 (merge) because L1 guard 0 holds 3 tables (max 2)"
+    );
+    // The whole guard goes, a large old table too (nothing stays behind to be rewritten
+    // in this level later).
+    assert_eq!(
+        run_paper("G1: m\nL1: 1:a-c/40K 2:b-d/1K 3:a-b/1K"),
+        "L1[3,2,1] -> L2 (merge) because L1 guard 0 holds 3 tables (max 2)"
+    );
+    // ... with the tables its tables reach (the closure): table 1 spans both guards.
+    let got = run_paper("G1: m t\nL1: 1:a-p 2:n-o 3:b-c 4:u-z 5:m-n");
+    assert!(
+        got.starts_with("L1[") && got.contains("-> L2 (merge) because L1 guard 1 holds 3"),
+        "{got}"
+    );
+    for t in ["1", "2", "3", "5"] {
+        assert!(got.split(']').next().unwrap().contains(t), "{got}");
+    }
+    // A guard within its limit stays where it is.
+    assert_eq!(run_paper("G1: m\nL1: 1:a-c 2:b-d 4:n-p 5:m-q"), "nothing");
+}
+
+#[test]
+fn paper_the_last_level_merges_in_place_whole() {
+    assert_eq!(
+        run_paper("G6: m\nL6: 1:m-n/40K 2:m-o/1K 3:n-p/1K"),
+        "L6[3,2,1] -> L6 (merge) because L6 guard 1 holds 3 tables (max 2); the last level \
+         merges in place"
+    );
+}
+
+#[test]
+fn paper_the_25x_rule_rewrites_an_overflow_at_the_second_to_last_level() {
+    // Guard m of L5 overflows; the last-level guard it would land on is full (2 tables)
+    // and holds 100M, more than 25 x 3M: rewritten in place.
+    assert_eq!(
+        run_paper(
+            "G5: m\nG6: m\nL5: 2:m-n/1M 3:m-o/1M 4:m-p/1M\nL6: 8:m-p/50M 9:m-q/50M"
+        ),
+        "L5[4,3,2] -> L5 (merge) because L5 guard 1 holds 3 tables (max 2); rewritten in place \
+         (25x rule: 104857600 bytes below)"
+    );
+    // Small last-level guards: pushed down.
+    assert_eq!(
+        run_paper("G5: m\nG6: m\nL5: 2:m-n/1M 3:m-o/1M 4:m-p/1M\nL6: 8:m-p/1M 9:m-q/1M"),
+        "L5[4,3,2] -> L6 (merge) because L5 guard 1 holds 3 tables (max 2)"
+    );
+    // Not full (one table, below the limit of 2): pushed down however large.
+    assert_eq!(
+        run_paper("G5: m\nG6: m\nL5: 2:m-n/1M 3:m-o/1M 4:m-p/1M\nL6: 8:m-p/500M"),
+        "L5[4,3,2] -> L6 (merge) because L5 guard 1 holds 3 tables (max 2)"
+    );
+}
+
+#[test]
+fn paper_hot_guards_go_down_and_merge_in_place_only_at_the_last_level() {
+    let tree = "G2: m\nL2: 1:a-c 2:b-d 3:m-n";
+    assert_eq!(run_paper(tree), "nothing");
+    assert_eq!(
+        run_paper_with(tree, &Busy::default(), &[(2, 0)]),
+        "L2[2,1] -> L3 (merge) because seeks keep landing on L2 guard 0 (2 tables)"
+    );
+    assert_eq!(run_paper_with(tree, &Busy::default(), &[(2, 1)]), "nothing");
+    let tree = "G6: m\nL6: 1:a-c 2:b-d 3:m-n";
+    assert_eq!(
+        run_paper_with(tree, &Busy::default(), &[(6, 0)]),
+        "L6[2,1] -> L6 (merge) because seeks keep landing on L6 guard 0 (2 tables)"
+    );
+    // A push waits while another compaction writes into the range below.
+    let busy = Busy {
+        files: HashSet::new(),
+        writing: vec![(3, b"a".to_vec(), b"b".to_vec())],
+    };
+    assert_eq!(
+        run_paper_with("G2: m\nL2: 1:a-c 2:b-d 3:m-n", &busy, &[(2, 0)]),
+        "nothing"
+    );
+}
+
+#[test]
+fn paper_policy_is_the_presets_and_its_seeks_push_guards_down() {
+    use crate::layout::{Layout, PickContext};
+    let layout = super::Flsm::new(&paper_flsm_options());
+    let v = parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:m-n/1K").unwrap();
+    assert!(layout.pick(&v, &PickContext::idle()).is_none());
+    assert!(!layout.note_seek(&v, b"a"));
+    assert!(!layout.note_seek(&v, b"b"));
+    assert!(layout.note_seek(&v, b"c"), "third seek into guard 0");
+    let p = layout.pick(&v, &PickContext::idle()).unwrap();
+    assert_eq!(
+        format!("{} because {}", p.describe(), p.reason),
+        "L1[2,1] -> L2 (merge) because seeks keep landing on L1 guard 0 (2 tables)"
+    );
+    // Every table of the guard goes down: it is not hot any more.
+    assert!(layout.pick(&v, &PickContext::idle()).is_none());
+    // An overflow goes down too.
+    let v = parse("G1: m\nL1: 1:a-c/1K 2:b-d/1K 3:a-b/1K").unwrap();
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).map(|p| p.describe()),
+        Some("L1[3,2,1] -> L2 (merge)".to_string())
+    );
 }
