@@ -467,7 +467,8 @@ pub struct LwcOptions {
     pub division: usize,
     /// A DTable holding more segments than this is divided too, whatever its size: each
     /// segment is one more filter and index a lookup may ask, and one more input of a scan.
-    /// At least 2. Default 16 (the paper has no such bound).
+    /// At least 2. Default 6 (the paper has no such bound): at 16, a 128-byte-value seek
+    /// read 1.9x the bytes of one at 6 for 5% less write amplification (docs/designs/lwc.md).
     pub max_segments: u32,
 }
 
@@ -475,7 +476,7 @@ impl Default for LwcOptions {
     fn default() -> Self {
         LwcOptions {
             division: 10,
-            max_segments: 16,
+            max_segments: 6,
         }
     }
 }
