@@ -1209,3 +1209,106 @@ fn stats_and_bench_print_the_design_alike() {
         stdout(&o)
     );
 }
+
+/// A file's name, length, modification time and bytes.
+type FileState = (String, u64, std::time::SystemTime, Vec<u8>);
+
+/// Every file of a directory with its length, modification time and bytes, and the
+/// directory's own modification time (which a file created and removed again changes).
+fn listing(dir: &Path) -> (std::time::SystemTime, Vec<FileState>) {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                m.len(),
+                m.modified().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    (std::fs::metadata(dir).unwrap().modified().unwrap(), v)
+}
+
+/// Issue 18, "Done when": `shale get --db DIR KEY` on a store of every design (each name
+/// `bench --list-designs` prints) works without `--design` while another process holds the
+/// store open, and writes nothing: the same files, lengths, mtimes and bytes, and the same
+/// directory mtime, before and after; it works the same once the writer is gone.
+#[test]
+fn get_without_design_on_every_design_beside_a_writer_writes_nothing() {
+    let o = run(&["bench", "--list-designs"]);
+    ok(&o);
+    let designs: Vec<String> = stdout(&o).split_whitespace().map(String::from).collect();
+    assert!(designs.len() >= 6, "{designs:?}");
+    for design in &designs {
+        let d = TempDir::new(&format!("get-nodesign-{design}"));
+        let mut w = Writer::start(d.db(), design);
+        w.put(0..200);
+        let before = listing(d.path());
+        let o = run(&["get", "--db", d.db(), "k00123"]);
+        quiet(&o);
+        assert_eq!(
+            stdout(&o).trim(),
+            "value 123 of the running writer",
+            "{design}"
+        );
+        let o = run(&["get", "--db", d.db(), "k99999"]);
+        assert_eq!(o.status.code(), Some(1), "{design}: {}", stderr(&o));
+        assert!(
+            listing(d.path()) == before,
+            "{design}: get changed the store"
+        );
+        drop(w.stdin);
+        let out = w.child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{design}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let before = listing(d.path());
+        let o = run(&["get", "--db", d.db(), "k00199"]);
+        quiet(&o);
+        assert_eq!(
+            stdout(&o).trim(),
+            "value 199 of the running writer",
+            "{design}"
+        );
+        assert!(
+            listing(d.path()) == before,
+            "{design}: get changed the store"
+        );
+    }
+}
+
+/// Issue 18: with compression off, `bench` does not print db_bench's fixed 0.5
+/// compression estimate as what is stored.
+#[test]
+fn bench_header_without_compression_says_values_are_stored_uncompressed() {
+    let d = TempDir::new("bench-nocompress");
+    let o = run(&[
+        "bench",
+        "--db",
+        d.db(),
+        "--num=100",
+        "--benchmarks=fillseq",
+        "--compression=none",
+    ]);
+    quiet(&o);
+    let out = stdout(&o);
+    assert!(out.contains("Compression: none"), "{out}");
+    assert!(out.contains("stored uncompressed"), "{out}");
+    assert!(!out.contains("after compression"), "{out}");
+    let o = run(&[
+        "bench",
+        "--db",
+        d.db(),
+        "--num=100",
+        "--benchmarks=fillseq",
+        "--compression=lz4",
+    ]);
+    quiet(&o);
+    assert!(stdout(&o).contains("after compression"), "{}", stdout(&o));
+}

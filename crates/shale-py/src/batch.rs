@@ -1,4 +1,4 @@
-//! `WriteBatch`: puts and deletes applied atomically (plyvel's `WriteBatch`).
+//! `WriteBatch`: puts, deletes and range deletes applied atomically (plyvel's `WriteBatch`).
 
 use std::sync::Arc;
 
@@ -69,6 +69,21 @@ impl WriteBatch {
         match &self.prefix {
             Some(p) => b.delete(&concat(Some(p), key)),
             None => b.delete(key),
+        }
+        Ok(())
+    }
+
+    /// Add a delete of every key `k` with `start <= k < stop` (`stop` excluded; for a
+    /// `PrefixedDB`'s batch, both prefixed): one range tombstone, as `DB.delete_range`,
+    /// applied with the batch's other entries in order. `start > stop` raises
+    /// `InvalidArgumentError` when the batch is written, and a design without key order
+    /// (`lsm-trie`) refuses the whole batch with `UnsupportedError`.
+    fn delete_range(&self, start: &[u8], stop: &[u8]) -> PyResult<()> {
+        self.store.check_open()?;
+        let mut b = self.batch.lock();
+        match &self.prefix {
+            Some(p) => b.delete_range(&concat(Some(p), start), &concat(Some(p), stop)),
+            None => b.delete_range(start, stop),
         }
         Ok(())
     }

@@ -24,11 +24,26 @@ fn put(
 ) -> PyResult<()> {
     let value = value_bytes(value)?;
     let value: &[u8] = &value;
-    store.run(py, |db| Ok(db.put_opt(key, value, WriteOptions { sync })?))
+    store.run(py, |db| {
+        Ok(db.put_opt(key, value, WriteOptions { sync })?)
+    })
 }
 
 fn delete(py: Python<'_>, store: &Store, key: &[u8], sync: bool) -> PyResult<()> {
     store.run(py, |db| Ok(db.delete_opt(key, WriteOptions { sync })?))
+}
+
+/// `Db::delete_range_opt`: one range tombstone over `[start, stop)`.
+fn delete_range(
+    py: Python<'_>,
+    store: &Store,
+    start: &[u8],
+    stop: &[u8],
+    sync: bool,
+) -> PyResult<()> {
+    store.run(py, |db| {
+        Ok(db.delete_range_opt(start, stop, WriteOptions { sync })?)
+    })
 }
 
 /// plyvel's `approximate_sizes`: the engine's estimate (`Db::approximate_sizes`) of the
@@ -82,7 +97,9 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
 /// `Db::open_read_only` does (RocksDB's `OpenForReadOnly`): nothing is written, no lock is
 /// taken (a writer may hold the store meanwhile), the view is the store as of the open, and
-/// every write raises `ReadOnlyError`.
+/// every write raises `ReadOnlyError`. With `secondary=True` it is opened as
+/// `Db::open_secondary` does: read-only as above, and `try_catch_up()` moves the view forward
+/// to what a running writer has committed and logged since (RocksDB's secondary instance).
 ///
 /// All methods may be called from several threads; each call that reaches the store
 /// releases the GIL.
@@ -104,7 +121,7 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         layout=None, values=None, memory=None, min_separated_value_size=None,
-        max_background_compactions=None, read_only=false
+        max_background_compactions=None, read_only=false, secondary=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -133,6 +150,7 @@ impl PyDb {
         min_separated_value_size: Option<usize>,
         max_background_compactions: Option<usize>,
         read_only: bool,
+        secondary: bool,
     ) -> PyResult<PyDb> {
         // Shale checks every block's checksum on every read: paranoid already.
         let _ = paranoid_checks;
@@ -160,7 +178,9 @@ impl PyDb {
         let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py
             .detach(|| {
-                if read_only {
+                if secondary {
+                    Db::open_secondary(&path, options)
+                } else if read_only {
                     Db::open_read_only(&path, options)
                 } else {
                     Db::open(&path, options)
@@ -248,6 +268,17 @@ impl PyDb {
     #[pyo3(signature = (key, *, sync=false))]
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         delete(py, &self.store, key, sync)
+    }
+
+    /// Delete every key `k` with `start <= k < stop`: `stop` is excluded, as in
+    /// `iterator(start=, stop=)`. One range tombstone is written however many keys the
+    /// range holds (the engine's `Db::delete_range`, RocksDB's `DeleteRange`); snapshots
+    /// and iterators made before it still see the keys. `start == stop` deletes nothing;
+    /// `start > stop` raises `InvalidArgumentError`; a design without key order
+    /// (`lsm-trie`) raises `UnsupportedError`. plyvel has none.
+    #[pyo3(signature = (start, stop, *, sync=false))]
+    fn delete_range(&self, py: Python<'_>, start: &[u8], stop: &[u8], sync: bool) -> PyResult<()> {
+        delete_range(py, &self.store, start, stop, sync)
     }
 
     /// A batch of puts and deletes applied atomically by `write()`, or on leaving a `with`
@@ -347,6 +378,14 @@ impl PyDb {
         stop: Option<&[u8]>,
     ) -> PyResult<()> {
         self.store.run(py, |db| Ok(db.compact_range(start, stop)?))
+    }
+
+    /// On a store opened with `secondary=True`: move the view forward to what the writer
+    /// has committed and logged now (`Db::try_catch_up`). Returns the sequence number the
+    /// store reads at afterwards. Iterators and snapshots taken before keep their view. On a
+    /// store opened otherwise, raises `InvalidArgumentError` (a `ValueError`).
+    fn try_catch_up(&self, py: Python<'_>) -> PyResult<u64> {
+        self.store.run(py, |db| Ok(db.try_catch_up()?))
     }
 
     /// About how many table bytes `[start, stop)` takes; see `approximate_sizes`.
@@ -457,6 +496,17 @@ impl PrefixedDB {
     #[pyo3(signature = (key, *, sync=false))]
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         delete(py, &self.store, &concat(Some(&self.prefix), key), sync)
+    }
+
+    /// As `DB.delete_range`, for `[prefix + start, prefix + stop)`: keys outside the
+    /// prefix are never deleted.
+    #[pyo3(signature = (start, stop, *, sync=false))]
+    fn delete_range(&self, py: Python<'_>, start: &[u8], stop: &[u8], sync: bool) -> PyResult<()> {
+        let (start, stop) = (
+            concat(Some(&self.prefix), start),
+            concat(Some(&self.prefix), stop),
+        );
+        delete_range(py, &self.store, &start, &stop, sync)
     }
 
     /// As `DB.write_batch`; the batch prefixes its keys.

@@ -173,3 +173,66 @@ def test_plyvel_range_end_bugs_are_not_copied(db):
     with pytest.raises(StopIteration):
         next(it)
     assert it.prev() == b"b"
+
+
+def plain_signature(f):
+    """A signature as text, without pyo3's `self, /` marker."""
+    import inspect
+
+    return str(inspect.signature(f)).replace("(self, /, ", "(self, ").replace("(self, /)", "(self)")
+
+
+@pytest.mark.parametrize(
+    "name", ["DB", "PrefixedDB", "WriteBatch", "Snapshot", "Iterator", "RawIterator"]
+)
+def test_every_plyvel_method_is_here_with_its_arguments(name):
+    """Every public method of plyvel's classes exists in shale's with the same parameters
+    (names, positional or keyword-only, defaults), so plyvel code calls it unchanged."""
+    theirs = getattr(plyvel._plyvel, name)
+    ours = getattr(shale, name)
+    special = {"__enter__", "__exit__", "__iter__", "__next__"}
+    names = [n for n in dir(theirs) if not n.startswith("_") or n in special]
+    assert names
+    for n in names:
+        assert hasattr(ours, n), f"{name}.{n}"
+        if n in special or not callable(getattr(theirs, n)):
+            continue
+        assert plain_signature(getattr(ours, n)) == plain_signature(getattr(theirs, n)), n
+
+
+def test_db_constructor_takes_plyvel_arguments(tmp_path):
+    """plyvel's DB signature is only in its docstring (Cython): every keyword it names is
+    one of shale.DB's. Its docstring shows create_if_missing before the `*`, but plyvel
+    1.5.1 takes it by keyword only (a TypeError positionally), and so does Shale."""
+    import inspect
+    import re
+
+    doc = plyvel.DB.__doc__.split("\n")[0]
+    params = re.findall(r"(?:\b(?:bool|int|bytes) )?(\*|\w+)(?:=[^,)]*)?", doc[doc.index("(") + 1 :])
+    assert "bloom_filter_bits" in params
+    ours = inspect.signature(shale.DB).parameters
+    for p in params:
+        if p == "*":
+            continue
+        assert p in ours, p
+        if p != "name":
+            assert ours[p].kind == inspect.Parameter.KEYWORD_ONLY, p
+    for module in (plyvel, shale):
+        with pytest.raises(TypeError):
+            module.DB(str(tmp_path / module.__name__), True)
+
+
+def test_module_functions_take_plyvel_arguments(tmp_path):
+    """destroy_db(name) and repair_db(name, **plyvel's options) are called as plyvel's."""
+    import inspect
+
+    assert plain_signature(shale.destroy_db) == plain_signature(plyvel.destroy_db)
+    theirs = inspect.signature(plyvel.repair_db).parameters
+    path = str(tmp_path / "s")
+    shale.DB(path, create_if_missing=True).close()
+    # Every keyword of plyvel's repair_db is accepted (and unused, docs/python.md).
+    kwargs = {k: p.default for k, p in theirs.items() if p.kind == p.KEYWORD_ONLY}
+    assert "write_buffer_size" in kwargs
+    report = shale.repair_db(path, **kwargs)
+    assert isinstance(report, dict)
+    shale.destroy_db(path)

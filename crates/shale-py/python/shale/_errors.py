@@ -62,9 +62,10 @@ Unsupported = UnsupportedError
 
 
 class ReadOnlyError(Error):
-    """An earlier durable write failed (for example an fsync of the log), or background
-    work did (a flush, or a compaction that found a damaged table), so the store refuses
-    writes until it is reopened."""
+    """The store refuses writes: it was opened with ``read_only=True`` or
+    ``secondary=True``, or an earlier durable write failed (for example an fsync of the
+    log), or background work did (a flush, or a compaction that found a damaged table), in
+    which case it refuses them until it is reopened."""
 
 
 class IteratorInvalidError(Error):
