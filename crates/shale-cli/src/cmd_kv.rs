@@ -450,6 +450,11 @@ pub fn verify(a: &StoreArgs) -> CliResult {
             plural(r.placement.pointers as usize, "pointer", "pointers")
         )?;
     }
+    // Files of another store are not the store's: open leaves them alone, so they do not
+    // make it damaged, but a person should know they are there.
+    for t in &r.foreign_tables {
+        writeln!(out, "foreign table {t}")?;
+    }
     out.flush()?;
     if r.placement.log_bytes_dropped > 0 {
         eprintln!(

@@ -1312,3 +1312,77 @@ fn bench_header_without_compression_says_values_are_stored_uncompressed() {
     quiet(&o);
     assert!(stdout(&o).contains("after compression"), "{}", stdout(&o));
 }
+
+/// Issue 17 case 10: after a read error, `shale get` of the same key used to exit 0 once and
+/// 2 the next time (reads opened the store read-write, so each one could start, or finish,
+/// background work over the damage). Reads now open it read-only: with a data block of a
+/// table damaged, every key's `get` gives the same answer every time, before and after a
+/// compaction that fails on the damage (a background read error), and nothing a read does
+/// changes a file. The answers are right: the value, or exit 2 naming the table.
+#[test]
+fn get_after_a_read_error_answers_the_same_every_time() {
+    for design in ["leveldb", "wisckey"] {
+        let d = TempDir::new(&format!("read-error-{design}"));
+        let lines: String = (0..2000)
+            .map(|i| format!("key{i:05}\tvalue {i} of the damaged store\n"))
+            .collect();
+        ok(&run_stdin(
+            &["load", "--db", d.db(), "--design", design],
+            lines.as_bytes(),
+        ));
+        quiet(&run(&["compact", "--db", d.db()]));
+        // The odd keys again (same values), above the compacted table: a compaction has
+        // to merge the two, reading the damage.
+        let odd: String = (1..2000)
+            .step_by(2)
+            .map(|i| format!("key{i:05}\tvalue {i} of the damaged store\n"))
+            .collect();
+        ok(&run_stdin(&["load", "--db", d.db()], odd.as_bytes()));
+        quiet(&run(&["flush", "--db", d.db()]));
+        let table = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+            .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap();
+        let mut bytes = std::fs::read(&table).unwrap();
+        let mid = bytes.len() / 3;
+        bytes[mid] ^= 0x5a;
+        std::fs::write(&table, bytes).unwrap();
+        let name = table.file_name().unwrap().to_str().unwrap().to_string();
+        let answer = |i: u32| {
+            let o = run(&["get", "--db", d.db(), &format!("key{i:05}")]);
+            match o.status.code() {
+                Some(0) => assert_eq!(
+                    stdout(&o),
+                    format!("value {i} of the damaged store\n"),
+                    "{design}"
+                ),
+                Some(2) => assert!(stderr(&o).contains(&name), "{design}: {}", stderr(&o)),
+                code => panic!("{design}: key {i}: exit {code:?}: {}", stderr(&o)),
+            }
+            (o.status.code(), stdout(&o))
+        };
+        let keys: Vec<u32> = (0..2000).step_by(19).collect();
+        let first: Vec<_> = keys.iter().map(|&i| answer(i)).collect();
+        assert!(
+            first.iter().any(|(c, _)| *c == Some(2)),
+            "{design}: some get reaches the damaged block"
+        );
+        let before = contents(d.path());
+        assert_eq!(keys.iter().map(|&i| answer(i)).collect::<Vec<_>>(), first);
+        assert!(
+            contents(d.path()) == before,
+            "{design}: a get changed the store"
+        );
+        // A compaction reads the damage and fails: the store's background error.
+        let o = run(&["compact", "--db", d.db()]);
+        assert_eq!(o.status.code(), Some(2), "{design}: {}", stdout(&o));
+        assert!(stderr(&o).contains(&name), "{design}: {}", stderr(&o));
+        assert_eq!(
+            keys.iter().map(|&i| answer(i)).collect::<Vec<_>>(),
+            first,
+            "{design}: after the failed compaction"
+        );
+    }
+}

@@ -38,8 +38,8 @@ pub mod options;
 pub mod ttl;
 
 pub use db::{
-    CheckpointInfo, Cursor, Db, DbIterator, IterOptions, LevelStats, LifetimeStats, LiveFile,
-    RepairReport, SetAside, Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
+    CheckpointInfo, Cursor, Db, DbIterator, ForeignTable, IterOptions, LevelStats, LifetimeStats,
+    LiveFile, RepairReport, SetAside, Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
 };
 pub use design::{load_options, repair, verify};
 pub use error::{Error, Result};

@@ -148,3 +148,45 @@ fn a_full_disk_loses_nothing_and_the_store_reopens_once_space_is_freed() {
         shale::verify(DIR, opts(&env, design)).unwrap();
     }
 }
+
+/// A read-write open that runs out of space removes what it created before failing: the
+/// directory holds the same files (no empty log, segment or MANIFEST left taking the space
+/// the next attempt needs), however often it is tried, and once enough is freed it opens.
+#[test]
+fn failed_opens_on_a_full_disk_leave_no_file() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, opts(&env, design)).unwrap();
+        mem.set_capacity(Some(mem.used_bytes() + 256 * 1024));
+        let mut model = Model::new();
+        let (_, failed) = fill(&db, &mut model);
+        let _ = db.close();
+        let names = mem.file_names();
+        let used = mem.used_bytes();
+        let mut failures = 0;
+        let mut extra = 0;
+        let db = loop {
+            mem.set_capacity(Some(used + extra));
+            match Db::open(DIR, opts(&env, design)) {
+                Ok(db) => break db,
+                Err(e) => {
+                    assert!(is_storage_full(&e), "{design}: {e}");
+                    assert_eq!(
+                        mem.file_names(),
+                        names,
+                        "{design}: a failed open with {extra} bytes free left files"
+                    );
+                    assert_eq!(mem.used_bytes(), used, "{design}");
+                    failures += 1;
+                }
+            }
+            extra += 4096;
+        };
+        assert!(failures > 0, "{design}: no open failed");
+        // Opened with just enough space; its close may need more (a final flush).
+        mem.set_capacity(None);
+        check(&db, &model, &failed, design);
+        db.close().unwrap();
+    }
+}

@@ -120,6 +120,29 @@ fn refused_opens_leave_no_manifest_behind() {
     }
 }
 
+/// A directory holding a store's files without `CURRENT` (a damaged store, never a new one)
+/// and without `LOCK` (copied without it): the refused open adds no file, `LOCK` included.
+#[test]
+fn a_refused_open_creates_no_lock_file() {
+    for design in Options::available_presets() {
+        let mem = MemFs::new();
+        let env = Env::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, opts(&env, design)).unwrap();
+        put_round(&db, &mut BTreeMap::new(), 0..600, 0);
+        db.flush().unwrap();
+        db.close().unwrap();
+        for name in ["CURRENT", "LOCK"] {
+            mem.remove_file(&Path::new(DIR).join(name)).unwrap();
+        }
+        let before = mem.file_names();
+        for _ in 0..2 {
+            let e = Db::open(DIR, opts(&env, design)).unwrap_err();
+            assert!(e.is_corruption(), "{design}: {e}");
+            assert_eq!(mem.file_names(), before, "{design}");
+        }
+    }
+}
+
 /// A record of a sealed value-log segment is damaged: garbage collection reaching it fails
 /// with `Error::Corruption` naming the segment and offset, lists it in
 /// `Stats::placement.gc_damaged_segments`, keeps the file, and does not pick it again
@@ -185,6 +208,11 @@ fn value_gc_reports_a_damaged_segment() {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
     db.close().unwrap();
+    // `verify` names the same damage.
+    match shale::verify(DIR, opts(&env, "wisckey")) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, damaged),
+        other => panic!("verify: {other:?}"),
+    }
 }
 
 /// A store of 120 value-log segments, read by a process allowed 64 file descriptors

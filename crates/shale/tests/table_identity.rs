@@ -194,8 +194,9 @@ fn a_healthy_store_reads_its_own_tables() {
 /// The obsolete-file sweep deletes only the store's own leftovers: a complete table of
 /// another store copied in under a number this store does not list (named as its own
 /// number, as that store wrote it) is left alone and never read, through opens, flushes
-/// and compactions; a table of this store that no version lists (an old table put back)
-/// and a table file cut short (crash debris) are deleted.
+/// and compactions, and reported (`Stats::foreign_tables`, `VerifyReport::foreign_tables`);
+/// a table of this store that no version lists (an old table put back) and a table file cut
+/// short (crash debris) are deleted.
 #[test]
 fn the_sweep_leaves_another_stores_unlisted_table_alone() {
     for design in Options::available_presets() {
@@ -217,9 +218,22 @@ fn the_sweep_leaves_another_stores_unlisted_table_alone() {
         let foreign = env.read_all(&ours[1].0, ReadCause::Other).unwrap();
         write_file(&mem, &ours[0].0, &own_old);
         write_file(&mem, &debris, &own_old[..own_old.len() / 2]);
+        let listed = |found: &[shale::ForeignTable]| -> Vec<PathBuf> {
+            found.iter().map(|t| t.file.clone()).collect()
+        };
         for round in 0..2 {
-            shale::verify(DIR, opts(&env, design)).unwrap();
+            let report = shale::verify(DIR, opts(&env, design)).unwrap();
+            assert_eq!(
+                listed(&report.foreign_tables),
+                [ours[1].0.clone()],
+                "{design}: verify names the other store's table"
+            );
             let db = Db::open(DIR, opts(&env, design)).unwrap();
+            assert_eq!(
+                listed(&db.stats().foreign_tables),
+                [ours[1].0.clone()],
+                "{design}: the sweep reports what it left alone"
+            );
             for (_, k) in &ours {
                 assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"0123456789"[..]));
             }
@@ -307,4 +321,77 @@ fn a_value_log_segment_of_another_store_is_corruption() {
     assert!(e.to_string().contains("another store"), "{e}");
     let e = Db::open(DIR, vlog_opts(&env)).unwrap_err();
     assert_eq!(corruption_at(&e), seg, "open: {e}");
+}
+
+/// A value-log segment of another store copied in under a number this store's garbage
+/// collection dropped (so the sweep would delete that number as its own leftover) is left
+/// alone, through opens and closes; a file under a dropped number holding only zeros (crash
+/// debris, no record) is deleted.
+#[test]
+fn the_sweep_leaves_another_stores_segment_alone() {
+    let vlog_opts = |env: &Env| {
+        let mut o = Options::preset("wisckey").unwrap().with_env(env.clone());
+        o.min_separated_value_size = 0;
+        o.vlog_segment_size = 4096;
+        o.vlog_gc = false;
+        o
+    };
+    let segments = |mem: &MemFs| -> Vec<PathBuf> {
+        let mut s: Vec<PathBuf> = mem
+            .file_names()
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "vlog"))
+            .collect();
+        s.sort();
+        s
+    };
+    // Both stores take the same writes, so their segments have the same numbers.
+    let fill = |mem: &MemFs| {
+        let env = Env::new(Arc::new(mem.clone()));
+        let db = Db::open(DIR, vlog_opts(&env)).unwrap();
+        for round in 0..2u8 {
+            for i in 0..100 {
+                db.put(format!("k{i:04}").as_bytes(), &[b'a' + round; 100])
+                    .unwrap();
+            }
+            db.flush().unwrap();
+        }
+        db.close().unwrap();
+    };
+    let (ours, theirs) = (MemFs::new(), MemFs::new());
+    fill(&ours);
+    fill(&theirs);
+    let env = Env::new(Arc::new(ours.clone()));
+    let before = segments(&ours);
+    let db = Db::open(DIR, vlog_opts(&env)).unwrap();
+    while db.run_value_gc().unwrap() > 0 {}
+    db.close().unwrap();
+    let after = segments(&ours);
+    let gone: Vec<&PathBuf> = before.iter().filter(|p| !after.contains(p)).collect();
+    assert!(
+        gone.len() >= 2,
+        "garbage collection dropped segments: {gone:?}"
+    );
+    let (foreign, debris) = (gone[0].clone(), gone[1].clone());
+    assert!(segments(&theirs).contains(&foreign));
+    copy(&theirs, &foreign, &ours, &foreign);
+    let bytes = env.read_all(&foreign, ReadCause::Other).unwrap();
+    write_file(&ours, &debris, &[0u8; 64]);
+    for _ in 0..2 {
+        let db = Db::open(DIR, vlog_opts(&env)).unwrap();
+        for i in 0..100 {
+            assert_eq!(
+                db.get(format!("k{i:04}").as_bytes()).unwrap().as_deref(),
+                Some(&[b'b'; 100][..])
+            );
+        }
+        db.close().unwrap();
+        shale::verify(DIR, vlog_opts(&env)).unwrap();
+        assert_eq!(
+            env.read_all(&foreign, ReadCause::Other).unwrap(),
+            bytes,
+            "the other store's segment is untouched"
+        );
+        assert!(!ours.file_names().contains(&debris), "debris is swept");
+    }
 }

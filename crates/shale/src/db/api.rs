@@ -174,6 +174,53 @@ pub struct Stats {
     pub memory: crate::memory::MemoryStats,
     /// Counters since the store was created, kept across restarts.
     pub lifetime: LifetimeStats,
+    /// Table files in the store's directory that belong to another store, as the last
+    /// sweep of obsolete files found them: never read, never deleted (empty for a
+    /// read-only handle, which sweeps nothing; `verify` lists them too).
+    pub foreign_tables: Vec<ForeignTable>,
+}
+
+/// A table file in a store's directory, named like one of the store's tables, that no
+/// version lists and that records another store's id or another file number
+/// (`docs/format/sst.md`, properties 17 and 18): a file Shale does not own, so the
+/// obsolete-file sweep leaves it alone and reports it here instead (issue 17). A table
+/// whose identity cannot be read (cut short, or written before tables recorded one) cannot
+/// be told from the store's own crash debris and is deleted as before.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ForeignTable {
+    /// The file.
+    pub file: std::path::PathBuf,
+    /// The store id it records.
+    pub store_id: u64,
+    /// The file number it records (another table's number when the file was renamed).
+    pub number: u64,
+}
+
+impl ForeignTable {
+    pub(crate) fn new(
+        dir: &std::path::Path,
+        name: &str,
+        recorded: crate::table::TableIdentity,
+    ) -> ForeignTable {
+        ForeignTable {
+            file: dir.join(name),
+            store_id: recorded.store_id,
+            number: recorded.number,
+        }
+    }
+}
+
+impl std::fmt::Display for ForeignTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: a table of store {:016x} (its number {:06}), not this store's: left alone",
+            self.file.display(),
+            self.store_id,
+            self.number
+        )
+    }
 }
 
 /// A store's counters since it was created: kept in the MANIFEST with every commit, so they
@@ -320,6 +367,9 @@ impl std::fmt::Display for Stats {
         )?;
         write!(f, "{}", self.placement)?;
         write!(f, "{}", self.memory)?;
+        for t in &self.foreign_tables {
+            writeln!(f, "foreign table {t}")?;
+        }
         Ok(())
     }
 }

@@ -474,6 +474,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
     super::value_jobs::unpin(inner, &mut names);
     inner.pins.retain_unpinned(&mut names);
     inner.values.delete_obsolete(&names, &placement);
+    let mut foreign = Vec::new();
     for name in names {
         let Some(kind) = parse_file_name(&name) else {
             continue;
@@ -481,9 +482,14 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
         let obsolete = match kind {
             // A complete table of another store (copied in under a name this store may
             // use) is not this store's to delete; only the store's own leftovers are.
-            FileKind::Table(n) => {
-                !live.contains(&n) && !pending.contains(&n) && !inner.tables.foreign(n)
-            }
+            FileKind::Table(n) if live.contains(&n) || pending.contains(&n) => false,
+            FileKind::Table(n) => match inner.tables.foreign(n) {
+                Some(recorded) => {
+                    foreign.push(super::ForeignTable::new(&inner.dir, &name, recorded));
+                    false
+                }
+                None => true,
+            },
             // Only older ones: a newer MANIFEST is left by a switch that failed after CURRENT
             // may already name it (the rename done, the directory sync failed); the next
             // open starts another MANIFEST and removes both.
@@ -499,6 +505,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner) {
             let _ = inner.env.fs().remove_file(&inner.dir.join(&name));
         }
     }
+    *inner.foreign_tables.lock() = foreign;
 }
 
 /// A test-only gate that holds compactions before they run until a second one is in flight,

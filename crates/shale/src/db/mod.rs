@@ -69,7 +69,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use checkpoint::CheckpointInfo;
-pub use api::{IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats};
+pub use api::{ForeignTable, IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
@@ -272,6 +272,9 @@ pub(crate) struct DbInner {
     pub(crate) super_version: RwLock<Arc<SuperVersion>>,
     /// File numbers drawn for outputs not yet committed: never deleted as obsolete.
     pub(crate) pending_outputs: Mutex<HashSet<u64>>,
+    /// The table files of another store the last obsolete-file sweep found and left alone
+    /// (`Stats::foreign_tables`).
+    pub(crate) foreign_tables: Mutex<Vec<ForeignTable>>,
     /// Held by a manual compaction: two of them take turns.
     pub(crate) compaction_lock: Mutex<()>,
     /// Files a checkpoint in progress copies: never deleted as obsolete meanwhile.
@@ -356,6 +359,7 @@ impl DbInner {
             }),
             bg_cv: Condvar::new(),
             pending_outputs: Mutex::default(),
+            foreign_tables: Mutex::default(),
             compaction_lock: Mutex::new(()),
             pins: checkpoint::Pins::default(),
             counters: Counters::default(),

@@ -45,7 +45,77 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         }
         fs.create_dir_all(dir)?;
     }
-    let lock = fs.lock(&dir.join(LOCK_FILE))?;
+    let had_lock = fs.exists(&dir.join(LOCK_FILE))?;
+    let mut lock = Some(fs.lock(&dir.join(LOCK_FILE))?);
+    let before = Undo::before(&env, dir)?;
+    let r = open_locked(dir, options, wiring, &mut lock);
+    if r.is_err() {
+        before.undo(&env, dir, had_lock);
+    }
+    // A failed open releases the lock here, after removing what it created.
+    drop(lock);
+    r
+}
+
+/// What a failed open removes: the files it created (issue 17: a refused open adds no
+/// file, and one that ran out of space leaves no empty log or segment behind to take the
+/// space the next attempt needs).
+struct Undo {
+    /// The directory's names once the open took the lock (`LOCK` among them).
+    names: Vec<String>,
+    /// What CURRENT held then (`None`: no CURRENT, or unreadable).
+    current: Option<Vec<u8>>,
+}
+
+impl Undo {
+    fn before(env: &crate::env::Env, dir: &Path) -> Result<Undo> {
+        Ok(Undo {
+            names: env.fs().list_dir(dir)?,
+            current: read_current_bytes(env, dir),
+        })
+    }
+
+    /// Remove (best effort) the `LOCK` file if the open created it, and the store files it
+    /// created (tables, logs, segments, a MANIFEST, `CURRENT.tmp`), unless CURRENT changed:
+    /// then the new MANIFEST may already be the store's (a commit whose directory sync
+    /// failed after the rename) and list the others, so they are left for the next open,
+    /// which keeps or sweeps them. While CURRENT names what it named before, nothing the
+    /// open created is part of the store.
+    fn undo(&self, env: &crate::env::Env, dir: &Path, had_lock: bool) {
+        let fs = env.fs();
+        let Ok(now) = fs.list_dir(dir) else {
+            return;
+        };
+        let current_kept = read_current_bytes(env, dir) == self.current;
+        for name in now.iter().filter(|n| !self.names.contains(n)) {
+            if parse_file_name(name).is_some() && current_kept {
+                let _ = fs.remove_file(&dir.join(name));
+            }
+        }
+        // `LOCK`, if this open created it (the listing above was taken after locking, so it
+        // is not among the new names). Removed while the lock is still held.
+        if !had_lock {
+            let _ = fs.remove_file(&dir.join(LOCK_FILE));
+        }
+    }
+}
+
+/// The bytes of `dir`'s CURRENT, if it can be read.
+fn read_current_bytes(env: &crate::env::Env, dir: &Path) -> Option<Vec<u8>> {
+    let path = dir.join(crate::filename::CURRENT_FILE);
+    env.read_all(&path, crate::env::ReadCause::Other).ok()
+}
+
+/// [`open`] once the store's lock is taken (`lock`; the open moves it into the store when it
+/// succeeds).
+fn open_locked(
+    dir: &Path,
+    options: Options,
+    wiring: &Wiring,
+    lock: &mut Option<Box<dyn crate::env::FileLock>>,
+) -> Result<Arc<DbInner>> {
+    let env = options.env.clone();
+    let fs = env.fs().clone();
     // What this open writes counts toward the store's lifetime counters from here.
     let io_at_open = WriteCause::ALL.map(|c| env.io().written(c));
     let (parts, file_numbers) = build_parts(dir, &options, wiring)?;
@@ -193,7 +263,7 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
         version,
         last_seq,
         range_dels: Vec::new(),
-        lock: Some(lock),
+        lock: lock.take(),
         read_only: false,
         options,
     }));

@@ -100,6 +100,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         last_sequence: inner.last_seq.load(Ordering::Acquire),
         placement: inner.values.stats(),
         memory: inner.memory.stats(),
+        foreign_tables: inner.foreign_tables.lock().clone(),
         lifetime: {
             let l = lifetime(inner);
             super::LifetimeStats {

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::{DbInner, Wiring};
 
 use crate::error::Result;
+use crate::filename::{FileKind, parse_file_name};
 use crate::options::Options;
 use crate::table::TableId;
 use crate::values::{PlacementChecked, VerifyContext};
@@ -29,6 +30,10 @@ pub struct VerifyReport {
     /// What the value placement's own checks found (for a value log: its segments, their
     /// records and the pointers into them).
     pub placement: PlacementChecked,
+    /// Table files no version lists that record another store's id or another file number:
+    /// not the store's, so open neither reads nor deletes them (see
+    /// [`crate::ForeignTable`]); they do not make the store damaged.
+    pub foreign_tables: Vec<super::ForeignTable>,
 }
 
 /// `verify` with the parts `wiring` builds (the public [`crate::verify`] is in
@@ -89,5 +94,27 @@ fn check(inner: &DbInner) -> Result<VerifyReport> {
     })?;
     report.bytes += report.placement.bytes;
     report.logs += report.placement.logs;
+    report.foreign_tables = foreign_tables(inner, &version)?;
     Ok(report)
+}
+
+/// The table files in the directory that `version` does not list and that record another
+/// store's identity: what the obsolete-file sweep of a read-write open would leave alone.
+fn foreign_tables(
+    inner: &DbInner,
+    version: &crate::version::Version,
+) -> Result<Vec<super::ForeignTable>> {
+    let listed: std::collections::HashSet<u64> = version.files().map(|(_, f)| f.number).collect();
+    let mut names = inner.env.fs().list_dir(&inner.dir)?;
+    names.sort();
+    Ok(names
+        .iter()
+        .filter_map(|name| match parse_file_name(name)? {
+            FileKind::Table(n) if !listed.contains(&n) => {
+                let recorded = inner.tables.foreign(n)?;
+                Some(super::ForeignTable::new(&inner.dir, name, recorded))
+            }
+            _ => None,
+        })
+        .collect())
 }

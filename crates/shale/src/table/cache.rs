@@ -91,25 +91,20 @@ impl TableCache {
         }
     }
 
-    /// Whether table file `number`, which no version lists, is provably not this store's:
-    /// a complete table that records another store's id or another file number
-    /// ([`TableFormat::identity`]). A table in the cache is this store's (it was checked
-    /// when it was opened); a file that cannot be read as a table (crash debris: a table
-    /// cut short) or records no identity cannot be told apart and is not called foreign.
-    pub fn foreign(&self, number: u64) -> bool {
+    /// What table file `number`, which no version lists, records as its identity if that
+    /// proves it is not this store's: a complete table that records another store's id or
+    /// another file number ([`TableFormat::identity`]). `None` for a table in the cache (it
+    /// is this store's: it was checked when it was opened) and for a file that cannot be
+    /// read as a table (crash debris: a table cut short) or records no identity, which
+    /// cannot be told apart from the store's own.
+    pub fn foreign(&self, number: u64) -> Option<TableIdentity> {
         if self.tables.read().contains_key(&number) {
-            return false;
+            return None;
         }
         let path = self.dir.join(table_file_name(number));
-        let Ok(file) = self.env.open(&path) else {
-            return false;
-        };
-        match self.format.identity(file) {
-            Ok(Some(id)) => {
-                id.number != number || self.store_id.is_some_and(|s| s != id.store_id)
-            }
-            Ok(None) | Err(_) => false,
-        }
+        let file = self.env.open(&path).ok()?;
+        let id = self.format.identity(file).ok()??;
+        (id.number != number || self.store_id.is_some_and(|s| s != id.store_id)).then_some(id)
     }
 
     /// The store's table format: flush and compaction write through it.

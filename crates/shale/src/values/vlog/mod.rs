@@ -111,6 +111,9 @@ pub struct VlogPlacement {
     min_separated: usize,
     segment_size: u64,
     writer: Mutex<Option<SegmentWriter>>,
+    /// The store's id, set by a read-write recovery: the sweep deletes only segments whose
+    /// header carries it.
+    store_id: std::sync::OnceLock<u64>,
     /// Segments rotated out and not yet synced.
     sealer: Arc<Sealer>,
     /// Live segments by number (sealed and active). A segment leaves this map when garbage
@@ -184,6 +187,7 @@ impl VlogPlacement {
             min_separated: options.min_separated_value_size,
             segment_size: options.vlog_segment_size,
             writer: Mutex::new(None),
+            store_id: std::sync::OnceLock::new(),
             sealer: Arc::default(),
             segments: RwLock::new(BTreeMap::new()),
             pending_garbage: Mutex::new(BTreeMap::new()),
@@ -355,6 +359,28 @@ impl VlogPlacement {
         Ok(stored)
     }
 
+    /// Whether the file of segment `number` is this store's to delete: its header checks
+    /// against `store_id` (a version-1 header, which records no store, is taken as the
+    /// store's), or it holds no header at all (cut short or zeros: crash debris holding no
+    /// record). A segment another store wrote, copied in under a number this store dropped,
+    /// is left alone (issue 17: files Shale does not own are never deleted), and so is one
+    /// whose header is damaged, which cannot be told from it.
+    fn owns_segment_file(&self, number: u64, store_id: u64) -> bool {
+        let Ok(file) = self.env.open(&self.segment_path(number)) else {
+            return false;
+        };
+        if file.len() < format::HEADER_LEN {
+            return true;
+        }
+        match file.read_at(0, format::HEADER_LEN as usize, crate::env::ReadCause::Other) {
+            Ok(header) => {
+                header.iter().all(|&b| b == 0)
+                    || format::check_header(&header, number, store_id).is_ok()
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Forget a dropped segment and delete its file.
     pub(crate) fn remove_segment(&self, number: u64) {
         self.segments.write().remove(&number);
@@ -399,6 +425,7 @@ impl ValueStore for VlogPlacement {
         self.note_edit(edit);
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
         let w = SegmentWriter::create(&self.env, &self.dir, number, ctx.store_id)?;
+        let _ = self.store_id.set(ctx.store_id);
         self.segments.write().insert(
             number,
             Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
@@ -510,6 +537,7 @@ impl ValueStore for VlogPlacement {
     }
 
     fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
+        let store_id = self.store_id.get().copied();
         for name in names {
             let Some(number) = parse_segment_name(name) else {
                 continue;
@@ -517,6 +545,7 @@ impl ValueStore for VlogPlacement {
             if VlogState::of(state.state.as_ref())
                 .dropped
                 .contains(&number)
+                && store_id.is_some_and(|id| self.owns_segment_file(number, id))
             {
                 self.remove_segment(number);
             }
