@@ -17,7 +17,9 @@ use crate::format::{crc32c, mask_crc, put_fixed32, put_fixed64, put_varint32, pu
 use crate::format::varint_len;
 use crate::key::{self, ValueKind};
 use crate::table::bloom::BloomBuilder;
-use crate::table::format::{Pile, TableIdentity, TableReader, TableSummary, TableWriter};
+use crate::table::format::{
+    KeyDigest, Pile, TableIdentity, TableReader, TableSummary, TableWriter,
+};
 use crate::table::properties::TableProperties;
 
 /// A region of the file: offset and length (metadata blocks: without their 4-byte crc).
@@ -98,6 +100,9 @@ pub struct HTableWriter {
     arena: Vec<u8>,
     /// Where each entry lies in `arena`, in the order added (sorted in `finish`).
     entries: Vec<Slot>,
+    /// The hashkeys callers gave with entries ([`TableWriter::add_hashed`]), one per run
+    /// of entries of one user key, indexed by [`Slot::hash`].
+    hashes: Vec<HashKey>,
     /// Encoded bytes of the items so far.
     bytes: u64,
     props: TableProperties,
@@ -115,13 +120,19 @@ pub(super) fn put_item(out: &mut Vec<u8>, k: &[u8], v: &[u8]) {
     out.extend_from_slice(v);
 }
 
-/// One entry of the writer: its key at `arena[at..at + klen]`, its value right after it.
+/// One entry of the writer: its key at `arena[at..at + klen]`, its value right after it,
+/// and the index of its user key's hashkey in `HTableWriter::hashes` ([`NO_HASH`]: the
+/// caller gave none, and `finish` computes it).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     at: usize,
     klen: u32,
     vlen: u32,
+    hash: u32,
 }
+
+/// [`Slot::hash`] of an entry added without its hashkey.
+const NO_HASH: u32 = u32::MAX;
 
 impl Slot {
     fn key(self, arena: &[u8]) -> &[u8] {
@@ -261,6 +272,7 @@ impl HTableWriter {
             version: FORMAT_VERSION,
             arena: Vec::new(),
             entries: Vec::new(),
+            hashes: Vec::new(),
             bytes: 0,
             props: TableProperties {
                 block_size: bucket_size as u64,
@@ -299,10 +311,9 @@ impl HTableWriter {
     }
 }
 
-impl TableWriter for HTableWriter {
-    /// Entries may come in any order (they are placed by hash when the table finishes); an
-    /// internal key may appear once.
-    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+impl HTableWriter {
+    /// Record an entry; `hash` is its user key's hashkey, if the caller gave it.
+    fn push(&mut self, ikey: &[u8], value: &[u8], hash: Option<&HashKey>) -> Result<()> {
         let p = key::parse_internal_key(ikey)
             .map_err(|d| Error::InvalidArgument(format!("htable entry: {d}")))?;
         if ikey.len() > u32::MAX as usize || value.len() > u32::MAX as usize {
@@ -325,14 +336,50 @@ impl TableWriter for HTableWriter {
         props.raw_key_bytes += ikey.len() as u64;
         props.raw_value_bytes += value.len() as u64;
         self.bytes += item_len(ikey, value) as u64;
+        debug_assert!(
+            hash.is_none_or(|h| *h == hashkey(p.user_key)),
+            "add_hashed: the digest is not the SHA-1 of the user key"
+        );
+        let hash = match hash {
+            None => NO_HASH,
+            // The versions of one key arrive together from a merge: they share one copy.
+            Some(h) => match self.entries.last() {
+                Some(prev)
+                    if prev.hash != NO_HASH
+                        && key::user_key(prev.key(&self.arena)) == p.user_key =>
+                {
+                    prev.hash
+                }
+                _ if self.hashes.len() < NO_HASH as usize => {
+                    self.hashes.push(*h);
+                    (self.hashes.len() - 1) as u32
+                }
+                _ => NO_HASH,
+            },
+        };
         self.entries.push(Slot {
             at: self.arena.len(),
             klen: ikey.len() as u32,
             vlen: value.len() as u32,
+            hash,
         });
         self.arena.extend_from_slice(ikey);
         self.arena.extend_from_slice(value);
         Ok(())
+    }
+}
+
+impl TableWriter for HTableWriter {
+    /// Entries may come in any order (they are placed by hash when the table finishes); an
+    /// internal key may appear once.
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.push(ikey, value, None)
+    }
+
+    /// `digest` is used as the key's hashkey: the SHA-1 of its user key, which a compaction
+    /// of the trie layout computed to choose the child container.
+    fn add_hashed(&mut self, ikey: &[u8], value: &[u8], digest: &KeyDigest) -> Result<()> {
+        self.push(ikey, value, Some(digest))
     }
 
     fn estimated_size(&self) -> u64 {
@@ -372,6 +419,7 @@ impl TableWriter for HTableWriter {
     fn finish(mut self: Box<Self>) -> Result<TableSummary> {
         let arena = std::mem::take(&mut self.arena);
         let mut entries = std::mem::take(&mut self.entries);
+        let hashes = std::mem::take(&mut self.hashes);
         let key_of = |e: &Slot| e.key(&arena);
         // Entries from a flush or a merge arrive in internal-key order: check that (one
         // pass, which also rules out duplicates) before sorting.
@@ -407,7 +455,10 @@ impl TableWriter for HTableWriter {
                 _ => groups.push(Group {
                     start: i,
                     end: i + 1,
-                    hash: hashkey(uk),
+                    hash: match hashes.get(e.hash as usize) {
+                        Some(h) => *h,
+                        None => hashkey(uk),
+                    },
                     size: item_len(k, v),
                 }),
             }
