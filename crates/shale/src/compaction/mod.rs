@@ -47,7 +47,7 @@ use crate::key::{SeqNo, ValueKind, make_internal_key, parse_internal_key};
 use crate::options::filter::{FilterContext, FilterReason};
 use crate::options::{NewTableCheck, TableOptions};
 use crate::table::cache::TableCache;
-use crate::table::TableWriter;
+use crate::table::{KeyDigest, TableWriter};
 use crate::table::table_file_name;
 use crate::version::FileMeta;
 
@@ -83,8 +83,11 @@ pub struct CompactionContext<'a> {
     pub filter: Option<filter::FilterHook<'a>>,
 }
 
-/// Which output partition a user key goes to ([`MergeSpec::partition`]).
-pub type Partition<'a> = dyn Fn(&[u8]) -> usize + 'a;
+/// Which output partition a user key goes to ([`MergeSpec::partition`]), and the key's
+/// SHA-1 if the function computed it to choose: the writer is then given it with each of
+/// the key's entries ([`TableWriter::add_hashed`]), so a format that hashes keys the same
+/// way does not hash them again.
+pub type Partition<'a> = dyn Fn(&[u8]) -> (usize, Option<KeyDigest>) + 'a;
 
 /// How one merge writes its output.
 pub struct MergeSpec<'a> {
@@ -242,6 +245,8 @@ fn merge_with<H: filter::EntryHook>(
         let mut last_stripe = usize::MAX;
         // The target the current user key goes to (appends).
         let mut route = 0usize;
+        // The current user key's SHA-1, when the partition computed it.
+        let mut digest: Option<KeyDigest> = None;
         input.seek_to_first()?;
         while input.valid() {
             if ctx.stop.load(Ordering::Relaxed) {
@@ -252,10 +257,14 @@ fn merge_with<H: filter::EntryHook>(
                 .map_err(|d| Error::corruption(ctx.dir, 0, format!("compaction input: {d}")))?;
             stats.entries_in += 1;
             let new_key = !has_current || parsed.user_key != current_key.as_slice();
+            if new_key {
+                digest = None;
+            }
             if new_key
                 && let Some(f) = spec.partition
             {
-                let p = f(parsed.user_key);
+                let (p, d) = f(parsed.user_key);
+                digest = d;
                 if p != part {
                     if let Some(b) = builder.take() {
                         parked.push((part, b));
@@ -343,11 +352,15 @@ fn merge_with<H: filter::EntryHook>(
                     builder = Some(o);
                 }
                 if let Some(b) = builder.as_mut().map(|o| &mut o.writer) {
-                    match &rewritten {
-                        None => b.add(input.key(), input.value())?,
-                        Some((kind, value)) => {
+                    match (&rewritten, &digest) {
+                        (None, None) => b.add(input.key(), input.value())?,
+                        (None, Some(d)) => b.add_hashed(input.key(), input.value(), d)?,
+                        (Some((kind, value)), d) => {
                             let key = make_internal_key(parsed.user_key, parsed.seq, *kind);
-                            b.add(&key, value)?;
+                            match d {
+                                Some(d) => b.add_hashed(&key, value, d)?,
+                                None => b.add(&key, value)?,
+                            }
                         }
                     }
                 }

@@ -889,6 +889,9 @@ impl Options {
                 layout: LayoutKind::Trie,
                 table_format: TableKind::HTable,
                 num_levels: 5,
+                // Disjoint containers merge side by side: the fill is bound by the CPU of
+                // the compactions (docs/designs/lsm-trie.md, "Compaction threads").
+                max_background_compactions: 2,
                 table: TableOptions {
                     bloom_bits_per_key: 16,
                     ..TableOptions::default()

@@ -218,6 +218,9 @@ pub trait TableFormat: Send + Sync + fmt::Debug {
     }
 }
 
+/// The SHA-1 of a user key ([`TableWriter::add_hashed`]).
+pub type KeyDigest = [u8; 20];
+
 /// Writes one table from entries in internal-key order. Driven by one job.
 pub trait TableWriter: Send + fmt::Debug {
     /// Add an entry; keys must arrive in strictly increasing internal-key order.
@@ -225,6 +228,19 @@ pub trait TableWriter: Send + fmt::Debug {
     /// # Errors
     /// [`crate::Error::InvalidArgument`] for a key out of order; I/O errors.
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+
+    /// [`TableWriter::add`] for an entry whose user key's SHA-1 the caller has already
+    /// computed: `digest` must be the SHA-1 of `ikey`'s user key. A format that places keys
+    /// by that hash (`htable`) uses it instead of hashing the key again; the others ignore
+    /// it. A compaction of a layout that splits its output by the same hash (LSM-trie,
+    /// [`crate::compaction::Partition`]) so hashes each key once.
+    ///
+    /// # Errors
+    /// As [`TableWriter::add`].
+    fn add_hashed(&mut self, ikey: &[u8], value: &[u8], digest: &KeyDigest) -> Result<()> {
+        let _ = digest;
+        self.add(ikey, value)
+    }
 
     /// The size the file would have if finished now (approximately).
     fn estimated_size(&self) -> u64;

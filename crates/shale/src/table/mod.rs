@@ -20,8 +20,8 @@ pub mod properties;
 pub mod sst;
 
 pub use format::{
-    Pile, TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
-    TableWriter, check_identity,
+    KeyDigest, Pile, TableFormat, TableId, TableIdentity, TableReadOptions, TableReader,
+    TableSummary, TableWriter, check_identity,
 };
 pub use properties::TableProperties;
 pub use dtable::DTableFormat;

@@ -548,7 +548,12 @@ impl Layout for Trie {
                 let p = prefix64(&hashkey(uk));
                 (first_below..v.num_levels()).all(|l| st.pile(l, container_of(p, l)).is_empty())
             };
-            let child = |uk: &[u8]| (container_of(prefix64(&hashkey(uk)), out) & 7) as usize;
+            // The child is chosen by the key's hashkey, which the child's writer is given
+            // (so it does not hash the key again to choose its bucket).
+            let child = |uk: &[u8]| {
+                let hk = hashkey(uk);
+                ((container_of(prefix64(&hk), out) & 7) as usize, Some(hk))
+            };
             // Each child's new table is laid on the child's pile (a merge in place replaces
             // its whole pile: nothing is below).
             let pile = |part: usize| self.pile_of(st, out, (container << 3) | part as u64, ctx.tables);

@@ -112,6 +112,57 @@ fn a_full_pile_compacts_into_the_next_level_shallowest_first() {
     assert_eq!(t.pick(&v, &busy), None);
 }
 
+/// With plans running (two compaction threads), the picker offers the next full pile or
+/// collection whose tables no running plan reads: a pile is merged by one plan at a time,
+/// and two plans never share an input. A parent's push into a container may run beside
+/// that container's own merge (here: the collection of last-level container 0o61 beside
+/// its parent 0o6's push): the push lays a new, newer table on the pile and the merge
+/// replaces only the tables it read (`docs/designs/lsm-trie.md`, "Compaction threads").
+#[test]
+fn running_plans_leave_disjoint_piles_to_the_next_pick() {
+    let mut taken = Vec::new();
+    let t = trie(2);
+    let l1 = |c: u64, taken: &mut Vec<String>| key_in(1, c, taken);
+    let files = vec![
+        (0, file(1, "x", 1, 0)),
+        (0, file(2, "y", 1, 0)),
+        (1, file(4, &l1(2, &mut taken), 1, 0)),
+        (1, file(5, &l1(2, &mut taken), 1, 0)),
+        (1, file(7, &l1(6, &mut taken), 1, 0)),
+        (1, file(8, &l1(6, &mut taken), 1, 0)),
+        (1, file(9, &l1(6, &mut taken), 1, 0)),
+        (2, file(10, &key_in(2, 0o61, &mut taken), 100, 0)),
+        (2, file(11, &key_in(2, 0o61, &mut taken), 100, 0)),
+    ];
+    let v = version(files, vec![garbage_record(11, 100)]);
+    let mut running: Vec<Plan> = Vec::new();
+    let mut picked = Vec::new();
+    while let Some(p) = t.pick(&v, &PickContext::of_plans(&running)) {
+        picked.push(p.describe());
+        running.push(p);
+        assert!(running.len() <= 4, "{picked:?}");
+    }
+    assert_eq!(
+        picked,
+        vec![
+            "L0[2,1] -> L1 (merge)",
+            "L1[9,8,7] -> L2 (merge)",
+            "L1[5,4] -> L2 (merge)",
+            "L2[11,10] -> L2 (merge)",
+        ]
+    );
+    let mut inputs: Vec<u64> = running
+        .iter()
+        .flat_map(|p| p.input_files().map(|(_, f)| f.number))
+        .collect();
+    inputs.sort_unstable();
+    assert_eq!(inputs, vec![1, 2, 4, 5, 7, 8, 9, 10, 11], "no table in two plans");
+    // A plan ends: its pile may be picked again (here the root's).
+    running.remove(0);
+    let p = t.pick(&v, &PickContext::of_plans(&running)).unwrap();
+    assert_eq!(p.describe(), "L0[2,1] -> L1 (merge)");
+}
+
 #[test]
 fn the_last_level_is_collected_by_its_garbage_estimate() {
     let mut taken = Vec::new();
@@ -452,4 +503,124 @@ fn scans_and_size_estimates_are_unsupported() {
         Err(crate::Error::Unsupported(_))
     ));
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+}
+
+/// Two compaction threads (the preset's): two writers overwrite and delete their keys
+/// round after round while two readers get them and flushes, pushes at every level and
+/// collections of the last level run two at a time. A get returns the key as of a round at
+/// least as new as the last one its writer finished; at the end, and after a reopen, every
+/// key holds its last round's value.
+#[test]
+fn two_compaction_threads_lose_no_write_and_show_no_stale_value() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+    const KEYS: u32 = 300;
+    const ROUNDS: u32 = 40;
+    let env = Env::memory();
+    let mut o = options(&env);
+    o.max_background_compactions = 2;
+    o.write_buffer_size = 16 * 1024;
+    let db = Db::open("/trie", o.clone()).unwrap();
+    let key = |w: u32, i: u32| format!("w{w}-{i:04}").into_bytes();
+    // Round `q`'s state of key `i`: deleted every seventh round for a third of the keys.
+    let deleted = |q: u32, i: u32| q % 7 == 6 && i.is_multiple_of(3);
+    let value = |q: u32, i: u32| {
+        let mut v = format!("r{q:03}-{i}-").into_bytes();
+        v.resize(v.len() + (i % 50) as usize, b'a' + (q % 26) as u8);
+        v
+    };
+    // Rounds each writer finished.
+    let done = [AtomicU32::new(0), AtomicU32::new(0)];
+    let stop = AtomicBool::new(false);
+    let peak = AtomicUsize::new(0);
+    let check = |w: u32, i: u32, finished: u32, got: Option<Vec<u8>>| match got {
+        Some(v) => {
+            let q: u32 = std::str::from_utf8(&v[1..4]).unwrap().parse().unwrap();
+            assert!(q + 1 >= finished, "key {w}/{i}: round {q} read after round {finished}");
+            assert_eq!(v, value(q, i), "key {w}/{i}");
+            assert!(!deleted(q, i));
+        }
+        None => assert!(
+            finished == 0 || (finished - 1..ROUNDS).any(|q| deleted(q, i)),
+            "key {w}/{i} missing after round {finished}"
+        ),
+    };
+    /// Stops the readers and the watcher however the scope's body ends (a failed wait
+    /// included), so a failure fails the test instead of hanging it.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
+        let writers: Vec<_> = (0..2u32)
+            .map(|w| {
+                let (db, done) = (&db, &done);
+                s.spawn(move || {
+                    for q in 0..ROUNDS {
+                        for i in 0..KEYS {
+                            if deleted(q, i) {
+                                db.delete(&key(w, i)).unwrap();
+                            } else {
+                                db.put(&key(w, i), &value(q, i)).unwrap();
+                            }
+                        }
+                        done[w as usize].store(q + 1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        for r in 0..2u32 {
+            let (db, done, stop) = (&db, &done, &stop);
+            s.spawn(move || {
+                let mut n = r;
+                while !stop.load(Ordering::Acquire) {
+                    let (w, i) = (n % 2, n.wrapping_mul(7919) % KEYS);
+                    n = n.wrapping_add(1);
+                    let finished = done[w as usize].load(Ordering::Acquire);
+                    check(w, i, finished, db.get(&key(w, i)).unwrap());
+                }
+            });
+        }
+        let (db, stop, peak) = (&db, &stop, &peak);
+        s.spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                let n = db
+                    .property("shale.num-running-compactions")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                peak.fetch_max(n, Ordering::Relaxed);
+                std::thread::yield_now();
+            }
+        });
+        for h in writers {
+            h.join().unwrap();
+        }
+        db.flush().unwrap();
+        settled(db, 3, 2);
+    });
+    assert!(
+        db.live_files().iter().any(|f| f.level == 2),
+        "the data reached the last level"
+    );
+    assert!(
+        peak.load(Ordering::Relaxed) >= 2,
+        "two compactions ran at once ({} seen)",
+        peak.load(Ordering::Relaxed)
+    );
+    let mut open = Some(db);
+    for reopened in [false, true] {
+        if reopened && let Some(db) = open.take() {
+            db.close().unwrap();
+            open = Some(Db::open("/trie", o.clone()).unwrap());
+        }
+        let Some(db) = open.as_ref() else { break };
+        for w in 0..2 {
+            for i in 0..KEYS {
+                let got = db.get(&key(w, i)).unwrap();
+                assert_eq!(got, Some(value(ROUNDS - 1, i)), "{w}/{i} reopened {reopened}");
+            }
+        }
+    }
 }

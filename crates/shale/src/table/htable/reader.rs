@@ -150,6 +150,82 @@ fn bucket_items(data: &[u8]) -> std::result::Result<Vec<Item<'_>>, String> {
     Ok(out)
 }
 
+/// Decode the items of a bucket (its bytes, without checking its crc): `f(offset of the
+/// key, key length, value length)` for each (the value follows its key).
+fn bucket_item_spans(
+    data: &[u8],
+    mut f: impl FnMut(usize, usize, usize),
+) -> std::result::Result<(), String> {
+    if data.len() < BUCKET_HEADER_LEN + BUCKET_TRAILER_LEN {
+        return Err("bucket shorter than its header and trailer".into());
+    }
+    let n = u16::from_le_bytes([data[0], data[1]]) as usize;
+    let mut r = Reader::new(&data[BUCKET_HEADER_LEN..data.len() - BUCKET_TRAILER_LEN]);
+    for _ in 0..n {
+        let kl = r.varint32()? as usize;
+        let vl = r.varint32()? as usize;
+        let at = BUCKET_HEADER_LEN + r.position();
+        key::parse_internal_key(r.bytes(kl)?)?;
+        r.bytes(vl)?;
+        f(at, kl, vl);
+    }
+    Ok(())
+}
+
+/// A whole table in memory ([`HTable::load_all`]): the buffers read (buckets and overflow
+/// records) and every entry's place in them, in internal-key order.
+#[derive(Debug, Default)]
+struct Loaded {
+    bufs: Vec<Vec<u8>>,
+    slots: Vec<Slot>,
+}
+
+/// Where one entry of a [`Loaded`] table lies: its key at `bufs[buf][at..at + klen]`, its
+/// value right after it; `prefix` is the user key's first 8 bytes (zero-padded) as a
+/// big-endian integer, which orders keys as their bytes do whenever two prefixes differ.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    prefix: u64,
+    buf: u32,
+    at: u32,
+    klen: u32,
+    vlen: u32,
+}
+
+impl Slot {
+    /// The slot of the item at `data[at..]` (`at`, `klen`, `vlen` within `data`, checked by
+    /// the caller), in buffer number `buf`.
+    fn new(data: &[u8], buf: u32, at: usize, klen: usize, vlen: usize) -> Slot {
+        let uk = key::user_key(data.get(at..at + klen).unwrap_or_default());
+        let mut p = [0u8; 8];
+        let n = uk.len().min(8);
+        if let (Some(d), Some(s)) = (p.get_mut(..n), uk.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        Slot {
+            prefix: u64::from_be_bytes(p),
+            buf,
+            at: at as u32,
+            klen: klen as u32,
+            vlen: vlen as u32,
+        }
+    }
+
+    fn key(self, bufs: &[Vec<u8>]) -> &[u8] {
+        let at = self.at as usize;
+        bufs.get(self.buf as usize)
+            .and_then(|b| b.get(at..at + self.klen as usize))
+            .unwrap_or_default()
+    }
+
+    fn value(self, bufs: &[Vec<u8>]) -> &[u8] {
+        let at = self.at as usize + self.klen as usize;
+        bufs.get(self.buf as usize)
+            .and_then(|b| b.get(at..at + self.vlen as usize))
+            .unwrap_or_default()
+    }
+}
+
 /// Check a block's masked crc32c (the 4 bytes after it).
 fn check_crc(data: &[u8], stored: u32, what: &str) -> std::result::Result<(), String> {
     let actual = crc32c(data);
@@ -457,19 +533,40 @@ impl HTable {
         self.overflow.get(lo..hi).unwrap_or_default()
     }
 
-    /// Every entry, in internal-key order (reads the whole table).
-    fn load_all(&self, cause: ReadCause) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::with_capacity(self.props.num_entries.min(1 << 20) as usize);
+    /// Every entry, in internal-key order (reads the whole table). The buffers read are
+    /// kept and indexed, not copied into two buffers per entry.
+    fn load_all(&self, cause: ReadCause) -> Result<Loaded> {
+        let n = self.props.num_entries.min(1 << 24) as usize;
+        let mut all = Loaded {
+            bufs: Vec::with_capacity(self.buckets.min(1 << 20) as usize + self.overflow.len()),
+            slots: Vec::with_capacity(n),
+        };
         for b in 0..self.buckets {
             let data = self.read_bucket_uncached(b, cause)?;
-            let items = bucket_items(&data).at(&self.path, b * self.bucket_size as u64)?;
-            out.extend(items.into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())));
+            let buf = all.bufs.len() as u32;
+            bucket_item_spans(&data, |at, klen, vlen| {
+                all.slots.push(Slot::new(&data, buf, at, klen, vlen));
+            })
+            .at(&self.path, b * self.bucket_size as u64)?;
+            all.bufs.push(data);
         }
         for e in &self.overflow {
-            out.push(self.read_record(e, cause)?);
+            let buf = self.file.read_at(e.offset, e.len as usize, cause)?;
+            self.file.count_block(cause, BlockKind::Data);
+            let (at, klen, vlen) = record_span(&buf, &e.ikey).at(&self.path, e.offset)?;
+            all.slots.push(Slot::new(&buf, all.bufs.len() as u32, at, klen, vlen));
+            all.bufs.push(buf);
         }
-        out.sort_by(|a, b| key::compare_internal(&a.0, &b.0));
-        Ok(out)
+        let bufs = &all.bufs;
+        // Internal keys are unique in a table (the writer refuses a second one), so the order
+        // is total and an unstable sort gives the one result. Most comparisons end at the
+        // user keys' first 8 bytes, compared as one integer.
+        all.slots.sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| key::compare_internal(a.key(bufs), b.key(bufs)))
+        });
+        Ok(all)
     }
 
     fn read_bucket_uncached(&self, b: u64, cause: ReadCause) -> Result<Vec<u8>> {
@@ -753,8 +850,9 @@ fn decode_overflow_index(
     Ok(out)
 }
 
-/// Decode an overflow record that the index says holds `ikey`.
-fn decode_record(buf: &[u8], ikey: &[u8]) -> std::result::Result<(Vec<u8>, Vec<u8>), String> {
+/// Check an overflow record that the index says holds `ikey`: where its key starts, the key's
+/// and the value's lengths.
+fn record_span(buf: &[u8], ikey: &[u8]) -> std::result::Result<(usize, usize, usize), String> {
     if buf.len() < 4 {
         return Err("overflow record shorter than its checksum".into());
     }
@@ -764,14 +862,23 @@ fn decode_record(buf: &[u8], ikey: &[u8]) -> std::result::Result<(Vec<u8>, Vec<u
     let mut r = Reader::new(body);
     let kl = r.varint32()? as usize;
     let vl = r.varint32()? as usize;
+    let at = r.position();
     let k = r.bytes(kl)?;
-    let v = r.bytes(vl)?;
+    r.bytes(vl)?;
     if !r.is_empty() {
         return Err("trailing bytes in an overflow record".into());
     }
     if k != ikey {
         return Err("the overflow record holds another key than its index entry".into());
     }
+    Ok((at, kl, vl))
+}
+
+/// Decode an overflow record that the index says holds `ikey`.
+fn decode_record(buf: &[u8], ikey: &[u8]) -> std::result::Result<(Vec<u8>, Vec<u8>), String> {
+    let (at, kl, vl) = record_span(buf, ikey)?;
+    let k = buf.get(at..at + kl).unwrap_or_default();
+    let v = buf.get(at + kl..at + kl + vl).unwrap_or_default();
     Ok((k.to_vec(), v.to_vec()))
 }
 
@@ -861,17 +968,19 @@ impl TableReader for HTable {
 struct HTableIter {
     table: Arc<HTable>,
     cause: ReadCause,
-    entries: Option<Vec<(Vec<u8>, Vec<u8>)>>,
-    /// Position in `entries`; `entries.len()` (or beyond) is not valid.
+    entries: Option<Loaded>,
+    /// Position in `entries.slots`; `slots.len()` (or beyond) is not valid.
     pos: usize,
 }
 
 impl HTableIter {
-    fn load(&mut self) -> Result<&[(Vec<u8>, Vec<u8>)]> {
-        if self.entries.is_none() {
-            self.entries = Some(self.table.load_all(self.cause)?);
+    fn load(&mut self) -> Result<&Loaded> {
+        let table = &self.table;
+        let cause = self.cause;
+        match &mut self.entries {
+            Some(e) => Ok(e),
+            slot @ None => Ok(slot.insert(table.load_all(cause)?)),
         }
-        Ok(self.entries.as_deref().unwrap_or_default())
     }
 
     /// Move to the position `r` holds, or (an error) nowhere.
@@ -891,7 +1000,7 @@ impl HTableIter {
 
 impl InternalIterator for HTableIter {
     fn valid(&self) -> bool {
-        self.entries.as_ref().is_some_and(|e| self.pos < e.len())
+        self.entries.as_ref().is_some_and(|e| self.pos < e.slots.len())
     }
     fn seek_to_first(&mut self) -> Result<()> {
         let r = self.load().map(|_| 0);
@@ -900,12 +1009,14 @@ impl InternalIterator for HTableIter {
     fn seek_to_last(&mut self) -> Result<()> {
         let r = self
             .load()
-            .map(|e| e.len().checked_sub(1).unwrap_or(usize::MAX));
+            .map(|e| e.slots.len().checked_sub(1).unwrap_or(usize::MAX));
         self.position(r)
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let r = self.load().map(|e| {
-            e.partition_point(|(k, _)| key::compare_internal(k, target) == Ordering::Less)
+            e.slots.partition_point(|s| {
+                key::compare_internal(s.key(&e.bufs), target) == Ordering::Less
+            })
         });
         self.position(r)
     }
@@ -920,13 +1031,13 @@ impl InternalIterator for HTableIter {
     fn key(&self) -> &[u8] {
         self.entries
             .as_ref()
-            .and_then(|e| e.get(self.pos))
-            .map_or(&[], |e| e.0.as_slice())
+            .and_then(|e| Some(e.slots.get(self.pos)?.key(&e.bufs)))
+            .unwrap_or_default()
     }
     fn value(&self) -> &[u8] {
         self.entries
             .as_ref()
-            .and_then(|e| e.get(self.pos))
-            .map_or(&[], |e| e.1.as_slice())
+            .and_then(|e| Some(e.slots.get(self.pos)?.value(&e.bufs)))
+            .unwrap_or_default()
     }
 }

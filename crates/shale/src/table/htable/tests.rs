@@ -591,3 +591,45 @@ fn damage_in_the_filter_cluster_is_found_with_file_and_offset() {
         assert!(e.to_string().contains("filter cluster"), "{e}");
     }
 }
+
+/// A table written with each key's hashkey given ([`TableWriter::add_hashed`], what a
+/// compaction of the trie does) is the same file, byte for byte, as one whose writer hashes
+/// the keys itself; so is one where some entries come with the hashkey and some without,
+/// in any order.
+#[test]
+fn a_given_hashkey_writes_the_same_table() {
+    let es = entries(300, |i| (i % 90) as usize);
+    let o = options(512);
+    let (fs, env) = TestFs::env();
+    let plain = PathBuf::from("/db/000007.sst");
+    write(&env, &plain, &es, &o);
+    let hashed_write = |path: &Path, order: &mut dyn Iterator<Item = (usize, &(Vec<u8>, Vec<u8>))>| {
+        let f = env.create(path, WriteCause::Flush).unwrap();
+        let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
+            f,
+            &o,
+            Some(TableIdentity {
+                store_id: 1,
+                number: 7,
+            }),
+        ));
+        for (i, (k, v)) in order {
+            if i % 5 == 4 {
+                w.add(k, v).unwrap();
+            } else {
+                w.add_hashed(k, v, &hashkey(key::user_key(k))).unwrap();
+            }
+        }
+        w.finish().unwrap();
+    };
+    let sorted = PathBuf::from("/db/000008.sst");
+    hashed_write(&sorted, &mut es.iter().enumerate());
+    let reversed = PathBuf::from("/db/000009.sst");
+    hashed_write(&reversed, &mut es.iter().enumerate().rev());
+    let want = fs.get(&plain);
+    assert!(!want.is_empty());
+    assert!(fs.get(&sorted) == want, "in order, with hashkeys");
+    assert!(fs.get(&reversed) == want, "reversed, with hashkeys");
+    let t = open(&env, &sorted).unwrap();
+    check_lookups(&t, &es);
+}
