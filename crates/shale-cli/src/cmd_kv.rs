@@ -31,6 +31,18 @@ pub struct StoreArgs {
     /// (salvage everything readable).
     #[arg(long, default_value = "tolerate-corrupted-tail-records")]
     pub wal_recovery_mode: String,
+    /// Separated values: threads that read a scan's values ahead of it (0 disables
+    /// prefetching); not recorded in the store (default 4).
+    #[arg(long = "prefetch-threads")]
+    pub prefetch_threads: Option<usize>,
+    /// Separated values: entries a sequential scan reads ahead (0 disables prefetching, at
+    /// most 4096); not recorded (default 16).
+    #[arg(long = "prefetch-depth")]
+    pub prefetch_depth: Option<usize>,
+    /// Separated values: steps of a scan after which it reads ahead (1 to 1000000); not
+    /// recorded (default 2).
+    #[arg(long = "prefetch-after", alias = "prefetch-threshold")]
+    pub prefetch_after: Option<usize>,
 }
 
 impl StoreArgs {
@@ -48,6 +60,17 @@ impl StoreArgs {
         self.axes.apply(&mut o)?;
         o.create_if_missing = create;
         o.wal_recovery_mode = shale::WalRecoveryMode::from_name(&self.wal_recovery_mode)?;
+        if let Some(n) = self.prefetch_threads {
+            o.scan_prefetch_threads = n;
+        }
+        if let Some(n) = self.prefetch_depth {
+            o.scan_prefetch_depth = n;
+        }
+        if let Some(n) = self.prefetch_after {
+            o.scan_prefetch_after = n;
+        }
+        // Bad values are refused here, with the option's name, before anything is opened.
+        o.validate()?;
         Ok(o)
     }
 

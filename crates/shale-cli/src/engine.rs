@@ -261,6 +261,10 @@ pub struct VlogSettings {
     pub gc_ratio: Option<f64>,
     /// `Options::scan_prefetch_threads`.
     pub prefetch_threads: Option<usize>,
+    /// `Options::scan_prefetch_depth`.
+    pub prefetch_depth: Option<usize>,
+    /// `Options::scan_prefetch_after`.
+    pub prefetch_after: Option<usize>,
 }
 
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
@@ -338,6 +342,18 @@ pub struct EngineFlags {
     /// parallel prefetching; 0 disables it); default: the design's (4).
     #[arg(long = "prefetch-threads", alias = "scan_prefetch_threads")]
     pub prefetch_threads: Option<usize>,
+    /// Separated values: entries a sequential scan reads ahead (0 disables prefetching, at
+    /// most 4096); default: the design's (16).
+    #[arg(long = "prefetch-depth", alias = "scan_prefetch_depth")]
+    pub prefetch_depth: Option<usize>,
+    /// Separated values: steps of a scan in one direction after which it reads ahead
+    /// (the prefetch threshold, 1 to 1000000); default: the design's (2).
+    #[arg(
+        long = "prefetch-after",
+        alias = "prefetch-threshold",
+        alias = "scan_prefetch_after"
+    )]
+    pub prefetch_after: Option<usize>,
     /// FloDB memory: share of the memtable bytes the hash membuffer holds (0 disables
     /// it); default: the design's (0.25).
     #[arg(long = "membuffer-fraction")]
@@ -429,6 +445,8 @@ impl EngineFlags {
                 gc: self.vlog_gc,
                 gc_ratio: self.vlog_gc_ratio,
                 prefetch_threads: self.prefetch_threads,
+                prefetch_depth: self.prefetch_depth,
+                prefetch_after: self.prefetch_after,
             },
             flodb: FloDbSettings {
                 membuffer_fraction: self.membuffer_fraction,
@@ -502,6 +520,12 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(n) = v.prefetch_threads {
         o.scan_prefetch_threads = n;
+    }
+    if let Some(n) = v.prefetch_depth {
+        o.scan_prefetch_depth = n;
+    }
+    if let Some(n) = v.prefetch_after {
+        o.scan_prefetch_after = n;
     }
     let f = &config.flodb;
     if let Some(x) = f.membuffer_fraction {
@@ -613,12 +637,15 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
-            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {} prefetch_threads={}",
+            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {} prefetch_threads={} \
+             prefetch_depth={} prefetch_after={}",
             o.min_separated_value_size,
             mib(o.vlog_segment_size),
             o.vlog_gc,
             o.vlog_gc_ratio,
-            o.scan_prefetch_threads
+            o.scan_prefetch_threads,
+            o.scan_prefetch_depth,
+            o.scan_prefetch_after
         ));
     }
     lines

@@ -1386,3 +1386,45 @@ fn get_after_a_read_error_answers_the_same_every_time() {
         );
     }
 }
+
+/// The prefetch flags of the store commands and of `shale bench`: bad values are refused
+/// with the option's name; good ones open the store.
+#[cfg(not(feature = "peers"))]
+#[test]
+fn prefetch_flags_are_checked() {
+    let d = TempDir::new("prefetch");
+    ok(&run(&[
+        "put",
+        "--db",
+        d.db(),
+        "--design",
+        "wisckey",
+        "k",
+        "v",
+    ]));
+    for (flag, bad, name) in [
+        ("--prefetch-after", "0", "scan_prefetch_after"),
+        ("--prefetch-depth", "5000", "scan_prefetch_depth"),
+        ("--prefetch-threads", "300", "scan_prefetch_threads"),
+    ] {
+        let o = run(&["scan", "--db", d.db(), flag, bad]);
+        assert!(!o.status.success(), "{flag} {bad} accepted");
+        assert!(stderr(&o).contains(name), "{flag}: {}", stderr(&o));
+        let o = run(&["bench", "--design", "wisckey", "--num", "10", flag, bad]);
+        assert!(!o.status.success(), "bench {flag} {bad} accepted");
+        assert!(stderr(&o).contains(name), "bench {flag}: {}", stderr(&o));
+    }
+    let o = run(&[
+        "scan",
+        "--db",
+        d.db(),
+        "--prefetch-depth",
+        "4",
+        "--prefetch-threshold",
+        "1",
+        "--prefetch-threads",
+        "1",
+    ]);
+    ok(&o);
+    assert!(stdout(&o).contains('k'), "{}", stdout(&o));
+}

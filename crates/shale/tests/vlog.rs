@@ -533,3 +533,45 @@ fn a_half_created_segment_recovery_saw_is_removed_after_a_later_machine_crash() 
     }
     check(&db, &model, 10);
 }
+
+#[test]
+fn a_segment_of_a_newer_format_version_is_refused_by_name() {
+    use shale::format::{crc32c, mask_crc};
+    let (_fs, o, db) = store_with(10);
+    let store_id = db.property("shale.store-id").expect("store id");
+    let store_id = u64::from_str_radix(&store_id, 16).expect("hex");
+    db.close().expect("close");
+    let env = o.env.clone();
+    let names = segments(&env);
+    let first = names.first().expect("a segment").clone();
+    let path = std::path::Path::new(DIR).join(&first);
+    let mut bytes = env
+        .read_all(&path, shale::env::ReadCause::Other)
+        .expect("read");
+    // This build writes version 3 (records may be range deletes).
+    assert_eq!(bytes[8..12], 3u32.to_le_bytes());
+    // A newer release's header: version 4, its checksum valid (over the store id too).
+    bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let mut body = bytes[..20].to_vec();
+    body.extend_from_slice(&store_id.to_le_bytes());
+    bytes[20..24].copy_from_slice(&mask_crc(crc32c(&body)).to_le_bytes());
+    rewrite(&env, &path, &bytes);
+    let Err(err) = Db::open(DIR, o) else {
+        panic!("a segment of a newer format version must not open");
+    };
+    match &err {
+        shale::Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => {
+            assert_eq!(file, &path, "{err}");
+            assert_eq!(*offset, 0);
+            assert!(
+                detail.contains("version 4") && detail.contains("newer release"),
+                "{err}"
+            );
+        }
+        e => panic!("expected corruption naming the segment, got {e}"),
+    }
+}

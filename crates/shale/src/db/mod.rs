@@ -762,6 +762,7 @@ impl Db {
         (o.scan_prefetch_threads > 0 && o.scan_prefetch_depth > 0).then(|| Prefetch {
             pool: Arc::clone(&self.prefetch),
             depth: o.scan_prefetch_depth,
+            after: o.scan_prefetch_after,
             slow_read: std::time::Duration::from_micros(o.scan_prefetch_slow_read_micros),
         })
     }

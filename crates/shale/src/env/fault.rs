@@ -745,6 +745,10 @@ impl FileSystem for FaultFs {
         self.shared.mem.file_size(path)
     }
 
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
+        self.shared.mem.punch_hole(path, offset, len)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.shared
             .mutate(OpKind::Lock, path, |_| self.shared.mem.lock(path))

@@ -586,6 +586,34 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
+    /// Zeros the range's written bytes (the model has no blocks to free), in the live and
+    /// the durable contents alike: the caller never reads the range again, so whether a
+    /// crash kept the punch does not matter. A file with more than one live name is left
+    /// alone, as the POSIX backend does.
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
+        let state = self.shared.state.lock();
+        let inode = Arc::clone(state.live_file("punch hole", path)?);
+        if state
+            .live
+            .values()
+            .filter(|i| Arc::ptr_eq(i, &inode))
+            .count()
+            > 1
+        {
+            return Ok(false);
+        }
+        drop(state);
+        let mut node = inode.lock();
+        let end = usize::try_from(offset.saturating_add(len))
+            .unwrap_or(usize::MAX)
+            .min(node.data.len());
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(end);
+        if let Some(range) = node.data.get_mut(start..end) {
+            range.fill(0);
+        }
+        Ok(start < end)
+    }
+
     fn remove_file(&self, path: &Path) -> Result<()> {
         let mut state = self.shared.state.lock();
         state.live_file("remove", path)?;

@@ -83,6 +83,16 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
             to.display()
         )))
     }
+    /// Free the storage of `len` bytes of `path` from `offset` on, keeping the file's size
+    /// (`fallocate(PUNCH_HOLE | KEEP_SIZE)`): the range reads as zeros afterwards and the
+    /// whole blocks inside it no longer take space. Returns whether anything was punched:
+    /// `false` where the file system cannot (the default), and for a file with more than one
+    /// name (a hard link made by a checkpoint must keep its bytes). Whether a crash keeps the
+    /// punch is not specified: the caller must never need the range again either way.
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
+        let _ = (path, offset, len);
+        Ok(false)
+    }
     /// Take an exclusive lock on `path` (creating it). Fails with [`crate::Error::Locked`] if
     /// any other handle, in this process or another, holds it. Released when dropped.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;

@@ -132,6 +132,36 @@ impl FileSystem for PosixFs {
         })
     }
 
+    #[cfg(target_os = "linux")]
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        if len == 0 {
+            return Ok(false);
+        }
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("open for punching", path, e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io("punch hole", path, e))?;
+        // A second name (a checkpoint's hard link) shares the blocks: punching them would
+        // change that copy's bytes too.
+        if meta.nlink() > 1 {
+            return Ok(false);
+        }
+        let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+        loop {
+            match rustix::fs::fallocate(&file, flags, offset, len) {
+                Ok(()) => return Ok(true),
+                Err(rustix::io::Errno::INTR) => {}
+                // The file system has no hole punching: nothing is freed, nothing is wrong.
+                Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => return Ok(false),
+                Err(e) => return Err(Error::io("punch hole", path, e.into())),
+            }
+        }
+    }
+
     fn exists(&self, path: &Path) -> Result<bool> {
         path.try_exists().map_err(|e| Error::io("stat", path, e))
     }

@@ -610,13 +610,21 @@ pub struct Options {
     /// inline placement never starts any. Default 4: each thread mostly waits on one random
     /// read, so on an SSD more threads than cores pay; four plus the scanning thread keeps
     /// five reads in flight per scan on a 2-core machine without crowding out its CPUs (the
-    /// paper used 32). Not in the options record: it may change at any open (`shale bench`
-    /// and `shale ycsb`: `--prefetch-threads`).
+    /// paper used 32). At most 256. Not in the options record (nothing on disk depends on
+    /// it; it may change at any open): `--prefetch-threads` for `shale bench`, `shale ycsb`
+    /// and the store commands.
     pub scan_prefetch_threads: usize,
     /// Entries a sequential scan reads ahead of its reader and hands to the prefetch
-    /// threads. Default 16: enough to keep every thread busy with one scan (and about
-    /// 64 KiB of 4 KiB values in flight per scan).
+    /// threads (0 disables prefetching). Default 16: enough to keep every thread busy with
+    /// one scan (and about 64 KiB of 4 KiB values in flight per scan). At most 4096. Not
+    /// recorded, as the threads (`--prefetch-depth`).
     pub scan_prefetch_depth: usize,
+    /// Steps in one direction since a seek after which a scan counts as sequential and
+    /// starts reading ahead (the prefetch threshold). Default 2, so a seek and one `next`
+    /// (a point-like read) never starts it; the iterator of `Db::iter` seeks on its first
+    /// `next`, so its third item is the first prefetched. 1 to 1,000,000. Not
+    /// recorded, as the threads (`--prefetch-after`).
+    pub scan_prefetch_after: usize,
     /// Bytes of prefetched values, over all scans, that may wait to be read before the
     /// prefetch threads pause (each running thread may add one value beyond it). Default
     /// 8 MiB.
@@ -695,6 +703,7 @@ impl Default for Options {
             table_format: TableKind::Sst,
             scan_prefetch_threads: 4,
             scan_prefetch_depth: 16,
+            scan_prefetch_after: crate::iter::prefetch::SEQUENTIAL_TRIGGER,
             scan_prefetch_bytes: 8 << 20,
             scan_prefetch_slow_read_micros: 10,
             min_separated_value_size: 512,
@@ -1037,6 +1046,13 @@ impl Options {
                 self.scan_prefetch_depth
             ));
         }
+        if !(1..=1_000_000).contains(&self.scan_prefetch_after) {
+            return bad(format!(
+                "scan_prefetch_after {} must be in 1..=1000000 (steps of a scan before it \
+                 reads ahead)",
+                self.scan_prefetch_after
+            ));
+        }
         if self.vlog_segment_size < 4096 || self.vlog_segment_size > (1 << 40) {
             return bad(format!(
                 "vlog_segment_size {} must be in 4096..=1 TiB",
@@ -1203,5 +1219,35 @@ mod tests {
         o.flodb.membuffer_partitions = 1;
         o.flodb.drain_threads = 65;
         assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn prefetch_options_are_checked() {
+        let o = Options::default();
+        assert_eq!(
+            (
+                o.scan_prefetch_threads,
+                o.scan_prefetch_depth,
+                o.scan_prefetch_after
+            ),
+            (4, 16, 2)
+        );
+        let bad = |f: fn(&mut Options), name: &str| {
+            let mut o = Options::default();
+            f(&mut o);
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+        };
+        bad(|o| o.scan_prefetch_after = 0, "scan_prefetch_after");
+        bad(|o| o.scan_prefetch_after = 1_000_001, "scan_prefetch_after");
+        bad(|o| o.scan_prefetch_depth = 4097, "scan_prefetch_depth");
+        bad(|o| o.scan_prefetch_threads = 257, "scan_prefetch_threads");
+        let o = Options {
+            scan_prefetch_after: 1,
+            scan_prefetch_depth: 0,
+            scan_prefetch_threads: 0,
+            ..Options::default()
+        };
+        assert!(o.validate().is_ok());
     }
 }

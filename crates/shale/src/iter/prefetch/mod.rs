@@ -3,7 +3,8 @@
 //! With separated values a scan is a walk over the tree, which is sequential, plus one
 //! random read per value. Done one at a time those reads are a chain of single random
 //! reads; issued together they keep the device busy. [`PrefetchCursor`] watches how it is
-//! moved. Once it has stepped [`SEQUENTIAL_TRIGGER`] times in one direction since the last
+//! moved. Once it has stepped [`Prefetch::after`] times (default [`SEQUENTIAL_TRIGGER`],
+//! `Options::scan_prefetch_after`) in one direction since the last
 //! seek and one of those entries held a value pointer, it reads the next `depth` visible
 //! entries from its [`DbIter`] (so after snapshot filtering, deduplication and bounds: only
 //! entries the reader will see), hands their pointers to a [`PrefetchPool`], and serves the
@@ -49,8 +50,9 @@ pub trait Resolve: Send + Sync {
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>>;
 }
 
-/// Steps in one direction after a seek before a cursor looks ahead. Two, so a seek
-/// followed by one `next` (a point-like read) never starts the pool.
+/// Steps in one direction after a seek before a cursor looks ahead, by default
+/// (`Options::scan_prefetch_after`). Two, so a seek followed by one `next` (a point-like
+/// read) never starts the pool.
 pub const SEQUENTIAL_TRIGGER: usize = 2;
 
 /// A cursor times one resolve in this many (and its first): two clock reads per value cost
@@ -70,6 +72,9 @@ pub struct Prefetch {
     pub pool: Arc<PrefetchPool>,
     /// Entries read ahead of the reader once the scan is sequential (at least 1).
     pub depth: usize,
+    /// Steps in one direction since the last seek (or turn) after which the scan counts as
+    /// sequential and looks ahead (at least 1; [`SEQUENTIAL_TRIGGER`] by default).
+    pub after: usize,
     /// Use the pool only while this scan's value reads take at least this long on average:
     /// reads served from the page cache are faster done in place than handed to a thread.
     /// Zero always uses it.
@@ -407,7 +412,10 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         self.settle(r)?;
         self.run += 1;
         if self.pos == Pos::OnInner
-            && self.run >= SEQUENTIAL_TRIGGER
+            && self
+                .prefetch
+                .as_ref()
+                .is_some_and(|p| self.run >= p.after.max(1))
             && self.saw_pointer
             && self.reads_are_slow()
         {

@@ -161,6 +161,7 @@ fn prefetch(pool: &Arc<PrefetchPool>, depth: usize) -> Option<Prefetch> {
     Some(Prefetch {
         pool: Arc::clone(pool),
         depth,
+        after: SEQUENTIAL_TRIGGER,
         // Always prefetch: the in-memory store is fast.
         slow_read: std::time::Duration::ZERO,
     })
@@ -639,6 +640,7 @@ fn fast_reads_are_not_handed_to_the_pool() {
     let never = Some(Prefetch {
         pool: Arc::clone(&pool),
         depth: 16,
+        after: SEQUENTIAL_TRIGGER,
         slow_read: std::time::Duration::MAX,
     });
     let mut it = entries_iter(&d, &store, never.clone());
@@ -663,6 +665,7 @@ fn one_preempted_read_does_not_keep_the_pool_on() {
     let p = Some(Prefetch {
         pool,
         depth: 16,
+        after: SEQUENTIAL_TRIGGER,
         slow_read: Duration::from_millis(1),
     });
     let mut c = cursor(&d, &store, p);
@@ -678,4 +681,31 @@ fn one_preempted_read_does_not_keep_the_pool_on() {
     let timed: Vec<bool> = (0..17).map(|_| c.time_this_one()).collect();
     assert_eq!(timed.iter().filter(|&&t| t).count(), 3);
     assert!(timed[0] && timed[8] && timed[16]);
+}
+
+#[test]
+fn the_look_ahead_starts_after_the_configured_run() {
+    let (d, store) = data(200, false);
+    let store = Arc::new(store);
+    let dyn_store: Arc<dyn Resolve> = store.clone();
+    for after in [1usize, 5] {
+        let pool = PrefetchPool::new(2, 1 << 20);
+        let p = prefetch(&pool, 8).map(|p| Prefetch { after, ..p });
+        let mut c = cursor(&d, &dyn_store, p);
+        c.seek(&user_key(20)).unwrap();
+        let at = d.want.iter().position(|(k, _)| *k >= user_key(20)).unwrap();
+        for step in 1..=after {
+            assert!(!c.is_prefetching(), "after {after}: prefetching before step {step}");
+            c.next().unwrap();
+        }
+        assert!(c.is_prefetching(), "after {after}: not prefetching at step {after}");
+        assert_eq!(current(&c).as_ref(), d.want.get(at + after));
+        // The same entries as without prefetching, to the end.
+        let mut rest = Vec::new();
+        while c.valid() {
+            rest.push(current(&c).unwrap());
+            c.next().unwrap();
+        }
+        assert_eq!(rest, d.want[at + after..]);
+    }
 }

@@ -520,3 +520,80 @@ fn gets_count_the_blocks_they_read_by_kind() {
     assert!(text.contains("blocks read (not from the block cache): get data=1 value=1"), "{text}");
     db.close().expect("close");
 }
+
+/// Bytes a file takes on disk (`st_blocks` is in 512-byte units).
+#[cfg(target_os = "linux")]
+fn disk_bytes(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("stat").blocks() * 512
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
+    let dir = std::env::temp_dir().join(format!("shale-vlog-punch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut o = opts(&Env::posix(), 0.3);
+    // Steps of 1 MiB (a quarter of a segment, at least `gc::MIN_STEP`).
+    o.vlog_segment_size = 4 << 20;
+    let big = |i: u32, round: u32| {
+        let mut v = value(i, round);
+        v.resize(4200, b'x');
+        v
+    };
+    let n = 500;
+    let db = Db::open(&dir, o.clone()).expect("open");
+    // The first segment: keys 0..n, then n..2n (the live rest), past the segment size.
+    for i in 0..2 * n {
+        db.put(&key(i), &big(i, 0)).expect("put");
+    }
+    // The first half overwritten in the next segment: the first segment's prefix is dead.
+    for i in 0..n {
+        db.put(&key(i), &big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    let segs = db.stats().placement.segments;
+    let first = segs.first().expect("a segment").0;
+    assert!(segs.len() >= 2, "{segs:?}");
+    let path = dir.join(crate::values::vlog::format::segment_file_name(first));
+    let before = disk_bytes(&path);
+    assert!(before >= 4 << 20, "{before}");
+    // Automatic collection: it takes the dead prefix step by step and stops where the
+    // rest is live, without rewriting it.
+    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    let after = disk_bytes(&path);
+    let prefix = u64::from(n) * record_len(&key(0), &big(0, 0)) as u64;
+    assert!(
+        before - after >= prefix - (1 << 20),
+        "punching freed {} of a {prefix}-byte dead prefix ({before} -> {after} bytes)",
+        before - after
+    );
+    assert!(path.exists(), "the live rest stays in place");
+    let check_all = |db: &Db| {
+        for i in 0..2 * n {
+            let round = u32::from(i < n);
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i, round)), "{i}");
+        }
+        let scanned = db
+            .iter(crate::IterOptions::default())
+            .expect("iter")
+            .count();
+        assert_eq!(scanned, 2 * n as usize);
+    };
+    check_all(&db);
+    // A second automatic run finds nothing worth collecting in the rest.
+    assert_eq!(db.run_value_job(false).expect("gc"), 0);
+    assert_eq!(disk_bytes(&path), after);
+    db.close().expect("close");
+    // The collected prefix is never read again: reopen, verify and read everything.
+    let report = crate::verify(&dir, o.clone()).expect("verify");
+    assert!(report.placement.records > 0);
+    let db = Db::open(&dir, o.clone()).expect("reopen");
+    check_all(&db);
+    // A forced collection then takes the rest and drops the segment.
+    while db.run_value_gc().expect("gc") > 0 {}
+    assert!(!path.exists(), "dropped and deleted");
+    check_all(&db);
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@
 //! segment: | header (24 B) | record | record | ... |
 //! header:  | magic "SHALEVLG" (8) | version u32 LE | segment number u64 LE | crc u32 LE |
 //!          crc = mask_crc(crc32c(bytes 0..20 ++ store id u64 LE)) (version 1: bytes 0..20)
+//!          version 3 (written): records may be range deletes; 2: the same header; 1: read
 //! record:  | crc u32 LE | seq u64 LE | kind u8 | flags u8 | key_len u32 LE | value_len u32 LE |
 //!          | key | value |
 //!          crc = mask_crc(crc32c(bytes 4..end of record)); flags bit 0: last record of a batch
@@ -20,11 +21,25 @@ use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 /// The segment magic. On-disk: never change.
 pub const MAGIC: &[u8; 8] = b"SHALEVLG";
-/// The format version this code writes (and the newest it reads). On-disk. Version 2's
-/// header checksum covers the store's id; version 1 (no store id) is still read.
-pub const VERSION: u32 = 2;
+/// The format version this code writes (and the newest it reads). On-disk. Version 3 is
+/// version 2 whose records may include range deletes (kind 3): a release that reads only
+/// versions 1 and 2 refuses the segment by its version instead of failing on the record.
+/// Versions 2 and 3 have the same header (the checksum covers the store's id); version 1
+/// (no store id) is still read. Version-2 segments written before the bump may hold kind-3
+/// records too (range deletes reached the log before it): they are read as before.
+pub const VERSION: u32 = 3;
 /// The first version, whose header checksum covers the header's own bytes only.
 const VERSION_1: u32 = 1;
+/// The version whose header checksum first covered the store's id (no range deletes).
+const VERSION_2: u32 = 2;
+
+/// The message for a segment of a format version this build does not read.
+fn newer_version(v: u32) -> String {
+    format!(
+        "segment format version {v}; this release reads versions {VERSION_1} to {VERSION} \
+         (a segment written by a newer release)"
+    )
+}
 /// Bytes of the segment header.
 pub const HEADER_LEN: u64 = 24;
 /// Bytes of a record header (before key and value).
@@ -72,13 +87,14 @@ pub fn check_header(bytes: &[u8], number: u64, store_id: u64) -> Result<(), Stri
     let body = bytes.get(..20).ok_or("short header")?;
     match version {
         VERSION_1 if crc == crc32c(body) => {}
-        VERSION if crc == header_crc(body, store_id) => {}
-        VERSION if crc == crc32c(body) => {
-            return Err("segment header checksum mismatch: a version-1 checksum in a \
-                        version-2 header"
-                .into());
+        VERSION_2 | VERSION if crc == header_crc(body, store_id) => {}
+        VERSION_2 | VERSION if crc == crc32c(body) => {
+            return Err(format!(
+                "segment header checksum mismatch: a version-1 checksum in a version-{version} \
+                 header"
+            ));
         }
-        VERSION => {
+        VERSION_2 | VERSION => {
             return Err(format!(
                 "segment header checksum mismatch for store {store_id:016x}: the segment \
                  belongs to another store (its checksum covers the store id), or its \
@@ -86,10 +102,8 @@ pub fn check_header(bytes: &[u8], number: u64, store_id: u64) -> Result<(), Stri
             ));
         }
         VERSION_1 => return Err("segment header checksum mismatch".into()),
-        v if crc == crc32c(body) || crc == header_crc(body, store_id) => {
-            return Err(format!(
-                "segment format version {v}; this build reads {VERSION_1} to {VERSION}"
-            ));
+        v if v > VERSION && (crc == crc32c(body) || crc == header_crc(body, store_id)) => {
+            return Err(newer_version(v));
         }
         _ => return Err("segment header checksum mismatch".into()),
     }
@@ -119,8 +133,9 @@ pub fn check_header_unbound(bytes: &[u8], number: u64) -> Result<(), String> {
         VERSION_1 if crc != crc32c(body) => {
             return Err("segment header checksum mismatch".into());
         }
-        VERSION_1 | VERSION => {}
-        v => return Err(format!("segment format version {v}; this build reads {VERSION_1} to {VERSION}")),
+        VERSION_1 | VERSION_2 | VERSION => {}
+        v if v > VERSION => return Err(newer_version(v)),
+        v => return Err(format!("unknown segment format version {v}")),
     }
     if n != number {
         return Err(format!("header names segment {n}, file name says {number}"));
@@ -403,7 +418,7 @@ mod tests {
     fn worked_example_of_the_format_doc() {
         assert_eq!(
             hex(&encode_header(7, 0x0123_4567_89ab_cdef)),
-            "53 48 41 4c 45 56 4c 47 02 00 00 00 07 00 00 00 00 00 00 00 c0 e6 82 2a"
+            "53 48 41 4c 45 56 4c 47 03 00 00 00 07 00 00 00 00 00 00 00 47 80 08 0b"
         );
         let mut b = Vec::new();
         assert_eq!(
@@ -454,13 +469,37 @@ mod tests {
         v1[20..].copy_from_slice(&crc.to_le_bytes());
         check_header(&v1, 42, 9).unwrap();
         check_header(&v1, 42, 10).unwrap();
-        // A newer version is refused by its number, not as damage.
-        let mut v3 = v1;
-        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
-        let crc = mask_crc(crc32c(&v3[..20]));
-        v3[20..].copy_from_slice(&crc.to_le_bytes());
-        let e = check_header(&v3, 42, 9).unwrap_err();
-        assert!(e.contains("version 3"), "{e}");
+        // A version-2 header (written before range deletes had a version) is still read,
+        // for its own store only.
+        let mut v2 = h;
+        v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let crc = mask_crc(header_crc(&v2[..20], 9));
+        v2[20..].copy_from_slice(&crc.to_le_bytes());
+        check_header(&v2, 42, 9).unwrap();
+        assert!(
+            check_header(&v2, 42, 10)
+                .unwrap_err()
+                .contains("belongs to another store")
+        );
+        check_header_unbound(&v2, 42).unwrap();
+        // The header this build writes is version 3.
+        assert_eq!(h[8..12], 3u32.to_le_bytes());
+        // A newer version is refused by its number, as a newer release's, not as damage,
+        // whichever checksum it carries; repair refuses it the same way.
+        for with_store in [false, true] {
+            let mut v4 = v1;
+            v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+            let crc = if with_store {
+                header_crc(&v4[..20], 9)
+            } else {
+                crc32c(&v4[..20])
+            };
+            v4[20..].copy_from_slice(&mask_crc(crc).to_le_bytes());
+            let e = check_header(&v4, 42, 9).unwrap_err();
+            assert!(e.contains("version 4") && e.contains("newer release"), "{e}");
+            let e = check_header_unbound(&v4, 42).unwrap_err();
+            assert!(e.contains("version 4") && e.contains("newer release"), "{e}");
+        }
     }
 
     #[test]

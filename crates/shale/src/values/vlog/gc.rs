@@ -42,6 +42,33 @@ use crate::values::{GcHost, Relocation};
 /// for about 1,000 lookups and one 4 MiB append.
 const CHUNK_BYTES: usize = 4 << 20;
 
+/// The smallest step (bytes of a segment) after which a collection commits its progress:
+/// the prefix it went through is recorded (value-log record kind 16) and, once no reader can
+/// need it, punched out of the file (`docs/format/vlog.md` §4). A step costs a sync of the
+/// log and a MANIFEST edit.
+pub(crate) const MIN_STEP: u64 = 1 << 20;
+
+/// Where collection of `s` resumes (the end of its committed prefix, or the header's) and
+/// an estimate of the garbage after it: the segment's count less the prefix (all of which
+/// is garbage once collected; a prefix's relocated records are counted when their copies
+/// are flushed, so the estimate runs low until then).
+fn remaining(s: &Segment, state: &super::state::VlogState) -> (u64, u64, u64) {
+    let from = state
+        .collected
+        .get(&s.number)
+        .copied()
+        .unwrap_or(HEADER_LEN)
+        .max(HEADER_LEN);
+    let end = s.end.load(Ordering::Relaxed);
+    let size = end.saturating_sub(from);
+    let garbage = s
+        .garbage
+        .load(Ordering::Relaxed)
+        .saturating_sub(from - HEADER_LEN)
+        .min(size);
+    (from, size, garbage)
+}
+
 /// Below this fraction of garbage in the collectable segments, collection reads at the
 /// configured rate; above it, faster.
 const CALM_FRACTION: f64 = 0.1;
@@ -151,12 +178,17 @@ fn collectable(vlog: &VlogPlacement, state: &crate::values::PersistedState) -> V
         .collect()
 }
 
-/// The backlog of `segments` (see [`reclaimable_fraction`]).
-fn garbage_fraction(segments: &[Arc<Segment>], min_ratio: f64) -> f64 {
+/// The backlog of `segments` (see [`reclaimable_fraction`]), their collected prefixes left
+/// out.
+fn garbage_fraction(
+    segments: &[Arc<Segment>],
+    state: &super::state::VlogState,
+    min_ratio: f64,
+) -> f64 {
     reclaimable_fraction(
         segments.iter().map(|s| {
-            let len = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
-            (len, s.garbage.load(Ordering::Relaxed).min(len))
+            let (_, size, garbage) = remaining(s, state);
+            (size, garbage)
         }),
         min_ratio,
     )
@@ -240,19 +272,20 @@ pub(crate) fn count_superseded(vlog: &VlogPlacement, p: Pointer, edit: &mut Vers
     }
 }
 
-/// The segment to collect, if any, and the rate factor for its collection.
-fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Segment>, u64)> {
+/// The segment to collect, if any, the offset to resume from, and the rate factor for its
+/// collection.
+fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Segment>, u64, u64)> {
     let state = host.persisted();
     let segments = collectable(vlog, &state);
-    let fraction = garbage_fraction(&segments, vlog.min_gc_ratio);
+    let vstate = super::state::VlogState::of(state.state.as_ref());
+    let fraction = garbage_fraction(&segments, vstate, vlog.min_gc_ratio);
     // Only automatic collection slows writers: with it off, nothing would catch up.
     if vlog.gc_enabled {
         vlog.pace.set_backlog(fraction);
     }
-    let mut best: Option<(f64, Arc<Segment>)> = None;
+    let mut best: Option<(f64, Arc<Segment>, u64)> = None;
     for s in segments {
-        let size = s.end.load(Ordering::Relaxed).saturating_sub(HEADER_LEN);
-        let garbage = s.garbage.load(Ordering::Relaxed);
+        let (from, size, garbage) = remaining(&s, vstate);
         let ratio = if size == 0 {
             1.0
         } else {
@@ -269,25 +302,41 @@ fn pick(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Option<(Arc<Seg
         if garbage == 0 && size > 0 {
             continue;
         }
-        if best.as_ref().is_none_or(|(r, _)| ratio > *r) {
-            best = Some((ratio, s));
+        if best.as_ref().is_none_or(|(r, _, _)| ratio > *r) {
+            best = Some((ratio, s, from));
         }
     }
-    best.map(|(_, s)| (s, rate_factor(fraction)))
+    best.map(|(_, s, from)| (s, from, rate_factor(fraction)))
 }
 
 /// One garbage-collection run; returns the segments dropped (0 or 1).
+///
+/// The run resumes where the segment's committed prefix ends and, every `gc_step` bytes,
+/// commits its progress (`commit_step`): the prefix's bytes are then freed by punching
+/// them out of the file, before the whole segment is dead. An automatic run stops after a
+/// step when the rest of the segment is estimated under the garbage ratio (a dead prefix
+/// before live records: the space comes back without rewriting the live ones); a forced
+/// run goes to the end and drops the segment.
 pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> Result<u64> {
-    let Some((seg, factor)) = pick(vlog, host, force) else {
+    let Some((seg, from, factor)) = pick(vlog, host, force) else {
         return Ok(0);
     };
     vlog.gc.runs.fetch_add(1, Ordering::Relaxed);
     let throttle = Throttle::new(host, if force { 0 } else { vlog.gc_bytes_per_sec });
     let file = vlog.handle(&seg)?;
     let end = seg.end.load(Ordering::Acquire);
-    let mut scan = SegmentScanner::new(file, end, HEADER_LEN, ReadCause::Gc);
+    let mut scan = SegmentScanner::new(file, end, from, ReadCause::Gc);
     let mut chunk: Vec<Relocation> = Vec::new();
     let mut chunk_bytes = 0;
+    // The garbage estimated after `from` at the start, and what this run found dead since.
+    let start_garbage = {
+        let state = host.persisted();
+        remaining(&seg, super::state::VlogState::of(state.state.as_ref())).2
+    };
+    let mut dead = 0u64;
+    // Record lengths of the candidates in `chunk` (dead ones are known after relocation).
+    let mut chunk_lens = 0u64;
+    let mut committed = from;
     loop {
         let rec = match scan.next()? {
             Ok(r) => r,
@@ -310,13 +359,30 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
         };
         vlog.gc.bytes_read.fetch_add(rec.len, Ordering::Relaxed);
         throttle.pay(rec.len / factor)?;
+        let next = rec.offset + rec.len;
+        if next - committed >= vlog.gc_step && rec.offset > committed && next < end {
+            // Before this record's own chunk entry: the step ends at its start.
+            dead += relocate(vlog, &throttle, &mut chunk, &mut chunk_lens)?;
+            chunk_bytes = 0;
+            commit_step(vlog, host, &seg, rec.offset)?;
+            committed = rec.offset;
+            let rest = end - committed;
+            let garbage = start_garbage.saturating_sub(dead);
+            if !force && (garbage as f64) < vlog.min_gc_ratio * rest as f64 {
+                // The rest is mostly live: leave it in place.
+                return Ok(0);
+            }
+        }
         if rec.kind != ValueKind::Value || !vlog.separates(rec.kind, &rec.value) {
+            dead += rec.len;
             continue;
         }
         if seg.superseded.lock().contains(rec.offset) {
             vlog.gc.records_skipped.fetch_add(1, Ordering::Relaxed);
+            dead += rec.len;
             continue;
         }
+        chunk_lens += rec.len;
         chunk_bytes += rec.key.len() + rec.value.len();
         let pointer = Pointer {
             segment: seg.number,
@@ -329,11 +395,11 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
             pointer: pointer.to_vec(),
         });
         if chunk_bytes >= CHUNK_BYTES {
-            relocate(vlog, &throttle, &mut chunk)?;
+            dead += relocate(vlog, &throttle, &mut chunk, &mut chunk_lens)?;
             chunk_bytes = 0;
         }
     }
-    relocate(vlog, &throttle, &mut chunk)?;
+    relocate(vlog, &throttle, &mut chunk, &mut chunk_lens)?;
     host.retire(
         vec![super::state::VlogRecord::Dropped(seg.number).encode()],
         vec![super::format::segment_file_name(seg.number)],
@@ -342,15 +408,34 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
     Ok(1)
 }
 
+/// Commit that collection of `seg` went through `offset` (a record boundary): the host
+/// syncs the log (the relocations so far) and commits the record, and keeps the segment's
+/// name from the obsolete-file sweep until no reader that started before can need the
+/// prefix; the sweep then offers it and the placement punches the prefix out
+/// (`VlogPlacement::punch_collected`).
+fn commit_step(vlog: &VlogPlacement, host: &dyn GcHost, seg: &Segment, offset: u64) -> Result<()> {
+    host.retire(
+        vec![super::state::VlogRecord::Collected(seg.number, offset).encode()],
+        vec![super::format::segment_file_name(seg.number)],
+    )?;
+    vlog.gc.steps.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Relocate the live records of `chunk`; returns an estimate of the bytes of its records
+/// that were dead (`lens`: the chunk's record lengths, reset with it).
 fn relocate(
     vlog: &VlogPlacement,
     throttle: &Throttle<'_>,
     chunk: &mut Vec<Relocation>,
-) -> Result<()> {
+    lens: &mut u64,
+) -> Result<u64> {
+    let total = std::mem::take(lens);
     if chunk.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let n = throttle.host.relocate(chunk)?;
+    let dead = total - total * n.min(chunk.len() as u64) / chunk.len() as u64;
     throttle.own_seqs.set(throttle.own_seqs.get() + n);
     let bytes: u64 = chunk
         .iter()
@@ -365,7 +450,7 @@ fn relocate(
             .fetch_add(per * n, Ordering::Relaxed);
     }
     chunk.clear();
-    Ok(())
+    Ok(dead)
 }
 
 #[cfg(test)]

@@ -61,6 +61,11 @@ pub(crate) struct Segment {
     pub(crate) number: u64,
     /// Bytes of whole records (header included): pointers must end at or before it.
     pub(crate) end: AtomicU64,
+    /// The first offset a read may use: the header's end, or where garbage collection's
+    /// committed prefix ends once no reader can need that prefix (`docs/format/vlog.md` §4).
+    pub(crate) start: AtomicU64,
+    /// How far this process punched the collected prefix out of the file (0: not yet).
+    punched: AtomicU64,
     /// Garbage bytes known (persisted ones plus those found since).
     pub(crate) garbage: AtomicU64,
     /// Offsets of records a flush superseded since the store opened (see `gc::Superseded`).
@@ -79,6 +84,8 @@ impl Segment {
         Segment {
             number,
             end: AtomicU64::new(end),
+            start: AtomicU64::new(format::HEADER_LEN),
+            punched: AtomicU64::new(0),
             garbage: AtomicU64::new(garbage),
             superseded: Mutex::new(gc::Superseded::default()),
             handle: RwLock::new(handle),
@@ -95,6 +102,8 @@ pub(crate) struct GcCounters {
     pub(crate) records_relocated: AtomicU64,
     pub(crate) records_skipped: AtomicU64,
     pub(crate) segments_deleted: AtomicU64,
+    /// Steps committed inside a segment (its prefix then punched out).
+    pub(crate) steps: AtomicU64,
 }
 
 /// Whether `e` is the operating system running out of file descriptors (`EMFILE`, or
@@ -124,6 +133,10 @@ pub struct VlogPlacement {
     /// Segments garbage collection could not read to the end (left alone).
     pub(crate) unreadable: Mutex<std::collections::BTreeMap<u64, u64>>,
     min_gc_ratio: f64,
+    /// Bytes of a segment garbage collection goes through before it commits its progress
+    /// (and the prefix can be punched out): a quarter of a segment, at least
+    /// [`gc::MIN_STEP`].
+    gc_step: u64,
     /// Log bytes after which a memtable that is not full is frozen anyway (separated values
     /// make memtables fill slowly, and the head only moves at a flush).
     freeze_after: u64,
@@ -193,6 +206,7 @@ impl VlogPlacement {
             pending_garbage: Mutex::new(BTreeMap::new()),
             unreadable: Mutex::new(std::collections::BTreeMap::new()),
             min_gc_ratio: options.vlog_gc_ratio,
+            gc_step: (options.vlog_segment_size / 4).max(gc::MIN_STEP),
             freeze_after: 2 * options
                 .vlog_segment_size
                 .max(options.write_buffer_size as u64),
@@ -381,6 +395,32 @@ impl VlogPlacement {
         }
     }
 
+    /// Punch out of segment `number`'s file the prefix garbage collection committed
+    /// (`collected`, a record boundary), once no reader can need it: the engine offers the
+    /// segment's name to [`ValueStore::delete_obsolete`] only then. Reads refuse the prefix
+    /// from here on (a pointer into it is a dangling one). Only whole pages after the
+    /// header's page are punched, so the header and the record straddling `collected` keep
+    /// their bytes. Errors are ignored: the prefix stays on disk, unread.
+    fn punch_collected(&self, number: u64, collected: u64) {
+        let Some(seg) = self.segment(number) else {
+            return;
+        };
+        seg.start.fetch_max(collected, Ordering::AcqRel);
+        if seg.punched.load(Ordering::Acquire) >= collected {
+            return;
+        }
+        const PAGE: u64 = 4096;
+        let from = format::HEADER_LEN.next_multiple_of(PAGE);
+        let to = collected / PAGE * PAGE;
+        if to > from {
+            let _ = self
+                .env
+                .fs()
+                .punch_hole(&self.segment_path(number), from, to - from);
+        }
+        seg.punched.fetch_max(collected, Ordering::AcqRel);
+    }
+
     /// Forget a dropped segment and delete its file.
     pub(crate) fn remove_segment(&self, number: u64) {
         self.segments.write().remove(&number);
@@ -536,18 +576,21 @@ impl ValueStore for VlogPlacement {
         Ok(())
     }
 
+    /// Deletes dropped segments, and punches out the collected prefix of the others
+    /// (`names` leaves out a segment while a reader may still need what was retired of it).
     fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
         let store_id = self.store_id.get().copied();
+        let vstate = VlogState::of(state.state.as_ref());
         for name in names {
             let Some(number) = parse_segment_name(name) else {
                 continue;
             };
-            if VlogState::of(state.state.as_ref())
-                .dropped
-                .contains(&number)
+            if vstate.dropped.contains(&number)
                 && store_id.is_some_and(|id| self.owns_segment_file(number, id))
             {
                 self.remove_segment(number);
+            } else if let Some(&collected) = vstate.collected.get(&number) {
+                self.punch_collected(number, collected);
             }
         }
     }

@@ -53,6 +53,19 @@ pub(crate) fn read_value(
         ));
     };
     let len = p.length as usize;
+    if p.offset < seg.start.load(Ordering::Acquire) {
+        return Err(bad(
+            p.segment,
+            p.offset,
+            format!(
+                "a value pointer names offset {} of segment {}, in the prefix garbage \
+                 collection removed (the segment is read from {} on)",
+                p.offset,
+                p.segment,
+                seg.start.load(Ordering::Relaxed)
+            ),
+        ));
+    }
     let end = seg.end.load(Ordering::Acquire);
     if !p.fits(key.len(), end) {
         return Err(bad(
@@ -411,10 +424,13 @@ pub(crate) fn replay(
             }
         }
         let handle = pin.then(|| file.clone());
-        segments.insert(
-            number,
-            Arc::new(Segment::with_handle(number, end, garbage, handle)),
-        );
+        let seg = Segment::with_handle(number, end, garbage, handle);
+        // A prefix garbage collection committed is never read: no reader of this process
+        // can hold a pointer into it (it may have been punched out already, or will be).
+        if let Some(&c) = state.collected.get(&number) {
+            seg.start.store(c.max(HEADER_LEN), Ordering::Relaxed);
+        }
+        segments.insert(number, Arc::new(seg));
     }
     vlog.dropped.fetch_add(dropped, Ordering::Relaxed);
     Ok((last, torn))

@@ -58,6 +58,9 @@ pub(crate) struct Found {
     kind: Use,
     /// The end of its last whole write batch.
     valid_end: u64,
+    /// Where its records start: after the header, or after the prefix garbage collection
+    /// committed (the MANIFEST's record kind 16, when it could be read; punched out).
+    from: u64,
     /// Where and why its records ended before the file did (zeros after the last record
     /// are no damage).
     damage: Option<String>,
@@ -77,6 +80,10 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
         .state
         .map(|s| VlogState::of(s.state.as_ref()).dropped.clone())
         .unwrap_or_default();
+    let collected: BTreeMap<u64, u64> = ctx
+        .state
+        .map(|s| VlogState::of(s.state.as_ref()).collected.clone())
+        .unwrap_or_default();
     let mut numbers: Vec<u64> = ctx.names.iter().filter_map(|n| parse_segment_name(n)).collect();
     numbers.sort_unstable();
     let mut out = Vec::with_capacity(numbers.len());
@@ -89,6 +96,7 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
             size,
             kind: Use::Keep,
             valid_end: HEADER_LEN,
+            from: HEADER_LEN,
             damage: None,
         };
         if dropped.contains(&number) {
@@ -117,8 +125,14 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
             out.push(found);
             continue;
         }
-        let mut scanner = SegmentScanner::new(file.clone(), size, HEADER_LEN, ReadCause::Recovery);
-        let mut last_end = HEADER_LEN;
+        found.from = collected
+            .get(&number)
+            .copied()
+            .unwrap_or(HEADER_LEN)
+            .clamp(HEADER_LEN, size);
+        found.valid_end = found.from;
+        let mut scanner = SegmentScanner::new(file.clone(), size, found.from, ReadCause::Recovery);
+        let mut last_end = found.from;
         let end = loop {
             match scanner.next()? {
                 Ok(rec) => {
@@ -303,7 +317,7 @@ pub(super) fn salvage(
             log.bytes_dropped = 0;
         }
         let mut inline = 0u64;
-        let mut scanner = SegmentScanner::new(file, f.valid_end, HEADER_LEN, ReadCause::Recovery);
+        let mut scanner = SegmentScanner::new(file, f.valid_end, f.from, ReadCause::Recovery);
         while let Ok(rec) = scanner.next()? {
             let before_head = head.is_some_and(|h| (f.number, rec.offset) < h);
             if rec.seq <= flushed_seq || before_head {

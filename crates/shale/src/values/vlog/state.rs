@@ -12,6 +12,7 @@
 //! | 13 | segment end | segment, offset: a torn tail after it |
 //! | 14 | sealed segment | segment, end |
 //! | 15 | head sequence | sequence number of the first write at the head |
+//! | 16 | collected prefix | segment, offset: every record before it was collected |
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +27,7 @@ mod kind {
     pub const SEGMENT_END: u32 = 13;
     pub const SEALED: u32 = 14;
     pub const HEAD_SEQ: u32 = 15;
+    pub const COLLECTED: u32 = 16;
 }
 
 /// One value-log record of an edit.
@@ -47,6 +49,11 @@ pub enum VlogRecord {
     /// A segment synced in full through `end`: at open it must hold at least `end` bytes of
     /// whole records.
     Sealed(u64, u64),
+    /// Garbage collection went through a segment up to `offset` (a record boundary): the
+    /// live records before it were relocated and the edit that relocated them is durable,
+    /// so the bytes from the header to `offset` are never read again and may be punched
+    /// out of the file.
+    Collected(u64, u64),
 }
 
 impl VlogRecord {
@@ -82,6 +89,11 @@ impl VlogRecord {
                 put_varint64(&mut p, e);
                 kind::SEALED
             }
+            VlogRecord::Collected(s, o) => {
+                put_varint64(&mut p, s);
+                put_varint64(&mut p, o);
+                kind::COLLECTED
+            }
         };
         AxisRecord::new(Axis::Values, k, p)
     }
@@ -109,6 +121,7 @@ impl VlogRecord {
             kind::DROPPED => VlogRecord::Dropped(rd.varint64()?),
             kind::SEGMENT_END => VlogRecord::SegmentEnd(rd.varint64()?, rd.varint64()?),
             kind::SEALED => VlogRecord::Sealed(rd.varint64()?, rd.varint64()?),
+            kind::COLLECTED => VlogRecord::Collected(rd.varint64()?, rd.varint64()?),
             k => return Err(format!("unknown value-log record kind {k}")),
         };
         if !rd.is_empty() {
@@ -143,6 +156,9 @@ pub struct VlogState {
     pub segment_ends: BTreeMap<u64, u64>,
     /// Segments synced in full, with their ends (see `docs/format/vlog.md`).
     pub sealed: BTreeMap<u64, u64>,
+    /// Per segment, the offset up to which garbage collection went (record kind 16): the
+    /// bytes before it are never read (they may have been punched out).
+    pub collected: BTreeMap<u64, u64>,
 }
 
 impl VlogState {
@@ -156,6 +172,7 @@ impl VlogState {
             dropped: BTreeSet::new(),
             segment_ends: BTreeMap::new(),
             sealed: BTreeMap::new(),
+            collected: BTreeMap::new(),
         };
         let own = state.as_any().downcast_ref::<VlogState>();
         debug_assert!(
@@ -209,7 +226,14 @@ impl VlogState {
                         self.sealed.insert(s, e);
                     }
                 }
+                VlogRecord::Collected(s, o) => {
+                    if !self.dropped.contains(&s) {
+                        let c = self.collected.entry(s).or_default();
+                        *c = (*c).max(o);
+                    }
+                }
                 VlogRecord::Dropped(s) => {
+                    self.collected.remove(&s);
                     self.garbage.remove(&s);
                     self.segment_ends.remove(&s);
                     self.sealed.remove(&s);
@@ -264,6 +288,9 @@ impl AxisState for VlogState {
         for (&s, &e) in &self.sealed {
             out.push(VlogRecord::Sealed(s, e).encode());
         }
+        for (&s, &o) in &self.collected {
+            out.push(VlogRecord::Collected(s, o).encode());
+        }
     }
 }
 
@@ -280,6 +307,7 @@ mod tests {
             VlogRecord::Dropped(u64::MAX),
             VlogRecord::SegmentEnd(8, 0),
             VlogRecord::Sealed(7, 134_217_758),
+            VlogRecord::Collected(7, 33_554_500),
         ] {
             assert_eq!(VlogRecord::decode(&r.encode()), Ok(r));
         }
@@ -314,7 +342,10 @@ mod tests {
                 VlogRecord::HeadSeq(10),
                 VlogRecord::Garbage(3, 100),
                 VlogRecord::Sealed(3, 4000),
+                VlogRecord::Collected(3, 2000),
+                VlogRecord::Collected(4, 50),
             ],
+            vec![VlogRecord::Collected(3, 1000)],
             vec![
                 VlogRecord::Garbage(3, 50),
                 VlogRecord::Garbage(4, 7),
@@ -329,6 +360,8 @@ mod tests {
         }
         assert_eq!(s.garbage, BTreeMap::from([(3, 150)]));
         assert_eq!(s.dropped, BTreeSet::from([4]));
+        // The furthest offset holds; a dropped segment forgets its own.
+        assert_eq!(s.collected, BTreeMap::from([(3, 2000)]));
         assert!(s.segment_ends.is_empty());
         assert_eq!(s.head, Some((6, 24)));
         assert_eq!(s.head_seq, None, "a head without its sequence clears it");

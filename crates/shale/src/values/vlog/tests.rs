@@ -467,3 +467,32 @@ fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
     let expected: Vec<_> = (1..=6).map(|s| (s, ValueKind::ValuePointer)).collect();
     assert_eq!(kinds, expected);
 }
+
+#[test]
+fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
+    // WiscKey returns not-found for a pointer whose record is gone (its key was deleted);
+    // here the tree never keeps a pointer to a record collection removed, so one is damage
+    // (`docs/designs/wisckey.md`, "Dangling pointers").
+    let env = Env::memory();
+    let p = placement(&env, 0);
+    let got = append(&p, 1, &[(b"k1", b"value one"), (b"k2", b"value two")]);
+    let ptr = Pointer::decode(&got[1].2).unwrap();
+    assert!(ptr.offset > format::HEADER_LEN);
+    // The segment is removed (as collection removes a dropped one) while a pointer remains.
+    p.remove_segment(ptr.segment);
+    let e = p
+        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
+        .unwrap_err();
+    match e {
+        Error::Corruption {
+            file,
+            offset,
+            detail,
+        } => {
+            assert_eq!(file, Path::new("/v").join(format::segment_file_name(ptr.segment)));
+            assert_eq!(offset, ptr.offset);
+            assert!(detail.contains("not live"), "{detail}");
+        }
+        e => panic!("expected corruption, got {e}"),
+    }
+}

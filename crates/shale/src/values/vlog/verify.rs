@@ -49,7 +49,14 @@ fn check_segments(
         }
         let file = vlog.handle(&seg)?;
         let end = seg.end.load(Ordering::Acquire);
-        let mut scan = SegmentScanner::new(file.clone(), end, HEADER_LEN, ReadCause::Other);
+        // A prefix garbage collection committed is never read (it may be punched out).
+        let from = state
+            .collected
+            .get(&number)
+            .copied()
+            .unwrap_or(HEADER_LEN)
+            .clamp(HEADER_LEN, end.max(HEADER_LEN));
+        let mut scan = SegmentScanner::new(file.clone(), end, from, ReadCause::Other);
         let valid_end = loop {
             match scan.next()? {
                 Ok(rec) => {
@@ -83,13 +90,15 @@ fn check_segments(
 
 /// Check that every value pointer in `tables` names a record in a live segment (before its
 /// valid end) that decodes, passes its checksum and holds the pointer's key. Pointers into
-/// segments garbage collection dropped are skipped: an older version of a key may point
-/// there until a compaction drops it; the newest never does.
+/// segments garbage collection dropped, or into the prefix of a segment it collected
+/// (`collected`), are skipped: an older version of a key may point there until a compaction
+/// drops it; the newest never does.
 fn check_pointers(
     vlog: &VlogPlacement,
     tables: &[Arc<dyn TableReader>],
     ends: &BTreeMap<u64, u64>,
     dropped: &BTreeSet<u64>,
+    collected: &BTreeMap<u64, u64>,
     checked: &mut VlogChecked,
 ) -> Result<()> {
     for table in tables {
@@ -103,7 +112,8 @@ fn check_pointers(
                 let p = Pointer::decode(it.value()).map_err(|d| {
                     Error::corruption(table.path(), 0, format!("bad value pointer: {d}"))
                 })?;
-                if !dropped.contains(&p.segment) {
+                let in_prefix = collected.get(&p.segment).is_some_and(|&c| p.offset < c);
+                if !dropped.contains(&p.segment) && !in_prefix {
                     check_pointer(vlog, ends, ikey.user_key, &p)?;
                     checked.pointers += 1;
                 }
@@ -160,6 +170,13 @@ pub(crate) fn check(vlog: &VlogPlacement, ctx: &VerifyContext<'_>) -> Result<Vlo
         ..VlogChecked::default()
     };
     let ends = check_segments(vlog, state, &mut checked)?;
-    check_pointers(vlog, ctx.tables, &ends, &state.dropped, &mut checked)?;
+    check_pointers(
+        vlog,
+        ctx.tables,
+        &ends,
+        &state.dropped,
+        &state.collected,
+        &mut checked,
+    )?;
     Ok(checked)
 }
