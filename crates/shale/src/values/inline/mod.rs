@@ -250,11 +250,22 @@ impl ValueStore for InlinePlacement {
         }
     }
 
+    /// Deletes the logs below the log number that are this store's: a log whose header
+    /// names another store (copied in under a number this store retired) is left alone
+    /// (issue 17: files Shale does not own are never deleted), and so is one that cannot be
+    /// read now. A log with no header (crash debris, or written before store ids) is the
+    /// store's.
     fn delete_obsolete(&self, names: &[String], state: &PersistedState) {
+        let ours = self.log.lock().as_ref().map(|o| o.store_id);
         for name in names {
             if let Some(FileKind::Log(n)) = parse_file_name(name)
                 && n < state.log_number
             {
+                match salvage::header(&self.env, &self.dir, n) {
+                    Ok(Some(h)) if Some(h.store_id) != ours => continue,
+                    Err(_) => continue,
+                    Ok(_) => {}
+                }
                 let _ = self.env.fs().remove_file(&self.dir.join(name));
             }
         }

@@ -31,7 +31,7 @@ fn log_numbers(names: &[String]) -> Vec<u64> {
 }
 
 /// The header of log `number`, if its first record is one.
-fn header(env: &Env, dir: &Path, number: u64) -> Result<Option<LogHeader>> {
+pub(super) fn header(env: &Env, dir: &Path, number: u64) -> Result<Option<LogHeader>> {
     let file = env.open(&dir.join(log_file_name(number)))?;
     let mut reader = LogReader::new(file, ReadCause::Recovery);
     let mut record = Vec::new();
