@@ -263,6 +263,32 @@ fn the_sweep_leaves_another_stores_unlisted_table_alone() {
     }
 }
 
+/// The store's files with extension `ext`, sorted.
+fn files_named(mem: &MemFs, ext: &str) -> Vec<PathBuf> {
+    let mut s: Vec<PathBuf> = mem
+        .file_names()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    s.sort();
+    s
+}
+
+/// `rounds` rounds of the same 100 keys, each flushed, in a new store in `mem`: round `r`
+/// writes values of `b'a' + r`.
+fn fill_rounds(mem: &MemFs, opts: &dyn Fn(&Env) -> Options, rounds: u8) {
+    let env = Env::new(Arc::new(mem.clone()));
+    let db = Db::open(DIR, opts(&env)).unwrap();
+    for round in 0..rounds {
+        for i in 0..100 {
+            db.put(format!("k{i:04}").as_bytes(), &[b'a' + round; 100])
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+}
+
 fn write_file(mem: &MemFs, path: &Path, bytes: &[u8]) {
     let mut f = mem.create(path).unwrap();
     f.append(bytes).unwrap();
@@ -336,31 +362,11 @@ fn the_sweep_leaves_another_stores_segment_alone() {
         o.vlog_gc = false;
         o
     };
-    let segments = |mem: &MemFs| -> Vec<PathBuf> {
-        let mut s: Vec<PathBuf> = mem
-            .file_names()
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "vlog"))
-            .collect();
-        s.sort();
-        s
-    };
+    let segments = |mem: &MemFs| files_named(mem, "vlog");
     // Both stores take the same writes, so their segments have the same numbers.
-    let fill = |mem: &MemFs| {
-        let env = Env::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, vlog_opts(&env)).unwrap();
-        for round in 0..2u8 {
-            for i in 0..100 {
-                db.put(format!("k{i:04}").as_bytes(), &[b'a' + round; 100])
-                    .unwrap();
-            }
-            db.flush().unwrap();
-        }
-        db.close().unwrap();
-    };
     let (ours, theirs) = (MemFs::new(), MemFs::new());
-    fill(&ours);
-    fill(&theirs);
+    fill_rounds(&ours, &vlog_opts, 2);
+    fill_rounds(&theirs, &vlog_opts, 2);
     let env = Env::new(Arc::new(ours.clone()));
     let before = segments(&ours);
     let db = Db::open(DIR, vlog_opts(&env)).unwrap();
@@ -401,32 +407,13 @@ fn the_sweep_leaves_another_stores_segment_alone() {
 /// log written before store ids), so the other store's log is left alone and never read.
 #[test]
 fn the_sweep_leaves_another_stores_retired_log_alone() {
-    let logs = |mem: &MemFs| -> Vec<PathBuf> {
-        let mut s: Vec<PathBuf> = mem
-            .file_names()
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        s.sort();
-        s
-    };
+    let logs = |mem: &MemFs| files_named(mem, "log");
     // The same writes in both stores, so their files have the same numbers; ours goes on
     // for another round and so retires the log the other store still has.
-    let fill = |mem: &MemFs, rounds: u8| {
-        let env = Env::new(Arc::new(mem.clone()));
-        let db = Db::open(DIR, opts(&env, "leveldb")).unwrap();
-        for round in 0..rounds {
-            for i in 0..100 {
-                db.put(format!("k{i:04}").as_bytes(), &[b'a' + round; 100])
-                    .unwrap();
-            }
-            db.flush().unwrap();
-        }
-        db.close().unwrap();
-    };
+    let leveldb = |env: &Env| opts(env, "leveldb");
     let (ours, theirs) = (MemFs::new(), MemFs::new());
-    fill(&theirs, 2);
-    fill(&ours, 3);
+    fill_rounds(&theirs, &leveldb, 2);
+    fill_rounds(&ours, &leveldb, 3);
     let foreign = logs(&theirs)
         .into_iter()
         .find(|p| !logs(&ours).contains(p))
