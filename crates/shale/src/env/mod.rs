@@ -138,6 +138,15 @@ pub trait FileSyncer: Send + Sync {
 pub trait RandomAccessFile: Send + Sync {
     /// Fill `buf` from `offset`. Reading past the end is an error.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Read `len` bytes at `offset` into a new buffer. Reading past the end is an error.
+    /// The default zero-fills a buffer and calls [`RandomAccessFile::read_exact_at`]; a
+    /// backend may read into the buffer's spare capacity instead (the POSIX one does: a
+    /// block read from the page cache then costs no memset of the block).
+    fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
     /// The file's size when it was opened.
     fn len(&self) -> u64;
     /// True for an empty file.
@@ -524,8 +533,8 @@ impl ReadFile {
                 ),
             ));
         }
-        let mut buf = vec![0u8; len];
-        self.read_exact_at(&mut buf, offset, cause)?;
+        let buf = self.inner.read_to_vec(len, offset)?;
+        self.io.add_read(cause, len as u64);
         Ok(buf)
     }
     /// The file's size.

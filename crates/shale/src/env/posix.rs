@@ -562,22 +562,46 @@ struct PosixRandomAccessFile {
     len: u64,
 }
 
+impl PosixRandomAccessFile {
+    fn read_error(&self, e: io::Error, len: usize, offset: u64) -> Error {
+        let e = if e.kind() == io::ErrorKind::UnexpectedEof {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read of {len} bytes at offset {offset} runs past the end of the file"),
+            )
+        } else {
+            e
+        };
+        Error::io("read", &self.path, e)
+    }
+}
+
 impl RandomAccessFile for PosixRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
-            let e = if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {} bytes at offset {offset} runs past the end of the file",
-                        buf.len()
-                    ),
-                )
-            } else {
-                e
-            };
-            Error::io("read", &self.path, e)
-        })
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| self.read_error(e, buf.len(), offset))
+    }
+
+    /// `pread` straight into the new buffer's spare capacity (rustix's `spare_capacity`
+    /// sets the length to what the kernel wrote), so the buffer is never zero-filled first.
+    fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = offset + buf.len() as u64;
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+                Ok(0) => {
+                    let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+                    return Err(self.read_error(eof, len, offset));
+                }
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(self.read_error(e.into(), len, offset)),
+            }
+        }
+        // The allocator may have given more capacity than asked for, and `pread` fills it.
+        buf.truncate(len);
+        Ok(buf)
     }
 
     fn len(&self) -> u64 {
@@ -890,21 +914,31 @@ mod tests {
         w.sync().unwrap();
         let f = fs.open(&p).unwrap();
         assert_eq!(f.len(), 10);
-        let mut buf = [0u8; 4];
-        let err = f.read_exact_at(&mut buf, 8).unwrap_err();
-        match &err {
-            Error::Io {
-                op: "read",
-                path: Some(path),
-                source,
-            } => {
-                assert_eq!(path, &p);
-                assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
+        let eof_naming_the_file = |err: &Error| {
+            match err {
+                Error::Io {
+                    op: "read",
+                    path: Some(path),
+                    source,
+                } => {
+                    assert_eq!(path, &p);
+                    assert_eq!(source.kind(), io::ErrorKind::UnexpectedEof);
+                }
+                other => panic!("unexpected {other:?}"),
             }
-            other => panic!("unexpected {other:?}"),
-        }
-        assert!(err.to_string().contains("short"), "{err}");
+            assert!(err.to_string().contains("short"), "{err}");
+            assert!(err.to_string().contains("at offset 8"), "{err}");
+        };
+        let mut buf = [0u8; 4];
+        eof_naming_the_file(&f.read_exact_at(&mut buf, 8).unwrap_err());
         assert!(f.read_exact_at(&mut buf, 1 << 40).is_err());
+
+        // The read into a new, never zero-filled buffer answers the same.
+        assert_eq!(f.read_to_vec(10, 0).unwrap(), b"0123456789");
+        assert_eq!(f.read_to_vec(3, 7).unwrap(), b"789");
+        assert!(f.read_to_vec(0, 10).unwrap().is_empty());
+        eof_naming_the_file(&f.read_to_vec(4, 8).unwrap_err());
+        assert!(f.read_to_vec(4, 1 << 40).is_err());
     }
 
     #[test]
