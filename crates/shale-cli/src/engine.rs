@@ -369,7 +369,7 @@ pub struct EngineFlags {
     #[arg(long = "lwc-division")]
     pub lwc_division: Option<usize>,
     /// LWC layout: a DTable holding more appended segments than this is divided; default:
-    /// the design's (16).
+    /// the design's (6).
     #[arg(long = "lwc-max-segments")]
     pub lwc_max_segments: Option<u32>,
 }
