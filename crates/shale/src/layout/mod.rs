@@ -33,6 +33,7 @@ use crate::table::cache::{TableCache, TableSlot};
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
 pub mod concat;
+pub mod cut;
 pub mod flsm;
 pub mod leveled;
 pub mod trie;

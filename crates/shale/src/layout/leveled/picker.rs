@@ -16,7 +16,7 @@
 //! A file with nothing below it moves down by a metadata edit, unless its range holds more
 //! than `max_grandparent_overlap` bytes of the level below that (LevelDB's `IsTrivialMove`):
 //! then it is rewritten into the next level, where the merge cuts it into files that each
-//! overlap at most that much (`super::OverlapCut`). Level 0 moves down the same way when
+//! overlap at most that much (`super::cut::GrandparentOverlap`). Level 0 moves down the same way when
 //! its files overlap neither each other nor level 1 (sequential loads).
 //!
 //! When no level is over its limit, a file that reads have charged with its whole seek
