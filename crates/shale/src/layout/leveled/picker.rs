@@ -51,11 +51,7 @@ pub struct PickerConfig {
 impl PickerConfig {
     /// The size limit of `level` (>= 1).
     pub fn max_bytes(&self, level: usize) -> u64 {
-        let mut b = self.base_bytes;
-        for _ in 1..level {
-            b = b.saturating_mul(self.multiplier);
-        }
-        b
+        crate::layout::level_budget(self.base_bytes, self.multiplier, level)
     }
 }
 
@@ -335,20 +331,7 @@ pub fn pick_range(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<Plan> {
-    if level + 1 >= v.num_levels() {
-        return None;
-    }
-    let inputs = if level == 0 {
-        if v.overlapping(0, begin, end).is_empty() {
-            return None;
-        }
-        v.level(0).to_vec()
-    } else {
-        v.overlapping(level, begin, end)
-    };
-    if inputs.is_empty() {
-        return None;
-    }
+    let inputs = crate::layout::manual_inputs(v, level, begin, end)?;
     let (lo, hi) = user_range(&inputs);
     let below = v.overlapping(level + 1, Some(&lo), Some(&hi));
     Some(Plan {
