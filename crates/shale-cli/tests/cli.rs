@@ -710,22 +710,6 @@ fn wal_recovery_mode_flag_is_checked() {
     assert!(stderr(&o).contains("point-in-time"), "{}", stderr(&o));
 }
 
-/// Every file of a directory with its bytes.
-fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .map(|e| {
-            (
-                e.file_name().into_string().unwrap(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// Issue 18: every read command opens the store read-only. Twelve reads of a wisckey store
 /// (each used to leave a new MANIFEST and a near-empty value-log segment) leave the
 /// directory exactly as it was: the same names, the same bytes.
@@ -739,7 +723,7 @@ fn read_commands_change_nothing_in_the_store() {
         &["load", "--db", d.db(), "--design", "wisckey"],
         input.as_bytes(),
     ));
-    let before = contents(d.path());
+    let before = listing(d.path());
     let w = ["--design", "wisckey"];
     let svg = d.path().with_extension("svg");
     let svg = svg.to_str().unwrap();
@@ -771,7 +755,7 @@ fn read_commands_change_nothing_in_the_store() {
     let o = run(&["dump", "--db", d.db(), "--design", "wisckey"]);
     assert_eq!(stdout(&o).lines().count(), 2000);
     assert!(
-        contents(d.path()) == before,
+        listing(d.path()) == before,
         "a read command changed the store"
     );
     let _ = std::fs::remove_file(svg);
@@ -946,7 +930,7 @@ fn read_commands_work_on_a_directory_without_write_permission() {
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(mode)).unwrap();
     };
     set_mode(0o555);
-    let before = contents(d.path());
+    let before = listing(d.path());
     let o = as_reader(&["get", "--db", d.db(), "--design", "wisckey", "key0321"]);
     set_mode(0o755);
     // Restore first, so that a failure below still lets the directory be removed.
@@ -977,7 +961,7 @@ fn read_commands_work_on_a_directory_without_write_permission() {
     set_mode(0o755);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        contents(d.path()) == before,
+        listing(d.path()) == before,
         "a read command changed the store"
     );
 }
@@ -1369,10 +1353,10 @@ fn get_after_a_read_error_answers_the_same_every_time() {
             first.iter().any(|(c, _)| *c == Some(2)),
             "{design}: some get reaches the damaged block"
         );
-        let before = contents(d.path());
+        let before = listing(d.path());
         assert_eq!(keys.iter().map(|&i| answer(i)).collect::<Vec<_>>(), first);
         assert!(
-            contents(d.path()) == before,
+            listing(d.path()) == before,
             "{design}: a get changed the store"
         );
         // A compaction reads the damage and fails: the store's background error.

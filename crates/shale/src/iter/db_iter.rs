@@ -23,6 +23,7 @@
 use std::cmp::Ordering;
 
 use super::InternalIterator;
+use super::two_ended::{EndCursor, TwoEnded};
 use crate::error::{Error, Result};
 use crate::key::{
     MAX_SEQNO, ParsedKey, SeqNo, ValueKind, append_internal_key, parse_internal_key, user_key,
@@ -407,103 +408,48 @@ impl<I: InternalIterator> DbIter<I> {
 }
 
 /// A double-ended Rust iterator over `(user key, value, kind)` built from two cursors over
-/// independent inner iterators of the same data: one moving forward from the first key, one
-/// moving backward from the last. It ends when the two meet, so every key is yielded once.
-///
-/// The first `next` seeks the front cursor to the first key and the first `next_back` seeks
-/// the back cursor to the last, so an iterator used one way never touches the other cursor.
-/// After an error (yielded as `Some(Err(_))`) it yields nothing more.
-pub struct Entries<I: InternalIterator> {
-    front: DbIter<I>,
-    back: DbIter<I>,
-    front_started: bool,
-    back_started: bool,
-    /// The last key each side yielded (meaningful when that side has yielded one).
-    front_key: Vec<u8>,
-    back_key: Vec<u8>,
-    front_yielded: bool,
-    back_yielded: bool,
-    done: bool,
-}
+/// independent inner iterators of the same data ([`TwoEnded`]: one moving forward from the
+/// first key, one backward from the last; it ends when they meet).
+pub type Entries<I> = TwoEnded<DbIter<I>>;
 
 /// One item of [`Entries`]: user key, stored value bytes, and how to read them.
 pub type EntryItem = Result<(Vec<u8>, Vec<u8>, ValueKind)>;
 
-impl<I: InternalIterator> Entries<I> {
+impl<I: InternalIterator> TwoEnded<DbIter<I>> {
     /// `front_inner` and `back_inner` must iterate the same entries (the same memtables and
     /// tables); both are viewed with `opts`.
     pub fn new(front_inner: I, back_inner: I, opts: DbIterOptions) -> Self {
-        Entries {
-            front: DbIter::new(front_inner, opts.clone()),
-            back: DbIter::new(back_inner, opts),
-            front_started: false,
-            back_started: false,
-            front_key: Vec::new(),
-            back_key: Vec::new(),
-            front_yielded: false,
-            back_yielded: false,
-            done: false,
-        }
+        TwoEnded::from_cursors(
+            DbIter::new(front_inner, opts.clone()),
+            DbIter::new(back_inner, opts),
+        )
     }
 }
 
-impl<I: InternalIterator> Iterator for Entries<I> {
-    type Item = EntryItem;
-
-    fn next(&mut self) -> Option<EntryItem> {
-        if self.done {
-            return None;
-        }
-        let r = if self.front_started {
-            self.front.next()
-        } else {
-            self.front_started = true;
-            self.front.seek_to_first()
-        };
-        if let Err(e) = r {
-            self.done = true;
-            return Some(Err(e));
-        }
-        let f = &self.front;
-        if !f.valid() || (self.back_yielded && f.key() >= self.back_key.as_slice()) {
-            self.done = true;
-            return None;
-        }
-        self.front_key.clear();
-        self.front_key.extend_from_slice(f.key());
-        self.front_yielded = true;
-        Some(Ok((f.key().to_vec(), f.value().to_vec(), f.kind())))
+impl<I: InternalIterator> EndCursor for DbIter<I> {
+    type Item = (Vec<u8>, Vec<u8>, ValueKind);
+    fn seek_to_first(&mut self) -> Result<()> {
+        DbIter::seek_to_first(self)
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        DbIter::seek_to_last(self)
+    }
+    fn next(&mut self) -> Result<()> {
+        DbIter::next(self)
+    }
+    fn prev(&mut self) -> Result<()> {
+        DbIter::prev(self)
+    }
+    fn valid(&self) -> bool {
+        DbIter::valid(self)
+    }
+    fn key(&self) -> &[u8] {
+        DbIter::key(self)
+    }
+    fn item(&self) -> Self::Item {
+        (self.key().to_vec(), self.value().to_vec(), self.kind())
     }
 }
-
-impl<I: InternalIterator> DoubleEndedIterator for Entries<I> {
-    fn next_back(&mut self) -> Option<EntryItem> {
-        if self.done {
-            return None;
-        }
-        let r = if self.back_started {
-            self.back.prev()
-        } else {
-            self.back_started = true;
-            self.back.seek_to_last()
-        };
-        if let Err(e) = r {
-            self.done = true;
-            return Some(Err(e));
-        }
-        let b = &self.back;
-        if !b.valid() || (self.front_yielded && b.key() <= self.front_key.as_slice()) {
-            self.done = true;
-            return None;
-        }
-        self.back_key.clear();
-        self.back_key.extend_from_slice(b.key());
-        self.back_yielded = true;
-        Some(Ok((b.key().to_vec(), b.value().to_vec(), b.kind())))
-    }
-}
-
-impl<I: InternalIterator> std::iter::FusedIterator for Entries<I> {}
 
 #[cfg(test)]
 #[path = "db_iter_tests.rs"]

@@ -9,6 +9,7 @@
 pub mod db_iter;
 pub mod merging;
 pub mod prefetch;
+pub mod two_ended;
 mod value_bytes;
 
 pub use value_bytes::ValueBytes;

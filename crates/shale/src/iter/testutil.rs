@@ -13,6 +13,12 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
     }
 
+    /// A generator whose state is `state` as given (no seed mixing): the memtable tests'
+    /// sequences.
+    pub(crate) fn from_state(state: u64) -> Rng {
+        Rng(state)
+    }
+
     pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

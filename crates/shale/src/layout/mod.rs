@@ -33,6 +33,7 @@ use crate::table::cache::{TableCache, TableSlot};
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
 pub mod concat;
+pub mod cut;
 pub mod flsm;
 pub mod leveled;
 pub mod trie;
@@ -389,6 +390,41 @@ impl ReadContext<'_> {
         }
         Ok(None)
     }
+}
+
+/// The byte budget of level `level` (>= 1) of a tree whose level 1 holds `base` bytes and
+/// each deeper level `multiplier` times the one above (saturating): the leveled, FLSM and
+/// LWC pickers' `max_bytes`.
+pub fn level_budget(base: u64, multiplier: u64, level: usize) -> u64 {
+    let mut b = base;
+    for _ in 1..level {
+        b = b.saturating_mul(multiplier);
+    }
+    b
+}
+
+/// A manual compaction's inputs at `level` for `[begin, end]`, in a layout whose levels
+/// below 0 hold disjoint files: level 0 gives all its files when any of them overlaps the
+/// range (as automatic compaction takes them), a deeper level the files overlapping it.
+/// `None` when the level is the last or holds nothing in the range.
+pub fn manual_inputs(
+    v: &Version,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<Vec<Arc<FileMeta>>> {
+    if level + 1 >= v.num_levels() {
+        return None;
+    }
+    let inputs = if level == 0 {
+        if v.overlapping(0, begin, end).is_empty() {
+            return None;
+        }
+        v.level(0).to_vec()
+    } else {
+        v.overlapping(level, begin, end)
+    };
+    (!inputs.is_empty()).then_some(inputs)
 }
 
 /// The flush of a layout whose level 0 holds overlapping tables: `input` becomes one new

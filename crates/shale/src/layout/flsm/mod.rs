@@ -35,12 +35,13 @@ use parking_lot::Mutex;
 
 use super::PickContext;
 use super::{Layout, PROBE_BATCH, Plan, ReadContext};
-use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::compaction::{CompactionContext, MergeSpec};
 use crate::env::ReadCause;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
-use crate::key::{compare_internal, user_key};
+use crate::key::compare_internal;
+use crate::layout::cut::{Cut, CutRule, merge_cut};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
@@ -415,28 +416,19 @@ impl Layout for Flsm {
         partition: None,
         pile: None,
         };
-        let mut cut = GuardCut {
-            inner: merged,
+        let rule = GuardCut {
             committed: v.guards(out_level).to_vec(),
             rule: self.rule,
             level: out_level,
-            started: false,
-            stopped: false,
             limit: None,
-            last_user_key: Vec::new(),
             discovered: Vec::new(),
         };
-        loop {
-            let (outputs, _) = merge_into_tables(&mut cut, &spec, ctx)?;
-            for f in outputs {
-                edit.new_files.push((out_level as u32, f));
-            }
-            if !cut.resume() {
-                break;
-            }
+        let mut cut = Cut::new(merged, rule);
+        for f in merge_cut(&mut cut, &spec, ctx)? {
+            edit.new_files.push((out_level as u32, f));
         }
         // New guards hold at the output level and every deeper one (the hash rule nests).
-        for key in &cut.discovered {
+        for key in &cut.rule().discovered {
             for l in out_level..v.num_levels() {
                 if v.guards(l).binary_search(key).is_err() {
                     edit.records.push(guard_record(NEW_GUARD, l as u32, key));
@@ -490,109 +482,36 @@ fn empty_guards(v: &Version, plan: &Plan, edit: &VersionEdit) -> Vec<(u32, Vec<u
     out
 }
 
-/// The merged input of one compaction, cut at the output level's guards: it stops (reports
-/// not valid) before the first key of the next guard range, so each call of the merge writes
+/// The cut of one compaction's merged input at the output level's guards ([`CutRule`]): a
+/// new output starts at the first key of each guard range, so each call of the merge writes
 /// the tables of one range. Keys that the hash makes guards of the output level but are not
 /// committed yet are recorded as discovered and cut at too.
 struct GuardCut {
-    inner: MergingIterator,
     committed: Vec<Vec<u8>>,
     rule: GuardRule,
     level: usize,
-    started: bool,
-    stopped: bool,
     /// The first committed guard above the current range's start.
     limit: Option<Vec<u8>>,
-    last_user_key: Vec<u8>,
     discovered: Vec<Vec<u8>>,
 }
 
-impl GuardCut {
-    /// Start a range at the current key. Returns false when the input is exhausted.
-    fn resume(&mut self) -> bool {
-        if !self.inner.valid() {
-            return false;
-        }
-        self.stopped = false;
-        self.start_range();
-        true
-    }
-
-    fn start_range(&mut self) {
-        let k = user_key(self.inner.key()).to_vec();
-        let i = self
-            .committed
-            .partition_point(|g| g.as_slice() <= k.as_slice());
+impl CutRule for GuardCut {
+    /// Start a range at `k`.
+    fn start(&mut self, k: &[u8]) {
+        let i = self.committed.partition_point(|g| g.as_slice() <= k);
         self.limit = self.committed.get(i).cloned();
-        let is_committed = i > 0 && self.committed.get(i - 1).is_some_and(|g| *g == k);
-        if !is_committed && self.rule.is_guard(&k, self.level) && self.discovered.last() != Some(&k)
+        let is_committed = i > 0 && self.committed.get(i - 1).is_some_and(|g| g == k);
+        if !is_committed
+            && self.rule.is_guard(k, self.level)
+            && self.discovered.last().map(Vec::as_slice) != Some(k)
         {
-            self.discovered.push(k.clone());
+            self.discovered.push(k.to_vec());
         }
-        self.last_user_key = k;
     }
 
-    /// After moving: stop at a new user key that starts another guard range.
-    fn check(&mut self) {
-        if !self.inner.valid() {
-            return;
-        }
-        let k = user_key(self.inner.key());
-        if k == self.last_user_key.as_slice() {
-            return;
-        }
-        if self.limit.as_deref().is_some_and(|l| k >= l) {
-            self.stopped = true;
-            return;
-        }
-        if self.rule.is_guard(k, self.level) {
-            self.stopped = true;
-            return;
-        }
-        self.last_user_key.clear();
-        self.last_user_key.extend_from_slice(k);
-    }
-}
-
-impl InternalIterator for GuardCut {
-    fn valid(&self) -> bool {
-        !self.stopped && self.inner.valid()
-    }
-    fn seek_to_first(&mut self) -> Result<()> {
-        // The merge calls this at the start of every range; only the first one positions.
-        if !self.started {
-            self.started = true;
-            self.inner.seek_to_first()?;
-            if self.inner.valid() {
-                self.start_range();
-            }
-        }
-        Ok(())
-    }
-    fn seek_to_last(&mut self) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "guard cut iterators only move forward".into(),
-        ))
-    }
-    fn seek(&mut self, _target: &[u8]) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "guard cut iterators only move forward".into(),
-        ))
-    }
-    fn next(&mut self) -> Result<()> {
-        self.inner.next()?;
-        self.check();
-        Ok(())
-    }
-    fn prev(&mut self) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "guard cut iterators only move forward".into(),
-        ))
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
+    /// A new user key that starts another guard range: past the next committed guard, or
+    /// a guard by the hash rule.
+    fn stop_before(&mut self, k: &[u8]) -> bool {
+        self.limit.as_deref().is_some_and(|l| k >= l) || self.rule.is_guard(k, self.level)
     }
 }

@@ -64,11 +64,7 @@ pub struct PickerConfig {
 impl PickerConfig {
     /// The byte budget of `level` (>= 1).
     pub fn max_bytes(&self, level: usize) -> u64 {
-        let mut b = self.base_bytes;
-        for _ in 1..level {
-            b = b.saturating_mul(self.multiplier);
-        }
-        b
+        crate::layout::level_budget(self.base_bytes, self.multiplier, level)
     }
 }
 

@@ -5,17 +5,13 @@
 //! files). Without it one output file can span a wide stretch of the level below, and the
 //! compaction that later pushes it down rewrites all of that stretch.
 //!
-//! The merge ([`crate::compaction::merge_into_tables`]) cuts files by size only, so the cut
-//! is made from outside: [`OverlapCut`] wraps the merged input and reports itself exhausted
-//! before the key where a new output must start; the layout finishes that merge call (which
-//! closes the file) and calls the merge again for the rest ([`OverlapCut::resume`]). Cuts
-//! fall only between user keys, so a key's versions stay in one file.
+//! This is the leveled layout's [`CutRule`]; the cutting itself (a view of the merged input
+//! that stops before the key where a new output must start, and the merge calls around it)
+//! is shared with FLSM's guard cut in [`crate::layout::cut`].
 
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::iter::InternalIterator;
-use crate::key::user_key;
+use crate::layout::cut::CutRule;
 use crate::version::FileMeta;
 
 /// Counts the grandparent bytes an output has passed (see the module documentation).
@@ -27,8 +23,6 @@ pub struct GrandparentOverlap {
     index: usize,
     /// Bytes of the grandparents passed since the current output began.
     overlapped: u64,
-    /// Whether any key was seen (the files before the first key are not the output's).
-    seen_key: bool,
     /// More overlap than this starts a new output.
     limit: u64,
 }
@@ -40,127 +34,43 @@ impl GrandparentOverlap {
             grandparents,
             index: 0,
             overlapped: 0,
-            seen_key: false,
             limit,
         }
     }
 
-    /// Whether a new output must start before `user_key` (each user key is asked once, in
-    /// order). As LevelDB's `ShouldStopBefore`: the grandparents wholly before the key are
-    /// passed, and once they hold more than the limit the count starts over at this key.
-    pub fn should_stop_before(&mut self, user_key: &[u8]) -> bool {
+    /// Pass (and count) the grandparents wholly before `user_key`.
+    fn pass_before(&mut self, user_key: &[u8]) {
         while let Some(g) = self.grandparents.get(self.index)
             && g.largest_user_key() < user_key
         {
-            if self.seen_key {
-                self.overlapped += g.size;
-            }
+            self.overlapped += g.size;
             self.index += 1;
         }
-        self.seen_key = true;
-        if self.overlapped > self.limit {
-            self.overlapped = 0;
-            true
-        } else {
-            false
-        }
     }
 }
 
-/// A forward-only view of a compaction's merged input that stops (is not valid) before the
-/// first entry of a user key where [`GrandparentOverlap`] starts a new output.
-pub struct OverlapCut<I> {
-    inner: I,
-    overlap: GrandparentOverlap,
-    started: bool,
-    stopped: bool,
-    /// The user key last asked about (its older versions pass without asking).
-    last_user_key: Vec<u8>,
-}
-
-impl<I: InternalIterator> OverlapCut<I> {
-    /// `inner` cut by `overlap`.
-    pub fn new(inner: I, overlap: GrandparentOverlap) -> OverlapCut<I> {
-        OverlapCut {
-            inner,
-            overlap,
-            started: false,
-            stopped: false,
-            last_user_key: Vec::new(),
-        }
+impl CutRule for GrandparentOverlap {
+    /// The count starts over at an output's first key; files wholly before the first
+    /// key of the compaction are not its output's.
+    fn start(&mut self, user_key: &[u8]) {
+        self.pass_before(user_key);
+        self.overlapped = 0;
     }
 
-    /// Continue after a stop: the entry it stopped before starts the next output. Returns
-    /// false when the input is exhausted.
-    pub fn resume(&mut self) -> bool {
-        if !self.inner.valid() {
-            return false;
-        }
-        self.stopped = false;
-        true
-    }
-
-    /// Ask about the current entry's user key if it is a new one.
-    fn check(&mut self) {
-        if !self.inner.valid() {
-            return;
-        }
-        let k = user_key(self.inner.key());
-        if self.started && k == self.last_user_key.as_slice() {
-            return;
-        }
-        self.started = true;
-        self.stopped = self.overlap.should_stop_before(k);
-        self.last_user_key.clear();
-        self.last_user_key.extend_from_slice(k);
-    }
-}
-
-impl<I: InternalIterator> InternalIterator for OverlapCut<I> {
-    fn valid(&self) -> bool {
-        !self.stopped && self.inner.valid()
-    }
-    fn seek_to_first(&mut self) -> Result<()> {
-        // The merge calls this at the start of every stretch; only the first one positions.
-        if !self.started {
-            self.inner.seek_to_first()?;
-            self.check();
-        }
-        Ok(())
-    }
-    fn seek_to_last(&mut self) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "overlap cut iterators only move forward".into(),
-        ))
-    }
-    fn seek(&mut self, _target: &[u8]) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "overlap cut iterators only move forward".into(),
-        ))
-    }
-    fn next(&mut self) -> Result<()> {
-        self.inner.next()?;
-        self.check();
-        Ok(())
-    }
-    fn prev(&mut self) -> Result<()> {
-        Err(crate::Error::Unsupported(
-            "overlap cut iterators only move forward".into(),
-        ))
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
+    /// As LevelDB's `ShouldStopBefore`: the grandparents wholly before the key are passed,
+    /// and once they hold more than the limit a new output starts at this key.
+    fn stop_before(&mut self, user_key: &[u8]) -> bool {
+        self.pass_before(user_key);
+        self.overlapped > self.limit
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iter::VecIter;
-    use crate::key::{ValueKind, make_internal_key};
+    use crate::iter::{InternalIterator, VecIter};
+    use crate::key::{ValueKind, make_internal_key, user_key};
+    use crate::layout::cut::Cut;
     use crate::version::text;
 
     /// Entries for `keys` (two versions of each), run through the cut as the merge runs it:
@@ -178,7 +88,7 @@ mod tests {
         }
         let v = text::parse(grandparents).unwrap();
         let gp = GrandparentOverlap::new(v.level(2).to_vec(), limit);
-        let mut cut = OverlapCut::new(VecIter::new(entries), gp);
+        let mut cut = Cut::new(VecIter::new(entries), gp);
         let mut out = Vec::new();
         loop {
             cut.seek_to_first().unwrap();

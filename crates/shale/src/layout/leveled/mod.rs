@@ -19,18 +19,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use super::{Layout, PROBE_BATCH, PickContext, Plan, PlanKind, ReadContext};
-use crate::compaction::{CompactionContext, MergeSpec, merge_into_tables};
+use crate::compaction::{CompactionContext, MergeSpec};
 use crate::env::ReadCause;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::key::compare_internal;
 use crate::layout::concat::{ConcatIterator, FileOpener};
+use crate::layout::cut::{Cut, merge_cut};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
 use crate::version::{FileMeta, Version};
-use cut::{GrandparentOverlap, OverlapCut};
+use cut::GrandparentOverlap;
 use parking_lot::Mutex;
 use picker::{PickMemory, PickerConfig};
 use seeks::SeekCharges;
@@ -374,15 +375,9 @@ impl Layout for Leveled {
             _ => Vec::new(),
         };
         let overlap = GrandparentOverlap::new(grandparents, self.cfg.max_grandparent_overlap);
-        let mut cut = OverlapCut::new(merged, overlap);
-        loop {
-            let (outputs, _stats) = merge_into_tables(&mut cut, &spec, ctx)?;
-            for f in outputs {
-                edit.new_files.push((plan.output_level as u32, f));
-            }
-            if !cut.resume() {
-                break;
-            }
+        let mut cut = Cut::new(merged, overlap);
+        for f in merge_cut(&mut cut, &spec, ctx)? {
+            edit.new_files.push((plan.output_level as u32, f));
         }
         Ok(edit)
     }

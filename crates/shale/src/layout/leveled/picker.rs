@@ -16,7 +16,7 @@
 //! A file with nothing below it moves down by a metadata edit, unless its range holds more
 //! than `max_grandparent_overlap` bytes of the level below that (LevelDB's `IsTrivialMove`):
 //! then it is rewritten into the next level, where the merge cuts it into files that each
-//! overlap at most that much (`super::OverlapCut`). Level 0 moves down the same way when
+//! overlap at most that much (`super::cut::GrandparentOverlap`). Level 0 moves down the same way when
 //! its files overlap neither each other nor level 1 (sequential loads).
 //!
 //! When no level is over its limit, a file that reads have charged with its whole seek
@@ -51,11 +51,7 @@ pub struct PickerConfig {
 impl PickerConfig {
     /// The size limit of `level` (>= 1).
     pub fn max_bytes(&self, level: usize) -> u64 {
-        let mut b = self.base_bytes;
-        for _ in 1..level {
-            b = b.saturating_mul(self.multiplier);
-        }
-        b
+        crate::layout::level_budget(self.base_bytes, self.multiplier, level)
     }
 }
 
@@ -335,20 +331,7 @@ pub fn pick_range(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<Plan> {
-    if level + 1 >= v.num_levels() {
-        return None;
-    }
-    let inputs = if level == 0 {
-        if v.overlapping(0, begin, end).is_empty() {
-            return None;
-        }
-        v.level(0).to_vec()
-    } else {
-        v.overlapping(level, begin, end)
-    };
-    if inputs.is_empty() {
-        return None;
-    }
+    let inputs = crate::layout::manual_inputs(v, level, begin, end)?;
     let (lo, hi) = user_range(&inputs);
     let below = v.overlapping(level + 1, Some(&lo), Some(&hi));
     Some(Plan {

@@ -46,11 +46,7 @@ pub struct PickerConfig {
 impl PickerConfig {
     /// The size limit of `level` (>= 1).
     pub fn max_bytes(&self, level: usize) -> u64 {
-        let mut b = self.base_bytes;
-        for _ in 1..level {
-            b = b.saturating_mul(self.multiplier);
-        }
-        b
+        crate::layout::level_budget(self.base_bytes, self.multiplier, level)
     }
 
     /// The size of the tables a merge writes (a division's pieces, level 0's first tables).
@@ -193,20 +189,7 @@ pub fn pick_range(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<Plan> {
-    if level + 1 >= v.num_levels() {
-        return None;
-    }
-    let victims = if level == 0 {
-        if v.overlapping(0, begin, end).is_empty() {
-            return None;
-        }
-        v.level(0).to_vec()
-    } else {
-        v.overlapping(level, begin, end)
-    };
-    if victims.is_empty() {
-        return None;
-    }
+    let victims = crate::layout::manual_inputs(v, level, begin, end)?;
     Some(plan_victims(
         v,
         level,

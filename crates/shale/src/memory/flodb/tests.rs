@@ -7,24 +7,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::{FloDbConfig, FloDbMemTable, FloDbMemory};
 use crate::iter::InternalIterator;
+use crate::iter::testutil::Rng;
 use crate::key::{self, SeqNo, ValueKind};
 use crate::memory::{MemLookup, MemTable, MemoryComponent, MemoryServices};
-
-/// splitmix64, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn config(partitions: usize, partition_bytes: usize, drain_threads: usize) -> FloDbConfig {
     FloDbConfig {
@@ -104,7 +89,7 @@ fn gets_at_every_snapshot_match_the_model() {
     for seed in 0..4 {
         let memory = FloDbMemory::with_config(config(4, 1024, 0));
         let table = memory.new_flodb_memtable();
-        let mut rng = Rng(seed);
+        let mut rng = Rng::from_state(seed);
         let mut model = Model::default();
         let n = 600;
         for (i, seq) in shuffled_seqs(&mut rng, n).into_iter().enumerate() {
@@ -154,7 +139,7 @@ fn gets_at_every_snapshot_match_the_model() {
 fn iterator_and_seal_see_every_entry() {
     let memory = FloDbMemory::with_config(config(8, 4096, 0));
     let table = memory.new_flodb_memtable();
-    let mut rng = Rng(7);
+    let mut rng = Rng::from_state(7);
     let mut model = Model::default();
     for seq in shuffled_seqs(&mut rng, 2000) {
         let k = format!("key{:04}", rng.below(300)).into_bytes();
@@ -321,7 +306,7 @@ fn readers_at_old_sequence_numbers_while_writers_overwrite() {
         for r in 0..2u64 {
             let (table, published, reads) = (&table, &published, &reads);
             s.spawn(move || {
-                let mut rng = Rng(r);
+                let mut rng = Rng::from_state(r);
                 while published.load(Ordering::Acquire) < last {
                     let p = published.load(Ordering::Acquire);
                     let k = rng.below(KEYS);

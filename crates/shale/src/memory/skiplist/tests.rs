@@ -7,25 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 use std::time::Instant;
 
 use super::SkipListMemTable;
+use crate::iter::testutil::Rng;
 use crate::iter::{InternalIterator, VecIter};
 use crate::key::{self, MAX_SEQNO, SeqNo, ValueKind};
 use crate::memory::{MemLookup, MemTable};
-
-/// splitmix64: a tiny deterministic generator so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Keys that share long prefixes, differ only past byte 8, or only in trailing zero bytes,
 /// so the 8-byte prefix shortcut is exercised on ties.
@@ -97,7 +82,7 @@ fn random_kind(rng: &mut Rng) -> ValueKind {
 
 /// Fill a memtable and a model with the same `n` random entries (unique seqs, shuffled).
 fn build(seed: u64, n: usize, key: impl Fn(&mut Rng) -> Vec<u8>) -> (Arc<SkipListMemTable>, Model) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_state(seed);
     let mut seqs: Vec<SeqNo> = (1..=n as u64).collect();
     for i in (1..seqs.len()).rev() {
         seqs.swap(i, rng.below(i as u64 + 1) as usize);
@@ -193,7 +178,7 @@ fn random_entries_match_model() {
             assert_eq!(key::compare_internal(&w[0].0, &w[1].0), Ordering::Less);
         }
 
-        let mut rng = Rng(seed ^ 0xabc);
+        let mut rng = Rng::from_state(seed ^ 0xabc);
         for _ in 0..3000 {
             let k = tricky_key(&mut rng);
             let snap = match rng.below(4) {
@@ -209,7 +194,7 @@ fn random_entries_match_model() {
 #[test]
 fn iterator_moves_match_reference() {
     let (mem, model) = build(42, 2000, tricky_key);
-    let mut rng = Rng(7);
+    let mut rng = Rng::from_state(7);
     let mut it = mem.iter_owned();
     let mut reference = model.vec_iter();
     for step in 0..20_000 {
@@ -271,7 +256,7 @@ fn iterator_moves_match_reference() {
 #[test]
 fn many_versions_of_one_key() {
     let mem = SkipListMemTable::new();
-    let mut rng = Rng(3);
+    let mut rng = Rng::from_state(3);
     let mut seqs: Vec<SeqNo> = (1..=500).map(|s| s * 2).collect();
     for i in (1..seqs.len()).rev() {
         seqs.swap(i, rng.below(i as u64 + 1) as usize);
@@ -375,7 +360,7 @@ fn long_keys_with_shared_prefixes_match_model() {
             collect_backward(&mut mem.iter_owned()),
             collect_forward(&mut model.vec_iter())
         );
-        let mut rng = Rng(seed);
+        let mut rng = Rng::from_state(seed);
         for _ in 0..1500 {
             let k = key(&mut rng);
             let snap = rng.below(1600);
@@ -387,7 +372,7 @@ fn long_keys_with_shared_prefixes_match_model() {
 #[test]
 fn grows_across_arena_chunks() {
     // Enough towers and entries to need several chunks of both arenas.
-    let (mem, model) = build(9, 60_000, |r| r.next().to_be_bytes().to_vec());
+    let (mem, model) = build(9, 60_000, |r| r.next_u64().to_be_bytes().to_vec());
     assert_eq!(
         collect_forward(&mut mem.iter_owned()),
         collect_forward(&mut model.vec_iter())
@@ -427,7 +412,7 @@ fn readers_run_concurrently_with_the_writer() {
             let mem = Arc::clone(&mem);
             let (inserted, done) = (&inserted, &done);
             s.spawn(move || {
-                let mut rng = Rng(r);
+                let mut rng = Rng::from_state(r);
                 let mut scans = 0;
                 let mut last_len = 0;
                 loop {
@@ -530,7 +515,7 @@ fn writers_insert_concurrently() {
         }
         let (mem, finished, writers_done) = (&mem, &finished, &writers_done);
         s.spawn(move || {
-            let mut rng = Rng(9);
+            let mut rng = Rng::from_state(9);
             loop {
                 let all_done = writers_done.load(AtomicOrdering::Acquire) == WRITERS;
                 for (w, f) in finished.iter().enumerate() {
@@ -631,9 +616,9 @@ fn bench_random_inserts_and_gets() {
         .ok()
         .and_then(|v| v.parse().ok());
     let n: usize = n_env.unwrap_or(1_000_000);
-    let mut rng = Rng(1);
+    let mut rng = Rng::from_state(1);
     let binary: Vec<Vec<u8>> = (0..n)
-        .map(|_| [rng.next().to_be_bytes(), rng.next().to_be_bytes()].concat())
+        .map(|_| [rng.next_u64().to_be_bytes(), rng.next_u64().to_be_bytes()].concat())
         .collect();
     bench_keys("binary16", &binary);
     let decimal: Vec<Vec<u8>> = (0..n)
@@ -648,7 +633,7 @@ fn bench_random_inserts_and_gets() {
 #[test]
 fn sorted_batches_match_the_model() {
     for seed in 0..6u64 {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::from_state(seed);
         let mem = Arc::new(SkipListMemTable::new());
         let mut model = Model::default();
         let mut seq = 0u64;
