@@ -1,23 +1,32 @@
 //! The membuffer: FloDB's unsorted top level, a hash table partitioned by key hash.
 //!
-//! Each partition is a `parking_lot::Mutex` over a `HashMap` (FxHash) from user key to the
-//! key's versions, with a byte budget: a put that would take the partition past its budget
-//! is refused ([`Put::Full`]) and the caller inserts into the skiplist directly. Every
-//! version is kept (no in-place update, `docs/designs/flodb.md` says why), so a reader at
-//! any sequence number finds the version it must see.
+//! Each partition is a `parking_lot::Mutex` over a [`Table`]: an append-only byte buffer
+//! holding each staged version's key and value, a record per version, and a `HashMap`
+//! (FxHash) from the key's 64-bit hash to its newest record, older records (and those of
+//! other keys with the same hash) chained behind it. A staged write is one hash, one map
+//! probe and one copy into the buffer: no allocation of its own (the buffers grow by
+//! doubling and are reused from one drain to the next). The partition has a byte budget: a
+//! put that would take it past its budget is refused ([`Put::Full`]) and the caller inserts
+//! into the skiplist directly. Every version is kept (no in-place update,
+//! `docs/designs/flodb.md` says why), so a reader at any sequence number finds the version
+//! it must see.
 //!
 //! # Draining (a partition at a time)
 //!
 //! [`Membuffer::drain_partition`] holds the partition's drain lock (one drainer per
-//! partition, so no version is moved twice) and then: (1) under the partition lock, takes
-//! a copy of every key's versions (values are shared `Arc`s, so the copy is cheap); (2)
-//! without the lock, sorts them in internal-key order and inserts them into the skiplist
-//! in one multi-insert;
-//! (3) under the lock again, removes exactly the versions it inserted (a writer may have
-//! added newer ones meanwhile) and raises the partition's `spilled` mark to the highest
-//! sequence number it moved. A version is therefore in the skiplist before it leaves the
-//! membuffer: a reader that looks in the membuffer first and the skiplist second finds it
-//! in one or the other.
+//! partition, so no version is moved twice) and then: (1) under the partition lock, swaps
+//! the partition's table for an empty one (the spare of the previous drain) and keeps the
+//! full one, frozen, as the partition's `moving` table, which readers still search; (2)
+//! without the lock, sorts the frozen table's records in internal-key order (by a 16-byte
+//! key prefix first) and inserts them into the skiplist in that order, each with its own
+//! search from the head (the multi-insert's resume from the previous entry's predecessors
+//! cost ~900 more instructions an entry than this search with the skiplist's link hints:
+//! a partition's drain is a few hundred keys spread over the whole list, so consecutive
+//! entries are far apart; `docs/designs/flodb.md`); (3) under the
+//! lock again, drops the `moving` table (keeping its buffers as the next spare) and raises
+//! the partition's `spilled` mark to the highest sequence number it moved. A version is
+//! therefore in the skiplist before it leaves the membuffer: a reader that looks in the
+//! membuffer first and the skiplist second finds it in one or the other.
 //!
 //! # `spilled`: when the membuffer's answer is final
 //!
@@ -32,6 +41,7 @@
 //! the get would have chosen it over `s_m`). Otherwise the get also asks the skiplist and
 //! takes the newer of the two answers.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -43,18 +53,17 @@ use rustc_hash::FxBuildHasher;
 use crate::key::{SeqNo, ValueKind};
 use crate::memory::skiplist::SkipListMemTable;
 
-/// Bytes charged per version beyond its value (the `Version` and its share of the vector).
-const VERSION_OVERHEAD: usize = 48;
-/// Bytes charged per key beyond its bytes (the map slot, the key's `Arc` header, the
-/// vector header).
-const KEY_OVERHEAD: usize = 64;
+/// Bytes charged per version beyond its key and value (its record, its share of the map).
+const VERSION_OVERHEAD: usize = 64;
+/// No record (the end of a chain).
+const NONE: u32 = u32::MAX;
 
-/// One version of a key in the membuffer.
+/// One version of a key in the membuffer, as a get returns it.
 #[derive(Clone, Debug)]
 pub(crate) struct Version {
     pub(crate) seq: SeqNo,
     pub(crate) kind: ValueKind,
-    pub(crate) value: Arc<[u8]>,
+    pub(crate) value: Vec<u8>,
 }
 
 /// What a drain did.
@@ -76,9 +85,88 @@ pub(crate) enum Put {
     Full,
 }
 
+/// One staged version: where its key and value are in [`Table::data`].
+struct Record {
+    /// Offset of the key in `data`; the value follows it.
+    at: usize,
+    key_len: usize,
+    value_len: usize,
+    seq: SeqNo,
+    kind: ValueKind,
+    /// The previous record of the same key hash, or [`NONE`].
+    prev: u32,
+}
+
+/// Staged versions (see the module docs); cleared and reused after a drain.
+#[derive(Default)]
+struct Table {
+    /// Key hash to the newest record with that hash.
+    heads: HashMap<u64, u32, FxBuildHasher>,
+    records: Vec<Record>,
+    data: Vec<u8>,
+}
+
+impl Table {
+    fn key(&self, r: &Record) -> &[u8] {
+        self.data.get(r.at..r.at + r.key_len).unwrap_or_default()
+    }
+
+    fn value(&self, r: &Record) -> &[u8] {
+        let at = r.at + r.key_len;
+        self.data.get(at..at + r.value_len).unwrap_or_default()
+    }
+
+    /// Append a version; false (nothing changed) when the table has no record number
+    /// left.
+    fn push(&mut self, hash: u64, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> bool {
+        let Ok(id) = u32::try_from(self.records.len()) else {
+            return false;
+        };
+        if id == NONE {
+            return false;
+        }
+        let at = self.data.len();
+        self.data.extend_from_slice(key);
+        self.data.extend_from_slice(value);
+        let prev = std::mem::replace(self.heads.entry(hash).or_insert(NONE), id);
+        self.records.push(Record {
+            at,
+            key_len: key.len(),
+            value_len: value.len(),
+            seq,
+            kind,
+            prev,
+        });
+        true
+    }
+
+    /// The newest version of `key` (hash `hash`) at or below `snapshot`.
+    fn get(&self, hash: u64, key: &[u8], snapshot: SeqNo) -> Option<&Record> {
+        let mut best: Option<&Record> = None;
+        let mut id = self.heads.get(&hash).copied().unwrap_or(NONE);
+        while let Some(r) = self.records.get(id as usize) {
+            if r.seq <= snapshot && best.is_none_or(|b| r.seq > b.seq) && self.key(r) == key {
+                best = Some(r);
+            }
+            id = r.prev;
+        }
+        best
+    }
+
+    fn clear(&mut self) {
+        self.heads.clear();
+        self.records.clear();
+        self.data.clear();
+    }
+}
+
 #[derive(Default)]
 struct State {
-    map: HashMap<Arc<[u8]>, Vec<Version>, FxBuildHasher>,
+    table: Table,
+    /// The table a drain is moving into the skiplist: still searched by gets.
+    moving: Option<Arc<Table>>,
+    /// The emptied table of the last drain, for the next.
+    spare: Option<Table>,
     bytes: usize,
     /// See the module docs.
     spilled: SeqNo,
@@ -87,8 +175,8 @@ struct State {
 #[derive(Default)]
 struct Partition {
     state: Mutex<State>,
-    /// Held for a whole drain of this partition.
-    drain: Mutex<()>,
+    /// Held for a whole drain of this partition; the drain's sort buffer.
+    drain: Mutex<Vec<(u128, u32)>>,
 }
 
 /// The partitioned hash membuffer; see the module docs.
@@ -101,12 +189,19 @@ pub(crate) struct Membuffer {
     versions: AtomicUsize,
 }
 
-fn version_bytes(value: &[u8]) -> usize {
-    value.len() + VERSION_OVERHEAD
+fn version_bytes(key_len: usize, value_len: usize) -> usize {
+    key_len + value_len + VERSION_OVERHEAD
 }
 
-fn key_bytes(key: &[u8]) -> usize {
-    key.len() + KEY_OVERHEAD
+/// The key's first 16 bytes, big-endian, zero-padded: ordered as the keys are, except that
+/// equal prefixes need the full keys.
+fn prefix(key: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = key.len().min(16);
+    if let (Some(dst), Some(src)) = (b.get_mut(..n), key.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u128::from_be_bytes(b)
 }
 
 impl Membuffer {
@@ -125,11 +220,12 @@ impl Membuffer {
         self.partitions.len()
     }
 
-    fn partition_of(&self, key: &[u8]) -> &Partition {
-        // The high bits: the map's own probing uses the low ones.
-        let h = self.hasher.hash_one(key) >> 32;
-        let i = (h as usize) % self.partitions.len();
-        &self.partitions[i]
+    /// The key's hash and its partition (chosen by the high bits: the map's own probing
+    /// uses the low ones).
+    fn partition_of(&self, key: &[u8]) -> (u64, &Partition) {
+        let h = self.hasher.hash_one(key);
+        let i = ((h >> 32) as usize) % self.partitions.len();
+        (h, &self.partitions[i])
     }
 
     /// Bytes held (keys, values, overhead).
@@ -144,27 +240,12 @@ impl Membuffer {
 
     /// Stage a version, or refuse it when its partition is full.
     pub(crate) fn put(&self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Put {
-        let p = self.partition_of(key);
+        let need = version_bytes(key.len(), value.len());
+        let (hash, p) = self.partition_of(key);
         let mut s = p.state.lock();
-        let mut need = version_bytes(value);
-        let present = s.map.contains_key(key);
-        if !present {
-            need += key_bytes(key);
-        }
-        if s.bytes + need > self.capacity {
+        if s.bytes + need > self.capacity || !s.table.push(hash, key, seq, kind, value) {
             s.spilled = s.spilled.max(seq);
             return Put::Full;
-        }
-        let version = Version {
-            seq,
-            kind,
-            value: Arc::from(value),
-        };
-        match s.map.get_mut(key) {
-            Some(versions) => versions.push(version),
-            None => {
-                s.map.insert(Arc::from(key), vec![version]);
-            }
         }
         let mark = self.capacity / 2;
         let before = s.bytes;
@@ -184,15 +265,22 @@ impl Membuffer {
     /// The newest staged version of `key` at or below `snapshot`, and the partition's
     /// `spilled` mark read under the same lock (module docs).
     pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> (Option<Version>, SeqNo) {
-        let p = self.partition_of(key);
+        let (hash, p) = self.partition_of(key);
         let s = p.state.lock();
-        let found = s.map.get(key).and_then(|versions| {
-            versions
-                .iter()
-                .filter(|v| v.seq <= snapshot)
-                .max_by_key(|v| v.seq)
-                .cloned()
-        });
+        let staged = s
+            .table
+            .get(hash, key, snapshot)
+            .map(|r| (&s.table, r))
+            .into_iter();
+        let moving = s.moving.as_deref().and_then(|t| Some((t, t.get(hash, key, snapshot)?)));
+        let found = staged
+            .chain(moving)
+            .max_by_key(|(_, r)| r.seq)
+            .map(|(t, r)| Version {
+                seq: r.seq,
+                kind: r.kind,
+                value: t.value(r).to_vec(),
+            });
         (found, s.spilled)
     }
 
@@ -210,7 +298,7 @@ impl Membuffer {
             return Drained::default();
         };
         let mut waits = 0;
-        let _draining = match p.drain.try_lock() {
+        let mut order = match p.drain.try_lock() {
             Some(g) => g,
             None if wait => {
                 waits = 1;
@@ -219,59 +307,69 @@ impl Membuffer {
             None => return Drained::default(),
         };
         Drained {
-            moved: self.move_partition(p, list),
+            moved: self.move_partition(p, list, &mut order),
             waits,
         }
     }
 
-    /// Move what `p` holds into `list`, its drain lock held.
-    fn move_partition(&self, p: &Partition, list: &SkipListMemTable) -> usize {
-        let mut batch: Vec<(Arc<[u8]>, Version)> = {
-            let s = p.state.lock();
-            s.map
-                .iter()
-                .flat_map(|(k, vs)| vs.iter().map(move |v| (Arc::clone(k), v.clone())))
-                .collect()
+    /// Move what `p` holds into `list`, its drain lock held (`order` is its sort buffer).
+    fn move_partition(
+        &self,
+        p: &Partition,
+        list: &SkipListMemTable,
+        order: &mut Vec<(u128, u32)>,
+    ) -> usize {
+        let frozen = {
+            let mut s = p.state.lock();
+            if s.table.records.is_empty() {
+                return 0;
+            }
+            let fresh = s.spare.take().unwrap_or_default();
+            let full = Arc::new(std::mem::replace(&mut s.table, fresh));
+            s.moving = Some(Arc::clone(&full));
+            full
         };
-        if batch.is_empty() {
-            return 0;
-        }
-        // Internal-key order: user key ascending, sequence number descending.
-        batch.sort_unstable_by(|(ka, va), (kb, vb)| ka.cmp(kb).then(vb.seq.cmp(&va.seq)));
-        list.insert_sorted(
-            batch
+        let t = &*frozen;
+        // Internal-key order: user key ascending, sequence number descending; the 16-byte
+        // prefix decides most comparisons without reading the keys.
+        order.clear();
+        order.extend(
+            t.records
                 .iter()
-                .map(|(k, v)| (&k[..], v.seq, v.kind, &v.value[..])),
+                .zip(0u32..)
+                .map(|(r, i)| (prefix(t.key(r)), i)),
         );
-        let mut freed = 0;
-        let mut s = p.state.lock();
-        let mut top = s.spilled;
-        // The batch is grouped by key: remove each key's moved versions at once.
-        for group in batch.chunk_by(|(a, _), (b, _)| a == b) {
-            let Some((key, _)) = group.first() else {
-                continue;
-            };
-            let Some(versions) = s.map.get_mut(&key[..]) else {
-                continue;
-            };
-            let moved = |v: &Version| group.iter().any(|(_, m)| m.seq == v.seq);
-            for v in versions.iter().filter(|v| moved(v)) {
-                freed += version_bytes(&v.value);
-                top = top.max(v.seq);
-            }
-            versions.retain(|v| !moved(v));
-            if versions.is_empty() {
-                s.map.remove(&key[..]);
-                freed += key_bytes(key);
-            }
+        let rec = |i: u32| t.records.get(i as usize);
+        order.sort_unstable_by(|&(pa, a), &(pb, b)| {
+            pa.cmp(&pb).then_with(|| match (rec(a), rec(b)) {
+                (Some(ra), Some(rb)) => t.key(ra).cmp(t.key(rb)).then(rb.seq.cmp(&ra.seq)),
+                _ => Ordering::Equal,
+            })
+        });
+        for r in order.iter().filter_map(|&(_, i)| rec(i)) {
+            crate::memory::MemTable::insert(list, t.key(r), r.seq, r.kind, t.value(r));
         }
-        s.spilled = top;
-        let left = s.bytes.saturating_sub(freed);
-        s.bytes = left;
+        let moved = t.records.len();
+        let top = t.records.iter().map(|r| r.seq).max().unwrap_or(0);
+        let freed: usize = t
+            .records
+            .iter()
+            .map(|r| version_bytes(r.key_len, r.value_len))
+            .sum();
+        let mut s = p.state.lock();
+        s.moving = None;
+        s.spilled = s.spilled.max(top);
+        s.bytes = s.bytes.saturating_sub(freed);
         self.bytes.fetch_sub(freed, Relaxed);
-        self.versions.fetch_sub(batch.len(), Relaxed);
+        self.versions.fetch_sub(moved, Relaxed);
+        // Readers reach the frozen table only through `moving`, under this lock: ours is
+        // the last reference now.
+        if let Ok(mut spare) = Arc::try_unwrap(frozen) {
+            spare.clear();
+            s.spare = Some(spare);
+        }
         drop(s);
-        batch.len()
+        moved
     }
 
     /// Move everything staged into `list`, waiting for other drainers (one pass: a version
@@ -284,5 +382,84 @@ impl Membuffer {
             total.waits += d.waits;
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys of the same hash share a chain: each get compares the key and takes the
+    /// newest version at or below its sequence number, whatever the insertion order.
+    #[test]
+    fn keys_sharing_a_hash_chain_answer_for_themselves() {
+        let mut t = Table::default();
+        assert!(t.push(7, b"a", 5, ValueKind::Value, b"a5"));
+        assert!(t.push(7, b"b", 3, ValueKind::Value, b"b3"));
+        assert!(t.push(7, b"a", 2, ValueKind::Value, b"a2"));
+        assert!(t.push(7, b"b", 9, ValueKind::Delete, b""));
+        let get = |key: &[u8], snapshot| t.get(7, key, snapshot).map(|r| (r.seq, t.value(r)));
+        assert_eq!(get(b"a", 10), Some((5, &b"a5"[..])));
+        assert_eq!(get(b"a", 4), Some((2, &b"a2"[..])));
+        assert_eq!(get(b"a", 1), None);
+        assert_eq!(get(b"b", 8), Some((3, &b"b3"[..])));
+        assert_eq!(t.get(7, b"b", 9).map(|r| r.kind), Some(ValueKind::Delete));
+        assert_eq!(get(b"c", 10), None);
+        assert_eq!(t.get(8, b"a", 10).map(|r| r.seq), None);
+    }
+
+    /// While a drain moves a partition's table, gets still find its versions (the table is
+    /// the partition's `moving` one) beside newer ones staged in the fresh table; after the
+    /// drain they are in the skiplist, `spilled` covers them and the buffers are kept.
+    #[test]
+    fn a_table_being_moved_is_still_read_and_its_buffers_are_reused() {
+        let m = Membuffer::new(1, 1 << 20);
+        let list = SkipListMemTable::new();
+        for (seq, key) in [(1, b"k1"), (2, b"k2"), (3, b"k1")] {
+            assert_eq!(
+                m.put(key, seq, ValueKind::Value, &[seq as u8]),
+                Put::Staged { wake: false }
+            );
+        }
+        let p = &m.partitions[0];
+        // The first half of a drain, by hand: swap the table out as `moving`.
+        let frozen = {
+            let mut s = p.state.lock();
+            let full = Arc::new(std::mem::take(&mut s.table));
+            s.moving = Some(Arc::clone(&full));
+            full
+        };
+        assert_eq!(m.put(b"k2", 4, ValueKind::Value, &[4]), Put::Staged { wake: false });
+        let seen = |key: &[u8], snapshot| {
+            let (v, _) = m.get(key, snapshot);
+            v.map(|v| (v.seq, v.value))
+        };
+        assert_eq!(seen(b"k1", 10), Some((3, vec![3])));
+        assert_eq!(seen(b"k1", 2), Some((1, vec![1])));
+        assert_eq!(seen(b"k2", 10), Some((4, vec![4])));
+        assert_eq!(seen(b"k2", 3), Some((2, vec![2])));
+        // Put it back and drain for real.
+        {
+            let mut s = p.state.lock();
+            s.moving = None;
+            let newer = std::mem::take(&mut s.table);
+            drop(s);
+            let mut back = Arc::try_unwrap(frozen).ok().unwrap();
+            for r in &newer.records {
+                let (k, v) = (newer.key(r).to_vec(), newer.value(r).to_vec());
+                let h = m.hasher.hash_one(&k[..]);
+                assert!(back.push(h, &k, r.seq, r.kind, &v));
+            }
+            p.state.lock().table = back;
+        }
+        assert_eq!(m.drain_all(&list).moved, 4);
+        assert_eq!((m.len(), m.bytes()), (0, 0));
+        let s = p.state.lock();
+        assert_eq!(s.spilled, 4);
+        assert!(s.moving.is_none());
+        assert!(s.spare.as_ref().is_some_and(|t| t.data.capacity() > 0));
+        drop(s);
+        assert_eq!(list.get_versioned(b"k1", 10).map(|(s, _, _)| s), Some(3));
+        assert_eq!(list.get_versioned(b"k2", 3).map(|(s, _, _)| s), Some(2));
     }
 }

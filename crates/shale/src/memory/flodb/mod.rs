@@ -8,8 +8,9 @@
 //!   carries its sequence number (the engine's leader gives it before the log write), so
 //!   draining assigns none.
 //! - **Drain**: threads started by [`MemoryComponent::start`] move partitions past half
-//!   their budget into the skiplist (sorted by internal key, with the skiplist's
-//!   multi-insert); [`MemTable::seal`] moves what
+//!   their budget into the skiplist (sorted by internal key; `membuffer.rs` says why each
+//!   entry has its own search rather than the skiplist's multi-insert);
+//!   [`MemTable::seal`] moves what
 //!   is left once the memtable is frozen and its inserts returned, so a flush iterates
 //!   every entry.
 //! - **Gets** look in the membuffer, then (unless the membuffer's answer is provably the
@@ -385,20 +386,20 @@ impl MemTable for FloDbMemTable {
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
         let (staged, spilled) = self.membuffer.get(user_key, snapshot);
-        let lookup = |kind: ValueKind, value: &[u8]| match kind {
+        let found = |kind: ValueKind, value: Vec<u8>| match kind {
             ValueKind::Delete => MemLookup::Deleted,
-            kind => MemLookup::Found(kind, value.to_vec()),
+            kind => MemLookup::Found(kind, value),
         };
         if let Some(v) = &staged
             && spilled <= v.seq
         {
-            return Some(lookup(v.kind, &v.value));
+            return staged.map(|v| found(v.kind, v.value));
         }
         let sorted = self.list.get_versioned(user_key, snapshot);
         match (staged, sorted) {
-            (Some(v), Some((seq, _, _))) if v.seq >= seq => Some(lookup(v.kind, &v.value)),
-            (_, Some((_, kind, value))) => Some(lookup(kind, value)),
-            (Some(v), None) => Some(lookup(v.kind, &v.value)),
+            (Some(v), Some((seq, _, _))) if v.seq >= seq => Some(found(v.kind, v.value)),
+            (_, Some((_, kind, value))) => Some(found(kind, value.to_vec())),
+            (Some(v), None) => Some(found(v.kind, v.value)),
             (None, None) => None,
         }
     }
