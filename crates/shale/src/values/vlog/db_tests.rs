@@ -561,6 +561,8 @@ fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
     // Automatic collection: it takes the dead prefix step by step and stops where the
     // rest is live, without rewriting it.
     assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    let steps = db.stats().placement.gc_steps;
+    assert!(steps >= 1, "each step is counted in Stats: {steps}");
     let after = disk_bytes(&path);
     let prefix = u64::from(n) * record_len(&key(0), &big(0, 0)) as u64;
     assert!(
@@ -596,4 +598,78 @@ fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
     check_all(&db);
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A store whose first segment's dead prefix collection punched out (and whose live rest
+/// it left in place), the options of the punch test on a file system that zeros a punch.
+fn punched_store(env: &Env) -> (Options, u32, impl Fn(u32, u32) -> Vec<u8>) {
+    let mut o = opts(env, 0.3);
+    o.vlog_segment_size = 4 << 20;
+    let big = |i: u32, round: u32| {
+        let mut v = value(i, round);
+        v.resize(4200, b'x');
+        v
+    };
+    let n = 500;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..2 * n {
+        db.put(&key(i), &big(i, 0)).expect("put");
+    }
+    for i in 0..n {
+        db.put(&key(i), &big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert!(db.stats().placement.gc_steps >= 1, "a prefix was collected");
+    db.close().expect("close");
+    (o, n, big)
+}
+
+#[test]
+fn repair_without_the_manifest_skips_a_punched_prefix() {
+    let env = Env::memory();
+    let (o, n, big) = punched_store(&env);
+    let fs = env.fs();
+    let first = fs
+        .list_dir(std::path::Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".vlog"))
+        .min()
+        .expect("a segment");
+    let seg = std::path::Path::new(DIR).join(&first);
+    // The punch left zeros from byte 4096 on.
+    let file = env.open(&seg).expect("open segment");
+    let mut page = vec![1u8; 4096];
+    file.read_exact_at(&mut page, 4096, crate::env::ReadCause::Recovery)
+        .expect("read");
+    assert!(page.iter().all(|&b| b == 0), "{first} was punched");
+    for name in fs.list_dir(std::path::Path::new(DIR)).expect("list") {
+        if name == "CURRENT" || name.starts_with("MANIFEST-") {
+            fs.remove_file(&std::path::Path::new(DIR).join(name)).expect("remove");
+        }
+    }
+    let report = crate::repair(DIR, o.clone()).expect("repair");
+    assert!(report.set_aside.is_empty(), "{report:?}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with(&format!("{first}: skipped bytes"))),
+        "{:?}",
+        report.notes
+    );
+    let check_all = |db: &Db| {
+        for i in 0..2 * n {
+            let round = u32::from(i < n);
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i, round)), "{i}");
+        }
+    };
+    crate::verify(DIR, o.clone()).expect("verify");
+    let db = Db::open(DIR, o.clone()).expect("reopen");
+    check_all(&db);
+    // Collection goes on from the recorded prefix.
+    while db.run_value_gc().expect("gc") > 0 {}
+    check_all(&db);
+    db.close().expect("close");
 }
