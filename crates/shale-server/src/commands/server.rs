@@ -377,6 +377,7 @@ fn info_section(
                 line("vlog_bytes", &bytes);
                 line("vlog_garbage_bytes", &garbage);
                 line("vlog_gc_runs", &st.placement.gc_runs);
+                line("vlog_gc_steps", &st.placement.gc_steps);
                 line(
                     "vlog_gc_segments_deleted",
                     &st.placement.gc_segments_deleted,

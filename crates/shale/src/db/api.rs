@@ -178,6 +178,9 @@ pub struct Stats {
     /// sweep of obsolete files found them: never read, never deleted (empty for a
     /// read-only handle, which sweeps nothing; `verify` lists them too).
     pub foreign_tables: Vec<ForeignTable>,
+    /// The scan prefetch pool's work since open (jobs accepted, resolved by a worker or by
+    /// their own scan, threads spawned): all zeros when scans do not prefetch.
+    pub scan_prefetch: crate::iter::prefetch::PoolStats,
 }
 
 /// A table file in a store's directory, named like one of the store's tables, that no
@@ -366,6 +369,14 @@ impl std::fmt::Display for Stats {
             self.last_sequence
         )?;
         write!(f, "{}", self.placement)?;
+        let p = &self.scan_prefetch;
+        if p.submitted > 0 || p.spawned > 0 {
+            writeln!(
+                f,
+                "scan prefetch: {} values submitted, {} resolved by workers, {} by their scan; {} threads spawned",
+                p.submitted, p.by_workers, p.stolen, p.spawned
+            )?;
+        }
         write!(f, "{}", self.memory)?;
         for t in &self.foreign_tables {
             writeln!(f, "foreign table {t}")?;

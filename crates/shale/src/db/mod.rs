@@ -872,7 +872,9 @@ impl Db {
 
     /// Counters: bytes by cause, levels, write amplification.
     pub fn stats(&self) -> Stats {
-        stats::stats(&self.inner())
+        let mut s = stats::stats(&self.inner());
+        s.scan_prefetch = self.prefetch.stats();
+        s
     }
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,

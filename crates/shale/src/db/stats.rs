@@ -101,6 +101,7 @@ pub(crate) fn stats(inner: &DbInner) -> Stats {
         placement: inner.values.stats(),
         memory: inner.memory.stats(),
         foreign_tables: inner.foreign_tables.lock().clone(),
+        scan_prefetch: Default::default(),
         lifetime: {
             let l = lifetime(inner);
             super::LifetimeStats {

@@ -99,7 +99,15 @@ struct Shared {
     /// The most bytes the named files may hold ([`MemFs::set_capacity`]); `u64::MAX`: no
     /// limit.
     capacity: AtomicU64,
+    /// Run by `punch_hole` between its check of the file's names and the punch (tests force
+    /// a hard link into that window).
+    #[cfg(test)]
+    punch_hook: Mutex<Option<PunchHook>>,
 }
+
+/// See `Shared::punch_hook`.
+#[cfg(test)]
+pub(crate) type PunchHook = Arc<dyn Fn(&Path) + Send + Sync>;
 
 impl Shared {
     /// Bytes held by the files the live namespace names (each inode once, a log's reserved
@@ -278,8 +286,17 @@ impl MemFs {
                 state: Mutex::new(state),
                 crashes: AtomicU64::new(0),
                 capacity: AtomicU64::new(u64::MAX),
+                #[cfg(test)]
+                punch_hook: Mutex::new(None),
             }),
         }
+    }
+
+    /// Run `hook` in every `punch_hole` after the check of the file's names, before the
+    /// punch (`None` removes it).
+    #[cfg(test)]
+    pub(crate) fn set_punch_hook(&self, hook: Option<PunchHook>) {
+        *self.shared.punch_hook.lock() = hook;
     }
 
     /// Make the file system hold at most `bytes` (the data of every file it names, a log's
@@ -603,6 +620,13 @@ impl FileSystem for MemFs {
             return Ok(false);
         }
         drop(state);
+        #[cfg(test)]
+        {
+            let hook = self.shared.punch_hook.lock().clone();
+            if let Some(hook) = hook {
+                hook(path);
+            }
+        }
         let mut node = inode.lock();
         let end = usize::try_from(offset.saturating_add(len))
             .unwrap_or(usize::MAX)

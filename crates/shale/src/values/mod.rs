@@ -83,7 +83,7 @@ impl std::fmt::Display for PlacementStats {
         let garbage: u64 = self.segments.iter().map(|s| s.2).sum();
         writeln!(
             f,
-            "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {}; {} records skipped as superseded",
+            "value log: {} segments {:.1} MB garbage {:.1} MB; gc runs {} read {:.1} MB relocated {} records {:.1} MB segments dropped {} steps {}; {} records skipped as superseded",
             self.segments.len(),
             mb(bytes),
             mb(garbage),
@@ -92,6 +92,7 @@ impl std::fmt::Display for PlacementStats {
             self.gc_records_relocated,
             mb(self.gc_bytes_relocated),
             self.gc_segments_deleted,
+            self.gc_steps,
             self.gc_records_skipped
         )?;
         for (n, b, g) in &self.segments {
@@ -233,6 +234,9 @@ pub struct PlacementStats {
     pub gc_runs: u64,
     /// Records garbage collection skipped without a lookup: a flush had superseded them.
     pub gc_records_skipped: u64,
+    /// Steps garbage collection committed inside a segment (a "collected up to" offset,
+    /// after which the prefix is punched out of the file; `docs/format/vlog.md` §4).
+    pub gc_steps: u64,
     /// Segments garbage collection found a damaged record in, with the record's offset:
     /// each is left as it is (its records may be live) and not collected again until the
     /// store is reopened; the run that found it returned `Error::Corruption` naming it.

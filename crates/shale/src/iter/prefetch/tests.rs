@@ -613,6 +613,11 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
         Options::default().scan_prefetch_threads
     );
     assert_eq!(&*t.wait().0.unwrap(), b"seven");
+    // `Db::stats` reports the pool's counters.
+    let s = db.stats().scan_prefetch;
+    assert_eq!(s, pool.stats());
+    assert_eq!((s.submitted, s.by_workers + s.stolen), (1, 1), "{s:?}");
+    assert!(db.stats().to_string().contains("scan prefetch: 1 values submitted"));
     db.close().unwrap();
     assert_eq!(pool.live_threads(), 0);
     assert!(

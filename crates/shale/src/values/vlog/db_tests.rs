@@ -561,6 +561,8 @@ fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
     // Automatic collection: it takes the dead prefix step by step and stops where the
     // rest is live, without rewriting it.
     assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    let steps = db.stats().placement.gc_steps;
+    assert!(steps >= 1, "each step is counted in Stats: {steps}");
     let after = disk_bytes(&path);
     let prefix = u64::from(n) * record_len(&key(0), &big(0, 0)) as u64;
     assert!(
@@ -596,4 +598,140 @@ fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
     check_all(&db);
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A store whose first segment's dead prefix collection punched out (and whose live rest
+/// it left in place), the options of the punch test on a file system that zeros a punch.
+fn punched_store(env: &Env) -> (Options, u32, impl Fn(u32, u32) -> Vec<u8>) {
+    let mut o = opts(env, 0.3);
+    o.vlog_segment_size = 4 << 20;
+    let big = |i: u32, round: u32| {
+        let mut v = value(i, round);
+        v.resize(4200, b'x');
+        v
+    };
+    let n = 500;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for i in 0..2 * n {
+        db.put(&key(i), &big(i, 0)).expect("put");
+    }
+    for i in 0..n {
+        db.put(&key(i), &big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert!(db.stats().placement.gc_steps >= 1, "a prefix was collected");
+    db.close().expect("close");
+    (o, n, big)
+}
+
+#[test]
+fn repair_without_the_manifest_skips_a_punched_prefix() {
+    let env = Env::memory();
+    let (o, n, big) = punched_store(&env);
+    let fs = env.fs();
+    let first = fs
+        .list_dir(std::path::Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".vlog"))
+        .min()
+        .expect("a segment");
+    let seg = std::path::Path::new(DIR).join(&first);
+    // The punch left zeros from byte 4096 on.
+    let file = env.open(&seg).expect("open segment");
+    let mut page = vec![1u8; 4096];
+    file.read_exact_at(&mut page, 4096, crate::env::ReadCause::Recovery)
+        .expect("read");
+    assert!(page.iter().all(|&b| b == 0), "{first} was punched");
+    for name in fs.list_dir(std::path::Path::new(DIR)).expect("list") {
+        if name == "CURRENT" || name.starts_with("MANIFEST-") {
+            fs.remove_file(&std::path::Path::new(DIR).join(name)).expect("remove");
+        }
+    }
+    let report = crate::repair(DIR, o.clone()).expect("repair");
+    assert!(report.set_aside.is_empty(), "{report:?}");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.starts_with(&format!("{first}: skipped bytes"))),
+        "{:?}",
+        report.notes
+    );
+    let check_all = |db: &Db| {
+        for i in 0..2 * n {
+            let round = u32::from(i < n);
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i, round)), "{i}");
+        }
+    };
+    crate::verify(DIR, o.clone()).expect("verify");
+    let db = Db::open(DIR, o.clone()).expect("reopen");
+    check_all(&db);
+    // Collection goes on from the recorded prefix.
+    while db.run_value_gc().expect("gc") > 0 {}
+    check_all(&db);
+    db.close().expect("close");
+}
+
+/// Session 15 left a window open: the sweep checks a segment's names, then punches; a
+/// checkpoint that hard-links the segment in between gets a punched file. The test forces
+/// that interleaving (a checkpoint taken inside `MemFs::punch_hole`, after its check) and
+/// shows the copy is sound anyway: the sweep offers a prefix only after its commit, and a
+/// checkpoint pins its segments before it links them, from its capture (under the
+/// MANIFEST lock) on; so a checkpoint that links in the window captured after the commit,
+/// and its own MANIFEST records the prefix as collected: it never reads the zeros.
+#[test]
+fn a_checkpoint_linking_a_segment_as_its_prefix_is_punched_reads_everything() {
+    use std::sync::{Arc, Mutex};
+    let mem = Arc::new(MemFs::new());
+    let env = Env::new(mem.clone());
+    let mut o = opts(&env, 0.3);
+    o.vlog_segment_size = 4 << 20;
+    let big = |i: u32, round: u32| {
+        let mut v = value(i, round);
+        v.resize(4200, b'x');
+        v
+    };
+    let n = 500;
+    let db = Arc::new(Db::open(DIR, o.clone()).expect("open"));
+    for i in 0..2 * n {
+        db.put(&key(i), &big(i, 0)).expect("put");
+    }
+    for i in 0..n {
+        db.put(&key(i), &big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    let weak = Arc::downgrade(&db);
+    let linked: Arc<Mutex<Option<std::path::PathBuf>>> = Arc::default();
+    let seen = Arc::clone(&linked);
+    mem.set_punch_hook(Some(Arc::new(move |path: &std::path::Path| {
+        let mut seen = seen.lock().unwrap();
+        if seen.is_none() {
+            let db = weak.upgrade().expect("the store is open");
+            let info = db.checkpoint("/cp").expect("checkpoint");
+            assert!(info.files_linked > 0, "{info:?}");
+            *seen = Some(std::path::Path::new("/cp").join(path.file_name().unwrap()));
+        }
+    })));
+    assert_eq!(db.run_value_job(false).expect("gc"), 0);
+    mem.set_punch_hook(None);
+    let cp_segment = linked.lock().unwrap().clone().expect("a checkpoint in the window");
+    // The link shares the inode: the checkpoint's segment was punched too.
+    let file = env.open(&cp_segment).expect("open the linked segment");
+    let mut page = vec![1u8; 4096];
+    file.read_exact_at(&mut page, 4096, crate::env::ReadCause::Recovery)
+        .expect("read");
+    assert!(page.iter().all(|&b| b == 0), "the punch reached the link");
+    let check_all = |db: &Db| {
+        for i in 0..2 * n {
+            let round = u32::from(i < n);
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i, round)), "{i}");
+        }
+    };
+    crate::verify("/cp", o.clone()).expect("verify the checkpoint");
+    let cp = Db::open("/cp", o.clone()).expect("open the checkpoint");
+    check_all(&cp);
+    cp.close().expect("close");
+    check_all(&db);
 }

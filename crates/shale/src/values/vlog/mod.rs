@@ -705,6 +705,7 @@ impl ValueStore for VlogPlacement {
             gc_records_relocated: self.gc.records_relocated.load(Ordering::Relaxed),
             gc_records_skipped: self.gc.records_skipped.load(Ordering::Relaxed),
             gc_segments_deleted: self.gc.segments_deleted.load(Ordering::Relaxed),
+            gc_steps: self.gc.steps.load(Ordering::Relaxed),
             gc_damaged_segments: self
                 .unreadable
                 .lock()

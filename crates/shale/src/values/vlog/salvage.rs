@@ -14,6 +14,17 @@
 //! replayed with their values copied into the new tables and the segment is moved to
 //! `lost/` once the repaired MANIFEST commits.
 //!
+//! Without the MANIFEST, a segment whose prefix garbage collection punched out
+//! (`docs/format/vlog.md` §4: whole pages from 4096 on read as zeros) stops the scan at
+//! the hole. When the zeros start at byte 4096, fill at least one whole page, and a whole
+//! record with a valid checksum starts within a page of their end, and every record from
+//! there on is older than the newest table (garbage collection punches only segments wholly
+//! in tables), the scan skips the hole and resumes at that record ([`find_resume`]); the
+//! skipped bytes are the segment's collected prefix in the repaired MANIFEST (record kind
+//! 16) and the report names them. Any other hole is damage, as before: a page a crash lost
+//! in a segment still being written holds records newer than the tables, and the records
+//! after it must not come back without it.
+//!
 //! A pointer into a segment the directory does not hold is kept: garbage collection drops
 //! segments whose records no newest version points to, and older versions may still point
 //! there until a compaction drops them (`verify` skips them too). The segment is recorded
@@ -64,6 +75,9 @@ pub(crate) struct Found {
     /// Where and why its records ended before the file did (zeros after the last record
     /// are no damage).
     damage: Option<String>,
+    /// A punched-out prefix the scan skipped without the MANIFEST: `(first bad record,
+    /// first record after the hole)`; `from` is the second.
+    skipped: Option<(u64, u64)>,
 }
 
 /// What the first step found, kept for the second.
@@ -84,6 +98,14 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
         .state
         .map(|s| VlogState::of(s.state.as_ref()).collected.clone())
         .unwrap_or_default();
+    // The newest sequence number the tables hold: records after a punched hole must be
+    // older (see `find_resume`).
+    let tables_seq = ctx
+        .tables
+        .iter()
+        .map(|t| t.properties().largest_seq)
+        .max()
+        .unwrap_or(0);
     let mut numbers: Vec<u64> = ctx.names.iter().filter_map(|n| parse_segment_name(n)).collect();
     numbers.sort_unstable();
     let mut out = Vec::with_capacity(numbers.len());
@@ -98,6 +120,7 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
             valid_end: HEADER_LEN,
             from: HEADER_LEN,
             damage: None,
+            skipped: None,
         };
         if dropped.contains(&number) {
             found.kind = Use::Dropped;
@@ -143,6 +166,20 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
                 }
                 Err(ScanEnd::Clean) => break last_end,
                 Err(ScanEnd::Bad(at, why)) => {
+                    let resume = if found.from == HEADER_LEN && found.skipped.is_none() {
+                        find_resume(&file, at, size, tables_seq)?
+                    } else {
+                        None
+                    };
+                    if let Some(resume) = resume {
+                        found.skipped = Some((at, resume));
+                        found.from = resume;
+                        found.valid_end = resume;
+                        last_end = resume;
+                        scanner =
+                            SegmentScanner::new(file.clone(), size, resume, ReadCause::Recovery);
+                        continue;
+                    }
                     if !crate::values::zeros_between(&file, at, size, ReadCause::Recovery)? {
                         found.damage = Some(format!("damaged at byte {at}: {why}"));
                     }
@@ -159,6 +196,72 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
         out.push(found);
     }
     Ok(out)
+}
+
+/// The page garbage collection's punch starts at (`VlogPlacement::punch_collected`: whole
+/// pages after the header's).
+const PAGE: u64 = 4096;
+
+/// Where the records after a punched-out prefix resume, if the scan that stopped at `at`
+/// (in a segment of `size` bytes) stopped at one: zeros from byte [`PAGE`] to a page
+/// boundary `z` (at least one whole page, and not to the end of the file: that is a torn
+/// tail), `at` no later than [`PAGE`] (the record the hole cut, or the one at its start),
+/// the first offset from `z - PAGE` on (the collected offset lies in the page before `z` or
+/// in `z`'s: a record's header is not all zeros, but the page it starts in may be) where a
+/// whole record with a valid checksum starts, within two pages, and every record from there
+/// to the end of the scan no newer than `tables_seq` (the segment was wholly in tables, as
+/// every segment garbage collection touches is). `None`: not a punched prefix.
+fn find_resume(file: &crate::env::ReadFile, at: u64, size: u64, tables_seq: u64) -> Result<Option<u64>> {
+    if at > PAGE || size < 2 * PAGE {
+        return Ok(None);
+    }
+    let cause = ReadCause::Recovery;
+    // The end of the zeros, page by page.
+    let mut z = PAGE;
+    let mut page = vec![0u8; PAGE as usize];
+    while z + PAGE <= size {
+        file.read_exact_at(&mut page, z, cause)?;
+        if page.iter().any(|&b| b != 0) {
+            break;
+        }
+        z += PAGE;
+    }
+    if z == PAGE || z + PAGE > size {
+        // No whole zero page, or zeros to the end (a torn tail).
+        return Ok(None);
+    }
+    let lo = z - PAGE;
+    let hi = (z + PAGE).min(size);
+    let window_end = (hi + format::RECORD_HEADER_LEN as u64).min(size);
+    let mut window = vec![0u8; (window_end - lo) as usize];
+    file.read_exact_at(&mut window, lo, cause)?;
+    for pos in lo..hi {
+        let rel = (pos - lo) as usize;
+        let Some(h) = window
+            .get(rel..rel + format::RECORD_HEADER_LEN)
+            .and_then(|b| format::decode_header(b).ok())
+        else {
+            continue;
+        };
+        let len = h.record_len() as u64;
+        if h.seq == 0 || pos + len > size {
+            continue;
+        }
+        let mut rec = vec![0u8; len as usize];
+        file.read_exact_at(&mut rec, pos, cause)?;
+        if format::decode_record(&rec).is_err() {
+            continue;
+        }
+        // Found: every record from here on must be in the tables already.
+        let mut scanner = SegmentScanner::new(file.clone(), size, pos, cause);
+        while let Ok(r) = scanner.next()? {
+            if r.seq > tables_seq {
+                return Ok(None);
+            }
+        }
+        return Ok(Some(pos));
+    }
+    Ok(None)
 }
 
 /// Why the pointer `p` of `key` does not resolve, if it does not (`None`: it names a record
@@ -191,6 +294,12 @@ fn check_pointer(
         Use::Refused(why) => {
             return Ok(Some(format!("a value pointer names {name}, which is not usable: {why}")));
         }
+    }
+    if p.offset < f.from {
+        // Into the prefix garbage collection collected (and punched out): only an older
+        // version can point there, as into a dropped segment.
+        *missing.entry(p.segment).or_default() += 1;
+        return Ok(None);
     }
     if !p.fits(key.len(), f.valid_end) {
         return Ok(Some(format!(
@@ -316,6 +425,11 @@ pub(super) fn salvage(
             // Zeros after the last record: space reserved ahead of the writer, no data.
             log.bytes_dropped = 0;
         }
+        if let Some((at, resume)) = f.skipped {
+            out.notes.push(format!(
+                "{name}: skipped bytes {at} to {resume}, a prefix garbage collection punched                  out (zeros from byte {PAGE}); its records resume at byte {resume}"
+            ));
+        }
         let mut inline = 0u64;
         let mut scanner = SegmentScanner::new(file, f.valid_end, f.from, ReadCause::Recovery);
         while let Ok(rec) = scanner.next()? {
@@ -344,6 +458,10 @@ pub(super) fn salvage(
             w.sync()?;
             drop(w);
             VlogRecord::Sealed(f.number, f.valid_end).push(edit);
+            if f.from > HEADER_LEN {
+                // Nothing reads the collected prefix again (and an open punches it).
+                VlogRecord::Collected(f.number, f.from).push(edit);
+            }
             if f.valid_end < f.size {
                 VlogRecord::SegmentEnd(f.number, f.valid_end).push(edit);
             }
@@ -364,11 +482,18 @@ pub(super) fn salvage(
         if !found.iter().any(|f| f.number == segment) {
             VlogRecord::Dropped(segment).push(edit);
         }
-        out.notes.push(format!(
-            "{pointers} value pointers name {}, which is not in the directory (or garbage \
-             collection dropped it): they are older versions, or values lost",
-            format::segment_file_name(segment)
-        ));
+        let name = format::segment_file_name(segment);
+        out.notes.push(if found.iter().any(|f| f.number == segment && f.kind == Use::Keep) {
+            format!(
+                "{pointers} value pointers name the prefix of {name} that garbage collection \
+                 collected: they are older versions, or values lost"
+            )
+        } else {
+            format!(
+                "{pointers} value pointers name {name}, which is not in the directory (or \
+                 garbage collection dropped it): they are older versions, or values lost"
+            )
+        });
     }
     // Nothing left to replay: the next open starts a new segment after the last one.
     if let Some((segment, end)) = last_kept {
