@@ -36,7 +36,10 @@ fn opts(env: &Env, design: &str) -> Options {
 /// below 128, one data block), so the two tables have the same size and a copy of one over
 /// the other passes the size check the MANIFEST's record allows. Returns the two tables'
 /// paths (first flush, second flush) and a key of each.
-fn two_tables_of_one_size(env: &Env, design: &str) -> [(PathBuf, Vec<u8>); 2] {
+/// Two tables' paths, each with a key it holds.
+type TwoTables = [(PathBuf, Vec<u8>); 2];
+
+fn two_tables_of_one_size(env: &Env, design: &str) -> TwoTables {
     let db = Db::open(DIR, opts(env, design)).unwrap();
     for prefix in ["a", "b"] {
         for i in 0..50 {
@@ -140,20 +143,26 @@ fn a_table_copied_over_another_table_of_the_store_is_corruption() {
 #[test]
 fn a_table_of_another_store_is_corruption() {
     for design in Options::available_presets() {
-        let mem = MemFs::new();
-        let env = Env::new(Arc::new(mem.clone()));
-        let ours = two_tables_of_one_size(&env, design);
         let size = |m: &MemFs, p: &Path| m.file_size(p).unwrap();
-        // Store ids are random and varint-coded: build other stores until one's table has
-        // the same size (its id's encoding as long as ours), so only the id differs.
-        let (other, theirs) = (0..64)
-            .map(|_| {
+        // Store ids are random and varint-coded: build stores until two have tables of one
+        // size (their ids' encodings as long), so only the id differs. Any two will do, so
+        // a store whose id has a rare encoding length cannot leave the search empty (a
+        // search for a match of one given store failed now and then, about one run in 50).
+        let mut built: Vec<(MemFs, TwoTables)> = Vec::new();
+        let (i, j) = (0..64)
+            .find_map(|_| {
                 let m = MemFs::new();
                 let t = two_tables_of_one_size(&Env::new(Arc::new(m.clone())), design);
-                (m, t)
+                let twin = built
+                    .iter()
+                    .position(|(bm, bt)| size(bm, &bt[1].0) == size(&m, &t[1].0));
+                built.push((m, t));
+                twin.map(|i| (i, built.len() - 1))
             })
-            .find(|(m, t)| size(m, &t[1].0) == size(&mem, &ours[1].0))
-            .unwrap();
+            .expect("two stores with tables of one size");
+        let (mem, ours) = built[i].clone();
+        let (other, theirs) = built[j].clone();
+        let env = Env::new(Arc::new(mem.clone()));
         assert_eq!(theirs[1].0, ours[1].0, "{design}: same file number");
         copy(&other, &theirs[1].0, &mem, &ours[1].0);
         refused_naming(
