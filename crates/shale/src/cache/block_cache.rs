@@ -32,6 +32,11 @@ pub const ENTRY_OVERHEAD: usize = 64;
 
 const NIL: usize = usize::MAX;
 
+/// The bytes of one cached block: the buffer the block was read (or decompressed) into,
+/// shared as it is. A `Vec` rather than `Arc<[u8]>` so that a buffer filled by a read
+/// becomes a block without being copied (`Arc<[u8]>` needs its own allocation).
+pub type SharedBytes = Arc<Vec<u8>>;
+
 type Key = (u64, u64);
 
 struct Node {
@@ -47,7 +52,7 @@ struct Node {
 /// and never the recency list.
 struct Entry {
     slot: usize,
-    block: Arc<[u8]>,
+    block: SharedBytes,
     /// Read since it was inserted or last passed over by eviction.
     referenced: bool,
 }
@@ -109,7 +114,7 @@ impl Shard {
         self.head = i;
     }
 
-    fn get(&mut self, key: Key) -> Option<Arc<[u8]>> {
+    fn get(&mut self, key: Key) -> Option<SharedBytes> {
         let e = self.map.get_mut(&key)?;
         e.referenced = true;
         Some(Arc::clone(&e.block))
@@ -132,7 +137,7 @@ impl Shard {
         }
     }
 
-    fn insert(&mut self, key: Key, block: Arc<[u8]>, charge: usize) {
+    fn insert(&mut self, key: Key, block: SharedBytes, charge: usize) {
         // Replacing an entry: drop the old one first so the budget check below is exact.
         self.remove(key);
         if charge > self.capacity {
@@ -261,7 +266,7 @@ impl BlockCache {
 
     /// The block of `file_number` at `offset`, if cached; marks it read, so that eviction
     /// passes over it once.
-    pub fn get(&self, file_number: u64, offset: u64) -> Option<Arc<[u8]>> {
+    pub fn get(&self, file_number: u64, offset: u64) -> Option<SharedBytes> {
         let found = self
             .shard(file_number, offset)
             .lock()
@@ -278,7 +283,7 @@ impl BlockCache {
     /// Cache `block` as the block of `file_number` at `offset`, replacing any previous entry
     /// and evicting the least recently used blocks of its shard to stay within budget. A
     /// block larger than a shard's budget is not cached.
-    pub fn insert(&self, file_number: u64, offset: u64, block: Arc<[u8]>) {
+    pub fn insert(&self, file_number: u64, offset: u64, block: SharedBytes) {
         let charge = block.len().saturating_add(ENTRY_OVERHEAD);
         self.with_shard(file_number, offset, |s| {
             s.insert((file_number, offset), block, charge)
@@ -334,7 +339,7 @@ impl BlockCache {
 mod tests {
     use super::*;
 
-    fn block(len: usize, fill: u8) -> Arc<[u8]> {
+    fn block(len: usize, fill: u8) -> SharedBytes {
         Arc::from(vec![fill; len])
     }
 

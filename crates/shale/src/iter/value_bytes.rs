@@ -1,7 +1,7 @@
 //! [`ValueBytes`]: a resolved value, without a copy where the placement can avoid one.
 
 use std::ops::{Deref, Range};
-use std::sync::Arc;
+use crate::cache::block_cache::SharedBytes;
 
 /// A value as [`crate::values::ValueStore::resolve`] returns it: borrowed from the bytes the tree
 /// stored (an inline value), owned, or a range of a shared buffer (a value-log record kept
@@ -15,7 +15,7 @@ pub enum ValueBytes<'a> {
     Owned(Vec<u8>),
     /// `range` of a shared buffer; a range outside the buffer reads as empty (never made:
     /// the placement builds it from a record it has just decoded).
-    Shared(Arc<[u8]>, Range<usize>),
+    Shared(SharedBytes, Range<usize>),
 }
 
 impl Default for ValueBytes<'_> {
@@ -75,8 +75,8 @@ mod tests {
 
     #[test]
     fn every_form_reads_its_bytes() {
-        let buf: Arc<[u8]> = Arc::from(&b"headvaluetail"[..]);
-        let shared = ValueBytes::Shared(Arc::clone(&buf), 4..9);
+        let buf: SharedBytes = std::sync::Arc::new(b"headvaluetail".to_vec());
+        let shared = ValueBytes::Shared(std::sync::Arc::clone(&buf), 4..9);
         assert_eq!(&*shared, b"value");
         assert_eq!(shared, ValueBytes::Borrowed(b"value"));
         assert_eq!(shared.clone().into_owned(), b"value".to_vec());

@@ -1,7 +1,7 @@
 //! Reads one block: binary search over restart points, then a linear scan.
 //!
-//! A [`Block`] is a cheap handle on immutable bytes (`Arc<[u8]>`, as the block cache holds
-//! them). A [`BlockCursor`] walks it and reports problems as plain descriptions, so hot
+//! A [`Block`] is a cheap handle on immutable bytes ([`SharedBytes`], as the block cache
+//! holds them). A [`BlockCursor`] walks it and reports problems as plain descriptions, so hot
 //! paths that know the file (table lookups and iterators) need not carry the file's path
 //! around; [`BlockIter`] pairs a cursor with its file to be an [`InternalIterator`].
 //!
@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::cache::block_cache::SharedBytes;
 use crate::error::{Error, Result};
 use crate::format::{decode_fixed32, decode_varint32};
 use crate::iter::InternalIterator;
@@ -26,7 +27,7 @@ type Decoded<T> = std::result::Result<T, String>;
 /// The bytes of one decoded (uncompressed, trailer-less) block.
 #[derive(Clone, Debug)]
 pub struct Block {
-    data: Arc<[u8]>,
+    data: SharedBytes,
     /// Offset of the restart array: entries live in `data[..restarts_off]`.
     restarts_off: usize,
     num_restarts: usize,
@@ -38,7 +39,7 @@ impl Block {
     /// # Errors
     /// A description of the problem when the trailer is truncated or claims more restart
     /// points than the block can hold (the caller adds file and offset).
-    pub fn new(data: Arc<[u8]>) -> Decoded<Block> {
+    pub fn new(data: SharedBytes) -> Decoded<Block> {
         let len = data.len();
         let n = decode_fixed32(&data, len.saturating_sub(4))
             .map_err(|_| format!("block of {len} bytes is too short for its restart count"))?
@@ -57,7 +58,7 @@ impl Block {
     }
 
     /// The block's bytes.
-    pub fn data(&self) -> &Arc<[u8]> {
+    pub fn data(&self) -> &SharedBytes {
         &self.data
     }
 

@@ -158,12 +158,12 @@ fn reset_reuses_the_iterator() {
 
 #[test]
 fn bad_trailers_rejected() {
-    assert!(Block::new(Arc::from(&b""[..])).is_err());
-    assert!(Block::new(Arc::from(&b"\x01\0\0"[..])).is_err());
+    assert!(Block::new(Arc::new(Vec::new())).is_err());
+    assert!(Block::new(Arc::new(b"\x01\0\0".to_vec())).is_err());
     // zero restarts
-    assert!(Block::new(Arc::from(&[0u8, 0, 0, 0][..])).is_err());
+    assert!(Block::new(Arc::new([0u8, 0, 0, 0].to_vec())).is_err());
     // more restarts than fit
-    assert!(Block::new(Arc::from(&[0u8, 0, 0, 0, 2, 0, 0, 0][..])).is_err());
+    assert!(Block::new(Arc::new([0u8, 0, 0, 0, 2, 0, 0, 0].to_vec())).is_err());
 }
 
 /// Drive every movement over a damaged block: each may fail, none may panic or loop.
@@ -207,7 +207,7 @@ fn corrupt_blocks_never_panic() {
         }
         // truncations that keep a plausible restart count
         for cut in 0..good.len() {
-            if let Ok(block) = Block::new(Arc::from(&good[..cut])) {
+            if let Ok(block) = Block::new(Arc::new(good[..cut].to_vec())) {
                 let _ = exercise(block);
             }
         }

@@ -85,7 +85,7 @@ pub fn read_commit(file: &ReadFile, size: u64) -> Result<(Footer, Directory)> {
     let len = usize::try_from(h.size + BLOCK_TRAILER_LEN as u64)
         .map_err(|_| Error::corruption(path, h.offset, "directory too large for this machine"))?;
     let buf = file.read_at(h.offset, len, ReadCause::TableOpen)?;
-    let payload = decode_block(&buf, true).at(path, h.offset)?;
+    let payload = decode_block(buf, true).at(path, h.offset)?;
     let directory = Directory::decode(&payload, footer.segments, h.offset).at(path, h.offset)?;
     Ok((footer, directory))
 }

@@ -15,7 +15,7 @@ use super::{
     BUCKET_HEADER_LEN, BUCKET_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, HTABLE_MAGIC, HashKey,
     MAX_BUCKET_SIZE, MIN_BUCKET_SIZE, OLDEST_FORMAT_VERSION, hashkey, home_bucket, rank,
 };
-use crate::cache::block_cache::BlockCache;
+use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{BlockKind, ReadCause, ReadFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::format::{Reader, crc32c, decode_fixed32, decode_fixed64, unmask_crc};
@@ -379,7 +379,7 @@ impl HTable {
                 let buf = self.file.read_at(a, (b - a) as usize, cause)?;
                 self.file.count_block(cause, BlockKind::Filter);
                 cluster::checked_payload(&buf).at(&self.path, a)?;
-                let data: Arc<[u8]> = Arc::from(buf);
+                let data: SharedBytes = Arc::new(buf);
                 if let Some(cache) = &self.cache
                     && cause != ReadCause::Compaction
                 {
@@ -485,7 +485,7 @@ impl HTable {
     }
 
     /// Read bucket `b` (through the block cache; a compaction read does not fill it).
-    fn read_bucket(&self, b: u64, cause: ReadCause, verify: bool) -> Result<Arc<[u8]>> {
+    fn read_bucket(&self, b: u64, cause: ReadCause, verify: bool) -> Result<SharedBytes> {
         let off = b * self.bucket_size as u64;
         if let Some(c) = &self.cache
             && let Some(data) = c.get(self.file_number, off)
@@ -500,7 +500,7 @@ impl HTable {
             check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
                 .at(&self.path, off)?;
         }
-        let data: Arc<[u8]> = Arc::from(buf);
+        let data: SharedBytes = Arc::new(buf);
         if let Some(c) = &self.cache
             && cause != ReadCause::Compaction
         {

@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use crate::cache::block_cache::SharedBytes;
 use crate::format::{crc32c_two, decode_fixed32, decode_varint64, mask_crc, put_varint64};
 use crate::format::{unmask_crc, varint_len};
 use crate::options::Compression;
@@ -73,11 +74,12 @@ pub fn trailer(stored: &[u8], ty: u8) -> [u8; BLOCK_TRAILER_LEN] {
 }
 
 /// Check the trailer at the end of `buf` (stored block followed by trailer) when `verify`
-/// is set, and return the uncompressed block.
+/// is set, and return the uncompressed block. An uncompressed block is `buf` itself with
+/// its trailer cut off (no copy).
 ///
 /// # Errors
 /// A description of a checksum mismatch, an unknown type or a bad compressed payload.
-pub fn decode_block(buf: &[u8], verify: bool) -> std::result::Result<Arc<[u8]>, String> {
+pub fn decode_block(mut buf: Vec<u8>, verify: bool) -> std::result::Result<SharedBytes, String> {
     let size = buf
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -94,7 +96,10 @@ pub fn decode_block(buf: &[u8], verify: bool) -> std::result::Result<Arc<[u8]>, 
         }
     }
     match ty {
-        t if t == Compression::None as u8 => Ok(Arc::from(stored)),
+        t if t == Compression::None as u8 => {
+            buf.truncate(size);
+            Ok(Arc::new(buf))
+        }
         t if t == Compression::Lz4 as u8 => decompress_lz4(stored),
         t if t == Compression::Zstd as u8 => decompress_zstd(stored),
         t => Err(format!("unknown block compression type {t}")),
@@ -110,7 +115,7 @@ fn decompress(
     codec: &str,
     max_ratio: Option<usize>,
     decode: impl FnOnce(&[u8], &mut [u8]) -> std::result::Result<usize, String>,
-) -> std::result::Result<Arc<[u8]>, String> {
+) -> std::result::Result<SharedBytes, String> {
     let (len, n) = decode_varint64(stored)?;
     let payload = stored.get(n..).unwrap_or_default();
     let limit = max_ratio.map_or(MAX_UNCOMPRESSED_BLOCK, |r| {
@@ -125,20 +130,17 @@ fn decompress(
                 payload.len()
             )
         })?;
-    // Collecting a trusted-length iterator allocates the shared block once; we then
-    // decompress straight into it while we still hold the only reference.
-    let mut out: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-    let dst = Arc::get_mut(&mut out).ok_or_else(|| "block buffer is shared".to_string())?;
-    let got = decode(payload, dst).map_err(|e| format!("{codec} decompression failed: {e}"))?;
+    let mut out = vec![0u8; len];
+    let got = decode(payload, &mut out).map_err(|e| format!("{codec} decompression failed: {e}"))?;
     if got != len {
         return Err(format!(
             "{codec} block decompressed to {got} bytes, its header says {len}"
         ));
     }
-    Ok(out)
+    Ok(Arc::new(out))
 }
 
-fn decompress_lz4(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+fn decompress_lz4(stored: &[u8]) -> std::result::Result<SharedBytes, String> {
     decompress(stored, "lz4", Some(MAX_LZ4_RATIO), |payload, dst| {
         lz4_flex::block::decompress_into(payload, dst).map_err(|e| e.to_string())
     })
@@ -150,7 +152,7 @@ thread_local! {
         std::cell::RefCell::new(ruzstd::decoding::FrameDecoder::new());
 }
 
-fn decompress_zstd(stored: &[u8]) -> std::result::Result<Arc<[u8]>, String> {
+fn decompress_zstd(stored: &[u8]) -> std::result::Result<SharedBytes, String> {
     decompress(stored, "zstd", None, |payload, dst| {
         // The decoder returns errors for damaged frames; a panic in it on some input it
         // does not expect must still not take the reader down with it.
@@ -189,7 +191,7 @@ mod tests {
         for raw in [&compressible[..], &random[..], b""] {
             for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
                 let s = stored(raw, c);
-                assert_eq!(&*decode_block(&s, true).unwrap(), raw);
+                assert_eq!(&*decode_block(s, true).unwrap(), raw);
             }
         }
         for c in [Compression::Lz4, Compression::Zstd] {
@@ -211,13 +213,13 @@ mod tests {
                 for bit in [0x01, 0x04, 0x80] {
                     let mut bad = s.clone();
                     bad[i] ^= bit;
-                    assert!(decode_block(&bad, true).is_err(), "{c:?}: flip at {i} accepted");
+                    assert!(decode_block(bad.clone(), true).is_err(), "{c:?}: flip at {i} accepted");
                     // without checksums: an error or some bytes, never a panic
-                    let _ = decode_block(&bad, false);
+                    let _ = decode_block(bad, false);
                 }
             }
         }
-        assert!(decode_block(&stored(&raw, Compression::Lz4)[..3], true).is_err());
+        assert!(decode_block(stored(&raw, Compression::Lz4)[..3].to_vec(), true).is_err());
         // an absurd uncompressed length is refused before allocating
         let mut huge = Vec::new();
         put_varint64(&mut huge, 1 << 40);
@@ -225,13 +227,13 @@ mod tests {
         let t = trailer(&huge, 1);
         huge.extend_from_slice(&t);
         assert!(
-            decode_block(&huge, true)
+            decode_block(huge, true)
                 .unwrap_err()
                 .contains("uncompressed size")
         );
         // unknown type
         let mut u = b"abc".to_vec();
         u.extend_from_slice(&trailer(b"abc", 9));
-        assert!(decode_block(&u, true).unwrap_err().contains("type 9"));
+        assert!(decode_block(u, true).unwrap_err().contains("type 9"));
     }
 }

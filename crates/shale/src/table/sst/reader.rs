@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cache::block_cache::BlockCache;
+use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{CorruptionContext, Error, Result};
 use crate::iter::InternalIterator;
@@ -152,9 +152,9 @@ impl Table {
             }
         }
 
-        let read_meta = |h: BlockHandle| -> Result<Arc<[u8]>> {
+        let read_meta = |h: BlockHandle| -> Result<SharedBytes> {
             let buf = read_stored(&file, &path, h, ReadCause::TableOpen)?;
-            decode_block(&buf, true).at(&path, h.offset)
+            decode_block(buf, true).at(&path, h.offset)
         };
         let props_raw = read_meta(footer.properties)?;
         let props = TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
@@ -350,7 +350,7 @@ impl Table {
             }
             data_end = handle.end().unwrap_or(u64::MAX);
             let buf = read_stored(&self.file, &self.path, handle, cause)?;
-            let block = Block::new(decode_block(&buf, true).map_err(bad)?).map_err(bad)?;
+            let block = Block::new(decode_block(buf, true).map_err(bad)?).map_err(bad)?;
             let mut it = block.iter(Arc::clone(&self.path), handle.offset);
             it.seek_to_first()?;
             if !it.valid() {
@@ -438,7 +438,7 @@ impl Table {
             let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
             let handle = self.decode_handle(hv)?;
             let buf = read_stored(&self.file, &self.path, handle, ReadCause::Other)?;
-            let data = decode_block(&buf, true).at(&self.path, handle.offset)?;
+            let data = decode_block(buf, true).at(&self.path, handle.offset)?;
             let block = Block::new(data).at(&self.path, handle.offset)?;
             let mut it = block.iter(Arc::clone(&self.path), handle.offset);
             if first {
@@ -499,7 +499,7 @@ impl Table {
         }
         let buf = read_stored(&self.file, &self.path, h, cause)?;
         self.file.count_block(cause, crate::env::BlockKind::Data);
-        let data = decode_block(&buf, self.verify_checksums).at(&self.path, h.offset)?;
+        let data = decode_block(buf, self.verify_checksums).at(&self.path, h.offset)?;
         let block = Block::new(Arc::clone(&data)).at(&self.path, h.offset)?;
         if let Some(c) = &self.cache
             && cause != ReadCause::Compaction

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::format::{self, HEADER_LEN, Pointer, RECORD_HEADER_LEN};
 use super::{Segment, VlogPlacement, parse_segment_name};
+use crate::cache::block_cache::SharedBytes;
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
@@ -82,14 +83,16 @@ pub(crate) fn read_value(
         .and_then(|c| c.get(p.segment, p.offset))
         .filter(|b| b.len() == len);
     let hit = cached.is_some();
-    let buf: Arc<[u8]> = match cached {
+    let buf: SharedBytes = match cached {
         Some(b) => b,
         None => {
             let file = vlog.handle(&seg)?;
+            // Not `read_at`: the segment may have grown since this handle was opened, and
+            // `read_at` checks the length the handle saw (the pointer was checked above).
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, p.offset, cause)?;
             file.count_block(cause, crate::env::BlockKind::Value);
-            buf.into()
+            Arc::new(buf)
         }
     };
     let rec = if hit {
