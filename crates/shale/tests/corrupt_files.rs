@@ -72,19 +72,7 @@ fn opts(env: &Env, design: &str, compression: Compression) -> Options {
 /// damaged table fails and turns the store read-only (as it must: LevelDB and RocksDB do
 /// too), which is not what this test checks.
 fn settle(db: &Db) {
-    let start = std::time::Instant::now();
-    let busy = |name: &str| db.property(name).as_deref() != Some("0");
-    while busy("shale.mem-table-flush-pending")
-        || busy("shale.compaction-pending")
-        || busy("shale.num-running-compactions")
-    {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the store never settled: {:?}",
-            db.property("shale.levels")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    db.wait_for_compactions().unwrap();
 }
 
 fn key(i: u32) -> Vec<u8> {

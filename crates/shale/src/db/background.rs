@@ -260,6 +260,34 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
+/// Wait until nothing runs and nothing will start before the next write: no frozen
+/// memtable waits for its flush, no compaction runs, and the last pick found nothing
+/// (the state in which the `shale.*-pending` properties and
+/// `shale.num-running-compactions` all read 0). Returns at once on a read-only handle.
+pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {
+    if inner.read_only {
+        return Ok(());
+    }
+    let mut bg = inner.bg.lock();
+    loop {
+        if let Some(e) = &bg.error {
+            return Err(Error::ReadOnly(e.clone()));
+        }
+        let busy = !bg.imms.is_empty()
+            || bg.flushing
+            || !bg.running.is_empty()
+            || bg.compaction_wanted
+            || bg.manual;
+        if !busy {
+            return Ok(());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        inner.bg_cv.wait(&mut bg);
+    }
+}
+
 /// Run one plan: execute it and commit its edit. `ticket` names the plan in
 /// `BgState::running` (background plans): it leaves that list under the `bg` lock together
 /// with the installation of the version it made, so a picker never sees the plan gone
@@ -321,6 +349,8 @@ fn next_plan(inner: &DbInner) -> Option<(u64, Plan)> {
                 }
                 None => {
                     bg.compaction_wanted = false;
+                    // `wait_settled` may be waiting for exactly this.
+                    inner.bg_cv.notify_all();
                     #[cfg(test)]
                     gate::starved(inner, &mut bg);
                 }

@@ -834,6 +834,19 @@ impl Db {
         inner.values.sync().inspect_err(|e| inner.set_error(e))
     }
 
+    /// Wait until the store's background work is done (RocksDB's `WaitForCompact`): every
+    /// frozen memtable flushed, no compaction running, and none left for the layout to
+    /// start. The memtable in use is not flushed (call [`Db::flush`] first for that). Writes
+    /// made meanwhile may start more work, which this then waits for too. Returns at once
+    /// on a read-only handle, where nothing runs.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] if a background failure stopped the work; [`Error::Closed`] when
+    /// the store closes meanwhile.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        background::wait_settled(&self.inner())
+    }
+
     /// Compact every table overlapping `[begin, end]` (open ends: everything) down the tree.
     ///
     /// # Errors
