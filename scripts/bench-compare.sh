@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the same db_bench workload on every available Shale design and, when the binary was
-# built with `--features peers`, on RocksDB and fjall; then print a Markdown table.
+# built with `--features peers`, on RocksDB (`rocksdb`, Shale's options mirrored, and
+# `rocksdb-tuned`, as its users configure it) and fjall; then print a Markdown table.
 #
 #   scripts/bench-compare.sh [NUM] [BENCHMARKS] [extra shale bench flags...]
 #
@@ -18,7 +19,7 @@ extra=("$@")
 features=()
 if [ "${PEERS:-1}" = 1 ] && cargo build --release -p shale-cli --features peers >/dev/null 2>&1; then
   features=(--features peers)
-  peers=(rocksdb fjall)
+  peers=(rocksdb rocksdb-tuned fjall)
 else
   cargo build --release -p shale-cli
   peers=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run YCSB core workloads A-F (load, then run) on every available Shale design and, in a
-# build with `--features peers`, on RocksDB and fjall; print a Markdown table of the run
+# build with `--features peers`, on RocksDB (`rocksdb`, Shale's options mirrored, and
+# `rocksdb-tuned`, as its users configure it) and fjall; print a Markdown table of the run
 # phases (and each load's write amplification).
 #
 #   scripts/ycsb-compare.sh [RECORDS] [OPERATIONS]        (defaults 200000 200000)
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 records=${1:-200000}
 operations=${2:-200000}
 if [ "${PEERS:-1}" = 1 ] && cargo build --release -p shale-cli --features peers >/dev/null 2>&1; then
-  peers=(rocksdb fjall)
+  peers=(rocksdb rocksdb-tuned fjall)
 else
   cargo build --release -p shale-cli
   peers=()

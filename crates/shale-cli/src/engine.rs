@@ -170,8 +170,12 @@ pub trait Engine: Send + Sync {
 pub enum EngineKind {
     /// Shale (this repository).
     Shale,
-    /// RocksDB, through the `rocksdb` crate (needs the `peers` feature).
+    /// RocksDB, through the `rocksdb` crate, configured to mirror Shale's options (static
+    /// level sizes, Shale's file sizes and triggers; needs the `peers` feature).
     Rocksdb,
+    /// RocksDB as its users configure it: its defaults plus its tuning guide's settings, with
+    /// the run's memtable, block cache and bloom bits (needs the `peers` feature).
+    RocksdbTuned,
     /// fjall (needs the `peers` feature).
     Fjall,
 }
@@ -182,6 +186,7 @@ impl EngineKind {
         match self {
             EngineKind::Shale => "shale",
             EngineKind::Rocksdb => "rocksdb",
+            EngineKind::RocksdbTuned => "rocksdb-tuned",
             EngineKind::Fjall => "fjall",
         }
     }
@@ -194,8 +199,8 @@ pub struct EngineConfig {
     pub design: String,
     /// Shale: axes chosen over the preset; other engines ignore them.
     pub axes: crate::axes::AxisFlags,
-    /// Memtable size in bytes; `None` keeps the design's (Shale) or Shale's default (peers,
-    /// which mirror [`Options::default`]).
+    /// Memtable size in bytes; `None` keeps the design's (Shale, `rocksdb-tuned`) or Shale's
+    /// default (the peers that mirror [`Options::default`]).
     pub write_buffer_size: Option<usize>,
     /// Block cache size in bytes.
     pub cache_size: usize,
@@ -270,7 +275,11 @@ pub struct VlogSettings {
 /// Engine flags shared by `shale bench` and `shale ycsb` (db_bench spellings accepted).
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineFlags {
-    /// Engine to benchmark (rocksdb and fjall need the `peers` build feature).
+    /// Engine to benchmark. `rocksdb` mirrors Shale's options (static level sizes, Shale's
+    /// file sizes and level-0 triggers, 64 MiB memtable); `rocksdb-tuned` is RocksDB as its
+    /// tuning guide configures it (dynamic level sizes, 16 KiB blocks, index and filters in
+    /// the block cache) with the --design's memtable; both take --cache-size and
+    /// --bloom-bits. The peers need the `peers` build feature.
     #[arg(long, value_enum, default_value = "shale")]
     pub engine: EngineKind,
     /// Shale design preset (see --list-designs).
@@ -282,7 +291,8 @@ pub struct EngineFlags {
     /// Block cache bytes.
     #[arg(long = "cache-size", alias = "cache_size", default_value_t = 64 << 20)]
     pub cache_size: usize,
-    /// Memtable bytes (default: the design's, 4 MiB for every preset; 64 MiB for the peers).
+    /// Memtable bytes (default: the design's, 4 MiB for every preset, and so for
+    /// rocksdb-tuned; 64 MiB for rocksdb and fjall).
     #[arg(long = "write-buffer-size", alias = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
     /// Block compression: none, lz4 or zstd.
@@ -374,14 +384,15 @@ pub struct EngineFlags {
     pub lwc_max_segments: Option<u32>,
 }
 
-/// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale) or
-/// [`Options::default`]'s (peers, which mirror it).
+/// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale, and
+/// `rocksdb-tuned`, which takes the memtable of the design it is compared with) or
+/// [`Options::default`]'s (the peers that mirror it).
 pub fn memtable_bytes(kind: EngineKind, design: &str, flag: Option<usize>) -> usize {
     if let Some(n) = flag {
         return n;
     }
     match kind {
-        EngineKind::Shale => Options::preset(design)
+        EngineKind::Shale | EngineKind::RocksdbTuned => Options::preset(design)
             .map(|o| o.write_buffer_size)
             .unwrap_or_else(|_| Options::default().write_buffer_size),
         EngineKind::Rocksdb | EngineKind::Fjall => Options::default().write_buffer_size,
@@ -406,7 +417,9 @@ impl EngineFlags {
             EngineKind::Shale => Options::preset(&self.design)
                 .map(|o| o.table.bloom_bits_per_key)
                 .unwrap_or_else(|_| Options::default().table.bloom_bits_per_key),
-            EngineKind::Rocksdb | EngineKind::Fjall => Options::default().table.bloom_bits_per_key,
+            EngineKind::Rocksdb | EngineKind::RocksdbTuned | EngineKind::Fjall => {
+                Options::default().table.bloom_bits_per_key
+            }
         }
     }
 
@@ -420,8 +433,13 @@ impl EngineFlags {
     /// # Errors
     /// An unknown compression name; for Shale, a design it cannot open.
     pub fn config(&self) -> EngineResult<EngineConfig> {
-        if self.engine == EngineKind::Shale {
-            self.axes.apply(&mut Options::preset(&self.design)?)?;
+        match self.engine {
+            EngineKind::Shale => self.axes.apply(&mut Options::preset(&self.design)?)?,
+            // The tuned RocksDB takes the design's memtable: the design must exist.
+            EngineKind::RocksdbTuned => {
+                Options::preset(&self.design)?;
+            }
+            EngineKind::Rocksdb | EngineKind::Fjall => {}
         }
         Ok(EngineConfig {
             design: self.design.clone(),
@@ -861,6 +879,12 @@ mod tests {
             shale::options::PRESET_WRITE_BUFFER_SIZE
         );
         assert_eq!(preset.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
+        // The tuned RocksDB takes the memtable of the design it is compared with.
+        assert_eq!(
+            preset.memtable_bytes(EngineKind::RocksdbTuned),
+            shale::options::PRESET_WRITE_BUFFER_SIZE
+        );
+        assert_eq!(c.memtable_bytes(EngineKind::RocksdbTuned), 1 << 20);
         let lines = shale_settings(&shale_options(&preset).unwrap()).join("\n");
         assert!(lines.contains("layout=flsm values=inline"), "{lines}");
         assert!(lines.contains("level-0 triggers 6/20/36"), "{lines}");

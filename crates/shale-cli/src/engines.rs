@@ -20,7 +20,7 @@ pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResul
         EngineKind::Shale if config.memory_only => {
             Ok(Box::new(crate::engine::MemoryOnlyEngine::open(config)?))
         }
-        EngineKind::Rocksdb | EngineKind::Fjall if config.memory_only => Err(CliError::msg(
+        _ if config.memory_only => Err(CliError::msg(
             "--memory-only runs Shale's memory components alone; it has no peer engine",
         )),
         EngineKind::Shale => {
@@ -29,7 +29,9 @@ pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResul
             let db = Db::open(path, o)?;
             Ok(Box::new(ShaleEngine::new(db, describe)))
         }
-        EngineKind::Rocksdb | EngineKind::Fjall => open_peer(kind, path, config),
+        EngineKind::Rocksdb | EngineKind::RocksdbTuned | EngineKind::Fjall => {
+            open_peer(kind, path, config)
+        }
     }
 }
 
@@ -54,13 +56,13 @@ fn open_peer(
     crate::peers::open(kind, path, config)
 }
 
-#[cfg(test)]
+/// Only the default build has tests here: the peers' own are in `peers.rs`.
+#[cfg(all(test, not(feature = "peers")))]
 mod tests {
     use super::*;
     use crate::engine::VlogSettings;
     use shale::Compression;
 
-    #[cfg(not(feature = "peers"))]
     #[test]
     fn peers_need_the_feature() {
         let c = EngineConfig {
@@ -80,10 +82,20 @@ mod tests {
             lwc: Default::default(),
             memory_only: false,
         };
-        let e = open(EngineKind::Rocksdb, Path::new("/nonexistent"), &c)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("--features peers"), "{e}");
+        for kind in [
+            EngineKind::Rocksdb,
+            EngineKind::RocksdbTuned,
+            EngineKind::Fjall,
+        ] {
+            let e = open(kind, Path::new("/nonexistent"), &c)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.contains(&format!("engine {} is not built", kind.name()))
+                    && e.contains("--features peers"),
+                "{e}"
+            );
+        }
     }
 }

@@ -308,6 +308,19 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse(&["bench", "--engine", "leveldb"]).is_err());
+        // Both RocksDB configurations are engines of their own, named apart in reports.
+        for (flag, kind) in [
+            ("rocksdb", engine::EngineKind::Rocksdb),
+            ("rocksdb-tuned", engine::EngineKind::RocksdbTuned),
+        ] {
+            match parse(&["bench", "--engine", flag]).unwrap().command {
+                Command::Bench(a) => {
+                    assert_eq!(a.store.engine, kind);
+                    assert_eq!(a.store.engine.name(), flag);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
         assert!(parse(&["bench", "--histogram=maybe"]).is_err());
     }
 

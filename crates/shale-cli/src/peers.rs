@@ -1,10 +1,12 @@
 //! Peer engines (RocksDB, fjall) behind the [`Engine`](crate::engine::Engine) trait.
 //!
-//! Built only with the `peers` feature. Each peer is configured from Shale's own defaults
-//! (`Options::default()`: the `leveldb` design with 64 MiB memtables, where the `leveldb`
-//! preset has 4 MiB) plus the flags in [`EngineConfig`], so a
-//! comparison differs in the engine and not in the tuning; where a peer has no equivalent
-//! setting, its [`describe`](crate::engine::Engine::describe) lines say so.
+//! Built only with the `peers` feature. `rocksdb` and `fjall` are configured from Shale's own
+//! defaults (`Options::default()`: the `leveldb` design with 64 MiB memtables, where the
+//! `leveldb` preset has 4 MiB) plus the flags in [`EngineConfig`], so a comparison differs in
+//! the engine and not in the tuning; where a peer has no equivalent setting, its
+//! [`describe`](crate::engine::Engine::describe) lines say so. `rocksdb-tuned` is RocksDB as
+//! its users configure it instead (its defaults plus its tuning guide's settings), with the
+//! run's memtable (the design's unless `--write-buffer-size`), block cache and bloom bits.
 
 mod fjall_db;
 mod rocks;
@@ -23,7 +25,16 @@ use crate::engine::{Engine, EngineConfig, EngineKind, EngineResult};
 pub fn open(kind: EngineKind, path: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     let tuning = Tuning::new(config);
     match kind {
-        EngineKind::Rocksdb => Ok(Box::new(rocks::RocksEngine::open(path, &tuning)?)),
+        EngineKind::Rocksdb => Ok(Box::new(rocks::RocksEngine::open(
+            path,
+            &tuning,
+            rocks::Config::Mirror,
+        )?)),
+        EngineKind::RocksdbTuned => Ok(Box::new(rocks::RocksEngine::open(
+            path,
+            &tuning,
+            rocks::Config::Tuned,
+        )?)),
         EngineKind::Fjall => Ok(Box::new(fjall_db::FjallEngine::open(path, &tuning)?)),
         EngineKind::Shale => Err(CliError::msg("shale is not a peer engine")),
     }
@@ -51,7 +62,7 @@ impl Tuning {
         }
     }
 
-    /// The memtable size: the flag, else Shale's default (64 MiB), which the peers mirror.
+    /// The memtable size of the mirroring peers: the flag, else Shale's default (64 MiB).
     pub fn write_buffer_size(&self) -> usize {
         self.config
             .write_buffer_size
@@ -95,6 +106,7 @@ mod tests {
             parallel_seek_min_tables: None,
             vlog: crate::engine::VlogSettings::default(),
             flodb: Default::default(),
+            lwc: Default::default(),
             memory_only: false,
         }
     }
@@ -171,6 +183,12 @@ mod tests {
     }
 
     #[test]
+    fn rocksdb_tuned_round_trip() {
+        exercise(EngineKind::RocksdbTuned, Compression::None);
+        exercise(EngineKind::RocksdbTuned, Compression::Lz4);
+    }
+
+    #[test]
     fn fjall_round_trip() {
         exercise(EngineKind::Fjall, Compression::None);
         exercise(EngineKind::Fjall, Compression::Lz4);
@@ -178,19 +196,118 @@ mod tests {
 
     #[test]
     fn rocksdb_counts_wal_and_flush_bytes() {
-        let dir = std::env::temp_dir().join(format!("shale-peers-ctr-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let e = open_engine(EngineKind::Rocksdb, &dir, &config(Compression::None)).unwrap();
-        let before = e.counters().unwrap();
-        for i in 0..1000 {
-            e.put(&key(i), &[b'x'; 100], false).unwrap();
+        for kind in [EngineKind::Rocksdb, EngineKind::RocksdbTuned] {
+            let dir = std::env::temp_dir().join(format!(
+                "shale-peers-ctr-{}-{}",
+                kind.name(),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let e = open_engine(kind, &dir, &config(Compression::None)).unwrap();
+            let before = e.counters().unwrap();
+            for i in 0..1000 {
+                e.put(&key(i), &[b'x'; 100], false).unwrap();
+            }
+            e.flush().unwrap();
+            let d = e.counters().unwrap().since(&before);
+            let get = |name: &str| d.written.iter().find(|c| c.0 == name).map(|c| c.1);
+            assert!(get("wal").unwrap() >= 100_000, "{kind:?} {d:?}");
+            assert!(get("flush").unwrap() >= 100_000, "{kind:?} {d:?}");
+            e.close().unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
         }
-        e.flush().unwrap();
-        let d = e.counters().unwrap().since(&before);
-        let get = |name: &str| d.written.iter().find(|c| c.0 == name).map(|c| c.1);
-        assert!(get("wal").unwrap() >= 100_000, "{d:?}");
-        assert!(get("flush").unwrap() >= 100_000, "{d:?}");
-        e.close().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The two RocksDB configurations open with the options they print, read back from the
+    /// OPTIONS file RocksDB writes: the mirror with Shale's, the tuned one with the tuning
+    /// guide's and the design's memtable.
+    #[test]
+    fn rocksdb_configurations_run_what_they_print() {
+        let keys = [
+            "write_buffer_size",
+            "level_compaction_dynamic_level_bytes",
+            "bytes_per_sync",
+            "max_background_jobs",
+            "compaction_pri",
+            "block_size",
+            "cache_index_and_filter_blocks",
+            "pin_l0_filter_and_index_blocks_in_cache",
+            "target_file_size_base",
+            "max_open_files",
+        ];
+        let opened = |kind: EngineKind, c: &EngineConfig| {
+            let dir = std::env::temp_dir().join(format!(
+                "shale-peers-cfg-{}-{}",
+                kind.name(),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            let e = open_engine(kind, &dir, c).unwrap();
+            let lines = e.describe().join("\n");
+            e.close().unwrap();
+            let values = rocks::options_file_values(&dir, &keys);
+            let _ = std::fs::remove_dir_all(&dir);
+            let value = move |k: &str| {
+                values
+                    .iter()
+                    .find(|(key, _)| key == k)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| panic!("{k} missing from OPTIONS"))
+            };
+            (lines, value)
+        };
+        let mut c = config(Compression::None);
+        c.write_buffer_size = None;
+        let shale = Options::default();
+
+        let (lines, mirror) = opened(EngineKind::Rocksdb, &c);
+        assert!(lines.contains("config:   mirror"), "{lines}");
+        assert_eq!(
+            mirror("write_buffer_size"),
+            shale.write_buffer_size.to_string()
+        );
+        assert_eq!(mirror("level_compaction_dynamic_level_bytes"), "false");
+        assert_eq!(mirror("block_size"), shale.table.block_size.to_string());
+        assert_eq!(mirror("cache_index_and_filter_blocks"), "false");
+        assert_eq!(mirror("bytes_per_sync"), "0");
+        assert_eq!(
+            mirror("target_file_size_base"),
+            shale.target_file_size.to_string()
+        );
+
+        let (lines, tuned) = opened(EngineKind::RocksdbTuned, &c);
+        assert!(
+            lines.contains("config:   tuned")
+                && lines.contains("level_compaction_dynamic_level_bytes=true")
+                && lines.contains("bytes_per_sync=1 MiB")
+                && lines.contains("(the leveldb design's)")
+                && lines.contains("defaults: RocksDB's, from its OPTIONS file: ")
+                && lines.contains("target_file_size_base=")
+                && !lines.contains("mirror"),
+            "{lines}"
+        );
+        let design = Options::preset("leveldb").unwrap().write_buffer_size;
+        assert_eq!(tuned("write_buffer_size"), design.to_string());
+        assert_eq!(tuned("level_compaction_dynamic_level_bytes"), "true");
+        assert_eq!(tuned("bytes_per_sync"), "1048576");
+        assert_eq!(tuned("compaction_pri"), "kMinOverlappingRatio");
+        assert_eq!(tuned("block_size"), "16384");
+        assert_eq!(tuned("cache_index_and_filter_blocks"), "true");
+        assert_eq!(tuned("pin_l0_filter_and_index_blocks_in_cache"), "true");
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+        assert_eq!(tuned("max_background_jobs"), cores.to_string());
+        // RocksDB's own limits where Shale's differ (its level sizes and file sizes are the
+        // same numbers: 256 MiB and 64 MiB).
+        assert_eq!(mirror("max_open_files"), shale.max_open_files.to_string());
+        assert_eq!(tuned("max_open_files"), "-1");
+
+        // The flag sets the tuned memtable; without a cache, index and filter stay with the
+        // open tables (RocksDB refuses to cache them in a cache that does not exist).
+        c.write_buffer_size = Some(2 << 20);
+        c.cache_size = 0;
+        let (lines, tuned) = opened(EngineKind::RocksdbTuned, &c);
+        assert!(lines.contains("(--write-buffer-size)"), "{lines}");
+        assert_eq!(tuned("write_buffer_size"), (2 << 20).to_string());
+        assert_eq!(tuned("cache_index_and_filter_blocks"), "false");
     }
 }
