@@ -10,6 +10,7 @@
 )]
 
 use crate::Db;
+use crate::db::testutil::settle;
 use crate::env::Env;
 use crate::env::mem::MemFs;
 use crate::options::Options;
@@ -128,23 +129,6 @@ fn a_flush_looks_nothing_up_while_no_table_holds_a_pointer() {
     db.close().expect("close");
 }
 
-/// Wait until no flush waits, no compaction runs and the background found nothing more to
-/// start, so that counters read next move only by what the test itself does.
-fn settle(db: &Db) {
-    let start = std::time::Instant::now();
-    let busy = |name: &str| db.property(name).as_deref() != Some("0");
-    while busy("shale.mem-table-flush-pending")
-        || busy("shale.compaction-pending")
-        || busy("shale.num-running-compactions")
-    {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the store never settled: {:?}",
-            db.property("shale.levels")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-}
 
 fn reads_of(db: &Db, cause: crate::env::ReadCause) -> u64 {
     db.stats()
