@@ -17,7 +17,7 @@
 //! get that looks into more than one table for its key, or into a table of more than one
 //! segment, charges the first table it looked into, and so does a sample of a user
 //! iterator's reads; a table that absorbed its allowance is compacted when nothing else is
-//! due (the picker decides how: see [`picker`]).
+//! due (the picker decides how: see `picker.rs`).
 //!
 //! Every append commits like any table change: the DTable's new footer is synced, then the
 //! MANIFEST edit records the table's new size (`PlanKind::Append`); a crash in between
