@@ -251,6 +251,10 @@ pub struct LwcSettings {
     pub division: Option<usize>,
     /// `LwcOptions::max_segments`.
     pub max_segments: Option<u32>,
+    /// `LwcOptions::seek_compaction`.
+    pub seek_compaction: Option<bool>,
+    /// `LwcOptions::seek_compaction_merges`.
+    pub seek_compaction_merges: Option<bool>,
 }
 
 /// Value-log settings that override a preset's (Shale designs with a value log).
@@ -382,6 +386,16 @@ pub struct EngineFlags {
     /// the design's (6).
     #[arg(long = "lwc-max-segments")]
     pub lwc_max_segments: Option<u32>,
+    /// LWC layout: seek-triggered compaction (`true`/`false`), gets and scan samples that
+    /// look into several tables or segments charging the first table; default: the
+    /// design's (true).
+    #[arg(long = "lwc-seek-compaction")]
+    pub lwc_seek_compaction: Option<bool>,
+    /// LWC layout: a table due for seeks has its segments merged in its own level (`true`)
+    /// instead of being pushed down by a lightweight compaction (`false`); default: the
+    /// design's (false).
+    #[arg(long = "lwc-seek-merges")]
+    pub lwc_seek_merges: Option<bool>,
 }
 
 /// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale, and
@@ -474,6 +488,8 @@ impl EngineFlags {
             lwc: LwcSettings {
                 division: self.lwc_division,
                 max_segments: self.lwc_max_segments,
+                seek_compaction: self.lwc_seek_compaction,
+                seek_compaction_merges: self.lwc_seek_merges,
             },
             memory_only: false,
         })
@@ -561,6 +577,12 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(n) = config.lwc.max_segments {
         o.lwc.max_segments = n;
     }
+    if let Some(b) = config.lwc.seek_compaction {
+        o.lwc.seek_compaction = b;
+    }
+    if let Some(b) = config.lwc.seek_compaction_merges {
+        o.lwc.seek_compaction_merges = b;
+    }
     o.validate()?;
     Ok(o)
 }
@@ -647,10 +669,14 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     }
     if o.layout == LayoutKind::Lwc {
         lines.push(format!(
-            "  lwc:      dtable tables up to {}, divided in {}, at most {} segments",
+            "  lwc:      dtable tables up to {}, divided in {}, at most {} segments, seek_compaction={} (min {} seeks, one per {} bytes, merges={})",
             mib(o.target_file_size),
             o.lwc.division,
-            o.lwc.max_segments
+            o.lwc.max_segments,
+            o.lwc.seek_compaction,
+            o.lwc.seek_compaction_min_seeks,
+            o.lwc.seek_compaction_bytes_per_seek,
+            o.lwc.seek_compaction_merges
         ));
     }
     if o.values == ValuesKind::Vlog {
@@ -946,11 +972,14 @@ mod tests {
             lwc: LwcSettings {
                 division: Some(4),
                 max_segments: Some(6),
+                seek_compaction: None,
+                seek_compaction_merges: Some(true),
             },
             ..c.clone()
         };
         let o = shale_options(&lwc).unwrap();
         assert_eq!((o.lwc.division, o.lwc.max_segments), (4, 6));
+        assert!(o.lwc.seek_compaction && o.lwc.seek_compaction_merges);
         assert!(
             shale_settings(&o)
                 .join("\n")
@@ -958,8 +987,8 @@ mod tests {
         );
         let one_segment = EngineConfig {
             lwc: LwcSettings {
-                division: None,
                 max_segments: Some(1),
+                ..LwcSettings::default()
             },
             ..lwc
         };

@@ -54,9 +54,10 @@ fn opts(env: &Env, design: &str, compression: Compression) -> Options {
     o.table.block_size = 256;
     o.block_cache_bytes = 0;
     // The reads of each damaged image must not reshape its tree: seek-triggered compaction
-    // would compact the damaged table they charge and fail (the store then refuses writes,
-    // as it must after a failed compaction).
+    // (the leveled layout's and the lwc layout's) would compact the damaged table they
+    // charge and fail (the store then refuses writes, as it must after a failed compaction).
     o.leveled.seek_compaction = false;
+    o.lwc.seek_compaction = false;
     if design == "lwc" {
         // Tables grown by appends stay below the division threshold, so the settled image
         // still holds tables of several segments (older commit records to flip). New tables

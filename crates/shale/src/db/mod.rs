@@ -55,6 +55,8 @@ mod secondary;
 mod snapshots;
 mod stats;
 mod store_files;
+#[cfg(test)]
+pub(crate) mod testutil;
 mod value_jobs;
 mod verify;
 mod write;

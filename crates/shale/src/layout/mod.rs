@@ -38,6 +38,7 @@ pub mod flsm;
 pub mod leveled;
 pub mod trie;
 pub mod lwc;
+pub mod seeks;
 
 /// What a picker decided: the inputs of one compaction and where its output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]

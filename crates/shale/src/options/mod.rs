@@ -470,6 +470,26 @@ pub struct LwcOptions {
     /// At least 2. Default 6 (the paper has no such bound): at 16, a 128-byte-value seek
     /// read 1.9x the bytes of one at 6 for 5% less write amplification (docs/designs/lwc.md).
     pub max_segments: u32,
+    /// Seek-triggered compaction, LevelDB's rule adapted (`docs/designs/lwc.md`): a point
+    /// lookup that looks into more than one table for its key, or into a table of more than
+    /// one segment, charges the first table one seek, as does a sample of a user iterator's
+    /// reads (one per about 1 MiB read); a table that has absorbed its allowance is
+    /// compacted (see [`LwcOptions::seek_compaction_merges`]) when no other work is due.
+    /// Default true.
+    pub seek_compaction: bool,
+    /// The fewest seeks a table absorbs before it is compacted (LevelDB: 100). At least 1.
+    /// Default 100.
+    pub seek_compaction_min_seeks: u32,
+    /// A table absorbs one seek per this many bytes of its size, when that is more than
+    /// [`LwcOptions::seek_compaction_min_seeks`] (LevelDB: 16 KiB). At least 1. Default
+    /// 16 KiB.
+    pub seek_compaction_bytes_per_seek: u64,
+    /// What happens to a table due for seeks: with true, when it holds several segments
+    /// they are merged (it is rewritten in its own level, as a division) and otherwise it is
+    /// pushed down; with false it is pushed down by a lightweight compaction (appended to the
+    /// tables below it, as LevelDB moves the file down), and only in the last level are its
+    /// segments merged. Default false.
+    pub seek_compaction_merges: bool,
 }
 
 impl Default for LwcOptions {
@@ -477,6 +497,10 @@ impl Default for LwcOptions {
         LwcOptions {
             division: 10,
             max_segments: 6,
+            seek_compaction: true,
+            seek_compaction_min_seeks: 100,
+            seek_compaction_bytes_per_seek: 16 * 1024,
+            seek_compaction_merges: false,
         }
     }
 }
@@ -1143,6 +1167,12 @@ impl Options {
         }
         if self.lwc.max_segments < 2 {
             return bad("lwc.max_segments must be at least 2".into());
+        }
+        if self.lwc.seek_compaction_min_seeks == 0 {
+            return bad("lwc.seek_compaction_min_seeks must be at least 1".into());
+        }
+        if self.lwc.seek_compaction_bytes_per_seek == 0 {
+            return bad("lwc.seek_compaction_bytes_per_seek must be at least 1".into());
         }
         Ok(())
     }

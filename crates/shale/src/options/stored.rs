@@ -208,6 +208,25 @@ const FIELDS: &[Field] = &[
     ),
     plain!("lwc.division", Rule::Free, "", lwc.division),
     plain!("lwc.max_segments", Rule::Free, "", lwc.max_segments),
+    plain!("lwc.seek_compaction", Rule::Free, "", lwc.seek_compaction),
+    plain!(
+        "lwc.seek_compaction_min_seeks",
+        Rule::Free,
+        "",
+        lwc.seek_compaction_min_seeks
+    ),
+    plain!(
+        "lwc.seek_compaction_bytes_per_seek",
+        Rule::Free,
+        "",
+        lwc.seek_compaction_bytes_per_seek
+    ),
+    plain!(
+        "lwc.seek_compaction_merges",
+        Rule::Free,
+        "",
+        lwc.seek_compaction_merges
+    ),
     // The trie's options steer which compactions run (when a pile is pushed down, when a
     // last-level container is collected, how many tables one filter cluster holds); none
     // decides how existing files are read (a table's container is its level's hash prefix,

@@ -6,11 +6,10 @@
 //!
 //! Two of LevelDB's rules are options ([`crate::options::LeveledOptions`]): compaction
 //! outputs are cut by their overlap with the level below them ([`cut`]), and reads that look
-//! into several tables for a key charge the first one until it is compacted ([`seeks`]).
+//! into several tables for a key charge the first one until it is compacted ([`crate::layout::seeks`]).
 
 pub mod cut;
 pub mod picker;
-pub mod seeks;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +33,7 @@ use crate::version::{FileMeta, Version};
 use cut::GrandparentOverlap;
 use parking_lot::Mutex;
 use picker::{PickMemory, PickerConfig};
-use seeks::SeekCharges;
+use crate::layout::seeks::SeekCharges;
 
 /// LevelDB's `ExpandedCompactionByteSizeLimit`: a compaction of a level >= 1 takes in more
 /// files of its level while its inputs stay under this many target files.
@@ -87,7 +86,7 @@ impl Leveled {
     /// tables asked at once (see `ReadContext::probe`: most keys of a loaded store live in
     /// the deepest level, so the filters of the levels above are asked anyway). Every table
     /// whose range holds the key, up to the one that answers, is noted in `probes`.
-    fn search<'v>(
+    pub(crate) fn search<'v>(
         &self,
         version: &'v Version,
         ctx: &ReadContext<'_>,
@@ -149,12 +148,38 @@ impl Leveled {
 /// The tables a read looked into for one key, in the order it did (LevelDB's `GetStats`):
 /// the first, and whether there was another.
 #[derive(Default)]
-struct Probes<'a> {
-    first: Option<(usize, &'a FileMeta)>,
-    more: bool,
+pub(crate) struct Probes<'a> {
+    /// The first table, and its level.
+    pub(crate) first: Option<(usize, &'a FileMeta)>,
+    /// Whether the read looked into another table after it.
+    pub(crate) more: bool,
 }
 
 impl<'a> Probes<'a> {
+    /// As LevelDB's `RecordReadSample`: the tables of `version` whose range holds
+    /// `user_key`, level 0 newest first and then one per level, up to the second.
+    pub(crate) fn sample(version: &'a Version, user_key: &[u8]) -> Probes<'a> {
+        let mut probes = Probes::default();
+        for f in version.level(0) {
+            if holds(f, user_key) {
+                probes.note(0, f);
+            }
+        }
+        for level in 1..version.num_levels() {
+            if probes.more {
+                break;
+            }
+            let files = version.level(level);
+            let i = files.partition_point(|f| f.largest_user_key() < user_key);
+            if let Some(f) = files.get(i)
+                && holds(f, user_key)
+            {
+                probes.note(level, f);
+            }
+        }
+        probes
+    }
+
     fn note(&mut self, level: usize, f: &'a FileMeta) {
         if self.first.is_none() {
             self.first = Some((level, f));
@@ -224,25 +249,7 @@ impl Layout for Leveled {
         if self.seeks.is_none() {
             return false;
         }
-        let mut probes = Probes::default();
-        for f in version.level(0) {
-            if holds(f, user_key) {
-                probes.note(0, f);
-            }
-        }
-        for level in 1..version.num_levels() {
-            if probes.more {
-                break;
-            }
-            let files = version.level(level);
-            let i = files.partition_point(|f| f.largest_user_key() < user_key);
-            if let Some(f) = files.get(i)
-                && holds(f, user_key)
-            {
-                probes.note(level, f);
-            }
-        }
-        self.charge(&probes)
+        self.charge(&Probes::sample(version, user_key))
     }
 
     fn iterators(

@@ -55,9 +55,9 @@ impl PickerConfig {
     }
 }
 
-/// A file whose seek allowance reads have used up: its level and number when it was
-/// charged (the layout keeps the charges; the picker only reads them).
-pub type SeekDue = (usize, u64);
+/// A file whose seek allowance reads have used up (the layout keeps the charges; the picker
+/// only reads them).
+pub use crate::layout::seeks::SeekDue;
 
 /// What the layout remembers between picks, as plain data: the picker stays a pure
 /// function of the version, the running plans and this.

@@ -13,6 +13,12 @@
 //! (equal division, §4.4). Level 0 and the read path are LevelDB's: newest level-0 table
 //! first, then at most one table per level, whose segments a lookup asks newest first.
 //!
+//! Reads charge seeks as LevelDB's do (`lwc.seek_compaction`, [`crate::layout::seeks`]): a
+//! get that looks into more than one table for its key, or into a table of more than one
+//! segment, charges the first table it looked into, and so does a sample of a user
+//! iterator's reads; a table that absorbed its allowance is compacted when nothing else is
+//! due (the picker decides how: see `picker.rs`).
+//!
 //! Every append commits like any table change: the DTable's new footer is synced, then the
 //! MANIFEST edit records the table's new size (`PlanKind::Append`); a crash in between
 //! leaves a tail the committed generation does not include.
@@ -24,6 +30,7 @@ mod state;
 mod tests;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use crate::compaction::{AppendSpec, CompactionContext, MergeSpec, merge_into_appends};
 use crate::compaction::merge_into_tables;
@@ -32,7 +39,8 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::layout::concat::{ConcatIterator, FileOpener};
-use crate::layout::leveled::Leveled;
+use crate::layout::leveled::{Leveled, Probes};
+use crate::layout::seeks::SeekCharges;
 use crate::layout::{Layout, PickContext, Plan, PlanKind, ReadContext};
 use crate::manifest::VersionEdit;
 use crate::options::Options;
@@ -45,8 +53,14 @@ pub use state::{LwcState, SEGMENTS, segments, segments_record};
 #[derive(Debug)]
 pub struct Lwc {
     cfg: PickerConfig,
-    /// Reads: the leveled layout's read path serves any tree of disjoint levels.
+    /// Reads: the leveled layout's read path serves any tree of disjoint levels (with its
+    /// own seek charges off: this layout keeps its own).
     reads: Leveled,
+    /// Seek counters; `None` when seek-triggered compaction is off.
+    seeks: Option<SeekCharges>,
+    /// Set when a read used up a table's seek allowance; taken by the engine to wake
+    /// compaction.
+    wanted: AtomicBool,
 }
 
 impl Lwc {
@@ -60,8 +74,34 @@ impl Lwc {
                 max_table_size: options.target_file_size,
                 division: options.lwc.division as u64,
                 max_segments: options.lwc.max_segments,
+                seek_merges: options.lwc.seek_compaction_merges,
             },
-            reads: Leveled::new(options),
+            reads: Leveled::new(&Options {
+                leveled: crate::options::LeveledOptions {
+                    seek_compaction: false,
+                    ..options.leveled.clone()
+                },
+                ..options.clone()
+            }),
+            seeks: options.lwc.seek_compaction.then(|| {
+                SeekCharges::new(
+                    options.lwc.seek_compaction_min_seeks,
+                    options.lwc.seek_compaction_bytes_per_seek,
+                )
+            }),
+            wanted: AtomicBool::new(false),
+        }
+    }
+
+    /// Charge the first table `probes` looked into when the read looked into another, or
+    /// when that table holds more than one segment (a lookup may ask each). Returns true
+    /// when that used up the table's allowance.
+    fn charge(&self, version: &Version, probes: &Probes<'_>) -> bool {
+        match (&self.seeks, probes.first) {
+            (Some(seeks), Some((level, f))) if probes.more || segments(version, f.number) > 1 => {
+                seeks.charge(level, f)
+            }
+            _ => false,
         }
     }
 
@@ -149,7 +189,26 @@ impl Layout for Lwc {
         user_key: &[u8],
         seek_key: &[u8],
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.reads.get(version, ctx, user_key, seek_key)
+        let mut probes = Probes::default();
+        let found = self
+            .reads
+            .search(version, ctx, user_key, seek_key, &mut probes)?;
+        if self.charge(version, &probes) {
+            self.wanted.store(true, AtomicOrdering::Release);
+        }
+        Ok(found)
+    }
+
+    fn take_compaction_wanted(&self) -> bool {
+        self.wanted.load(AtomicOrdering::Relaxed) && self.wanted.swap(false, AtomicOrdering::AcqRel)
+    }
+
+    /// As the leveled layout's (LevelDB's `RecordReadSample`), with this layout's charge
+    /// rule: the tables whose range holds `user_key`; the first is charged when there are
+    /// two or more, or when it holds several segments. (A seek itself charges nothing: the
+    /// entry it lands on is counted towards the next sample, as in the leveled layout.)
+    fn note_read_sample(&self, version: &Version, user_key: &[u8]) -> bool {
+        self.seeks.is_some() && self.charge(version, &Probes::sample(version, user_key))
     }
 
     fn iterators(
@@ -161,7 +220,16 @@ impl Layout for Lwc {
     }
 
     fn pick(&self, version: &Version, running: &PickContext) -> Option<Plan> {
-        picker::pick(version, &self.cfg, running)
+        let due = self
+            .seeks
+            .as_ref()
+            .map(|s| s.due(version))
+            .unwrap_or_default();
+        let plan = picker::pick(version, &self.cfg, running, &due)?;
+        if let Some(seeks) = &self.seeks {
+            seeks.forget(&plan);
+        }
+        Some(plan)
     }
 
     fn pick_range(

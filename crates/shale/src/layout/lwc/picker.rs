@@ -12,6 +12,13 @@
 //!   `size / max_table_size` and `segments / max_segments`; it is rewritten into new tables
 //!   of `max_table_size / division` bytes in its own level (LWC-tree §4.4).
 //!
+//! When none of these can run, a table that reads charged with its whole seek allowance
+//! (seek-triggered compaction, LevelDB's `allowed_seeks` adapted; the layout keeps the
+//! charges in [`crate::layout::seeks`], the picker only reads them) is compacted: pushed
+//! down by a lightweight compaction (as LevelDB moves the file down), or, when nothing lies
+//! below its range or with `seek_merges`, its segments merged by a division (level 0: all
+//! of it goes down, as for its trigger).
+//!
 //! A victim whose range meets tables one level down becomes a lightweight compaction
 //! ([`PlanKind::Append`]): its data is appended to those tables. With nothing below it is
 //! moved down (level 0's files are merged into new level-1 tables instead, as they overlap
@@ -22,6 +29,7 @@
 use std::sync::Arc;
 
 use super::state::segments;
+use crate::layout::seeks::SeekDue;
 use crate::layout::{PickContext, Plan, PlanKind};
 use crate::version::{FileMeta, Version};
 
@@ -41,6 +49,9 @@ pub struct PickerConfig {
     pub division: u64,
     /// A DTable holding more segments than this is divided too.
     pub max_segments: u32,
+    /// A table due for seeks that holds several segments has them merged in its own level
+    /// rather than being pushed down (`LwcOptions::seek_compaction_merges`).
+    pub seek_merges: bool,
 }
 
 impl PickerConfig {
@@ -78,8 +89,19 @@ enum Work {
 }
 
 /// The next compaction that can run next to the `running` ones, if some score is at
-/// least 1. See the module docs.
-pub fn pick(v: &Version, cfg: &PickerConfig, running: &PickContext) -> Option<Plan> {
+/// least 1; else the compaction of the first table of `seek_due` (tables whose seek
+/// allowance reads used up, in the order they did) that can run. See the module docs.
+pub fn pick(
+    v: &Version,
+    cfg: &PickerConfig,
+    running: &PickContext,
+    seek_due: &[SeekDue],
+) -> Option<Plan> {
+    pick_by_score(v, cfg, running).or_else(|| pick_by_seeks(v, cfg, running, seek_due))
+}
+
+/// The compaction of the highest score at least 1 that can run.
+fn pick_by_score(v: &Version, cfg: &PickerConfig, running: &PickContext) -> Option<Plan> {
     let mut work: Vec<(f64, Work)> = Vec::new();
     let last = v.num_levels().saturating_sub(1);
     for level in 0..last {
@@ -145,6 +167,43 @@ pub fn pick(v: &Version, cfg: &PickerConfig, running: &PickContext) -> Option<Pl
             );
             Some(plan_division(level, f, reason)).filter(|p| running.allows(p))
         }
+    })
+}
+
+/// The compaction of the first table of `seek_due` still in its level that can run: level
+/// 0's files all go down; a table of several segments with nothing below its range (or with
+/// `cfg.seek_merges`) has its segments merged by a division; any other table with data
+/// below its range is pushed down. A table of one segment with nothing below stays.
+fn pick_by_seeks(
+    v: &Version,
+    cfg: &PickerConfig,
+    running: &PickContext,
+    seek_due: &[SeekDue],
+) -> Option<Plan> {
+    let last = v.num_levels().saturating_sub(1);
+    seek_due.iter().find_map(|&(level, number)| {
+        let f = v.level(level).iter().find(|f| f.number == number)?;
+        if running.is_busy(f) {
+            return None;
+        }
+        let reason = format!("seeks used up the allowance of L{level} table {number}");
+        let plan = if level == 0 {
+            if v.level(0).iter().any(|f| running.is_busy(f)) {
+                return None;
+            }
+            plan_victims(v, 0, v.level(0).to_vec(), reason)
+        } else {
+            let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+            let below = (level + 1..=last).any(|l| !v.overlapping(l, Some(lo), Some(hi)).is_empty());
+            if segments(v, number) >= 2 && (cfg.seek_merges || !below) {
+                plan_division(level, Arc::clone(f), reason)
+            } else if below {
+                plan_victims(v, level, vec![Arc::clone(f)], reason)
+            } else {
+                return None;
+            }
+        };
+        Some(plan).filter(|p| running.allows(p))
     })
 }
 

@@ -23,6 +23,7 @@ fn cfg() -> PickerConfig {
         max_table_size: 8 << 20,
         division: 4,
         max_segments: 8,
+        seek_merges: false,
     }
 }
 
@@ -40,7 +41,7 @@ fn tree(desc: &str, segs: &[(u64, u32)]) -> Version {
 }
 
 fn run_with(v: &Version, running: &PickContext) -> String {
-    match pick(v, &cfg(), running) {
+    match pick(v, &cfg(), running, &[]) {
         Some(p) => format!("{} because {}", p.describe(), p.reason),
         None => "nothing".to_string(),
     }
@@ -110,6 +111,82 @@ fn divisions_take_tables_grown_by_appends_and_never_fresh_ones() {
         run("L1: 3:a-f/15M\nL2: 10:a-c/9M", &[(10, 2)]),
         "L1[3]+L2[10] -> L2 (append) because L1 score 1.50"
     );
+}
+
+/// Tables due for seeks are compacted only when no score calls: pushed down onto the
+/// tables below them, or, with nothing below (or with `seek_merges`), their segments merged
+/// in their own level; a one-segment table with nothing below stays.
+#[test]
+fn tables_due_for_seeks_go_down_or_merge_their_segments() {
+    let run_due = |desc: &str, segs: &[(u64, u32)], due: &[(usize, u64)], merges: bool| {
+        let c = PickerConfig {
+            seek_merges: merges,
+            ..cfg()
+        };
+        match pick(&tree(desc, segs), &c, &PickContext::idle(), due) {
+            Some(p) => format!("{} because {}", p.describe(), p.reason),
+            None => "nothing".to_string(),
+        }
+    };
+    let desc = "L1: 3:a-f/1M 4:g-k/1M\nL2: 10:a-c/4M 11:h-i/4M 12:x-z/1M";
+    assert_eq!(run_due(desc, &[(3, 3)], &[], false), "nothing");
+    assert_eq!(
+        run_due(desc, &[(3, 3)], &[(1, 3)], false),
+        "L1[3]+L2[10] -> L2 (append) because seeks used up the allowance of L1 table 3"
+    );
+    assert_eq!(
+        run_due(desc, &[(3, 3)], &[(1, 3)], true),
+        "L1[3] -> L1 (merge) because seeks used up the allowance of L1 table 3"
+    );
+    // One segment: pushed down whatever `seek_merges` says.
+    assert_eq!(
+        run_due(desc, &[], &[(1, 4)], true),
+        "L1[4]+L2[11] -> L2 (append) because seeks used up the allowance of L1 table 4"
+    );
+    // Nothing below: segments merged; one segment stays; a table gone is skipped.
+    assert_eq!(
+        run_due(desc, &[(12, 4)], &[(9, 1), (2, 12)], false),
+        "L2[12] -> L2 (merge) because seeks used up the allowance of L2 table 12"
+    );
+    assert_eq!(run_due(desc, &[], &[(2, 12)], false), "nothing");
+    // A score at least 1 goes first.
+    assert_eq!(
+        run_due("L1: 3:a-f/12M\nL2: 10:a-c/4M", &[], &[(2, 10)], false),
+        "L1[3]+L2[10] -> L2 (append) because L1 score 1.20"
+    );
+}
+
+/// Iterator read samples charge as gets do: the first table whose range holds the key,
+/// when a second one does or when it holds several segments; the charged table is what
+/// the layout picks once its allowance is used up.
+#[test]
+fn read_samples_charge_the_first_table_and_pick_it() {
+    let v = tree("L1: 3:a-f/1K\nL2: 10:a-z/1K", &[(10, 3)]);
+    let mut o = Options::preset("lwc").unwrap();
+    o.lwc.seek_compaction_min_seeks = 2;
+    let layout = Lwc::new(&o);
+    assert!(layout.pick(&v, &PickContext::idle()).is_none());
+    assert!(!layout.note_read_sample(&v, b"b"));
+    assert!(layout.note_read_sample(&v, b"c"), "two samples use up table 3's allowance");
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).unwrap().describe(),
+        "L1[3]+L2[10] -> L2 (append)"
+    );
+    assert!(layout.pick(&v, &PickContext::idle()).is_none(), "picked once");
+    // Table 10 alone holds "x", in three segments.
+    assert!(!layout.note_read_sample(&v, b"x"));
+    assert!(layout.note_read_sample(&v, b"x"));
+    assert_eq!(
+        layout.pick(&v, &PickContext::idle()).unwrap().describe(),
+        "L2[10] -> L2 (merge)"
+    );
+    // A table of one segment alone in its range is never charged; nor anything when off.
+    let one = tree("L2: 10:a-z/1K", &[]);
+    assert!((0..10).all(|_| !layout.note_read_sample(&one, b"x")));
+    o.lwc.seek_compaction = false;
+    let off = Lwc::new(&o);
+    assert!((0..10).all(|_| !off.note_read_sample(&v, b"b")));
+    assert!(off.pick(&v, &PickContext::idle()).is_none());
 }
 
 #[test]
@@ -191,7 +268,7 @@ fn repeated_picks_give_pairwise_compatible_plans() {
         }
         let v = tree(&desc, &segs);
         let mut plans: Vec<Plan> = Vec::new();
-        while let Some(p) = pick(&v, &cfg(), &PickContext::of_plans(&plans)) {
+        while let Some(p) = pick(&v, &cfg(), &PickContext::of_plans(&plans), &[]) {
             assert!(
                 plans
                     .iter()
@@ -220,6 +297,7 @@ fn repeated_picks_give_pairwise_compatible_plans() {
 // ---- through a store ----
 
 use crate::Db;
+use crate::db::testutil::settle;
 use crate::env::Env;
 use crate::options::Options;
 
@@ -378,4 +456,45 @@ fn snapshots_keep_their_versions_through_appends() {
     }
     db.close().unwrap();
     crate::verify(DIR, opts(&env)).unwrap();
+}
+
+
+/// Gets that look into tables of several segments charge them, and once their allowance
+/// is used up the tables are compacted: every table ends with one segment, and every read
+/// stays right.
+#[test]
+fn gets_into_tables_of_several_segments_compact_them() {
+    let env = Env::memory();
+    let mut o = opts(&env);
+    o.lwc.seek_compaction_min_seeks = 3;
+    o.lwc.seek_compaction_bytes_per_seek = u64::MAX;
+    let db = Db::open(DIR, o.clone()).unwrap();
+    let n = 1500;
+    let mut model = BTreeMap::new();
+    for round in 0..3 {
+        for i in (0..n).filter(|i| i % (round + 1) == 0) {
+            db.put(&key(i), &value(i, round)).unwrap();
+            model.insert(key(i), value(i, round));
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+    }
+    settle(&db);
+    let files = |db: &Db| levels(db).iter().sum::<usize>() as u64;
+    assert!(segments_total(&db) > files(&db), "the test needs appended tables");
+    for _ in 0..4 {
+        for i in 0..n {
+            assert_eq!(db.get(&key(i)).unwrap(), model.get(&key(i)).cloned());
+        }
+        settle(&db);
+    }
+    assert_eq!(
+        segments_total(&db),
+        files(&db),
+        "tables of several segments are left: {:?}",
+        levels(&db)
+    );
+    check(&db, &model, n);
+    db.close().unwrap();
+    crate::verify(DIR, o).unwrap();
 }

@@ -10,6 +10,7 @@
 )]
 
 use crate::Db;
+use crate::db::testutil::settle;
 use crate::env::Env;
 use crate::env::mem::MemFs;
 use crate::options::Options;
@@ -128,11 +129,6 @@ fn a_flush_looks_nothing_up_while_no_table_holds_a_pointer() {
     db.close().expect("close");
 }
 
-/// Wait until no flush waits, no compaction runs and the background found nothing more to
-/// start, so that counters read next move only by what the test itself does.
-fn settle(db: &Db) {
-    db.wait_for_compactions().expect("the store settles");
-}
 
 fn reads_of(db: &Db, cause: crate::env::ReadCause) -> u64 {
     db.stats()

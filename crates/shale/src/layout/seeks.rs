@@ -1,6 +1,8 @@
-//! Seek-triggered compaction (LevelDB's `allowed_seeks`): reads that had to look into more
-//! than one table for a key charge the first of them, and a table whose charges reach its
-//! allowance is compacted into the next level when no level is over its size limit. The
+//! Seek-triggered compaction (LevelDB's `allowed_seeks`), shared by the leveled and the LWC
+//! layouts: reads that had to look into more than one table for a key (LWC: or into a table
+//! of several segments) charge the first of them, and a table whose charges reach its
+//! allowance is compacted when no level is over its size limit (each layout's picker decides
+//! how). The
 //! allowance is LevelDB's cost model: one seek costs about as much as compacting
 //! `bytes_per_seek` bytes (LevelDB: 16 KiB), and every table absorbs at least `min_seeks`
 //! (LevelDB: 100).
@@ -14,9 +16,12 @@ use std::collections::HashSet;
 
 use parking_lot::Mutex;
 
-use super::picker::SeekDue;
 use crate::layout::Plan;
 use crate::version::{FileMeta, Version};
+
+/// A table whose seek allowance reads have used up: its level and number when it was
+/// charged (the layout keeps the charges; the picker only reads them).
+pub type SeekDue = (usize, u64);
 
 /// The seek counters of one store (see the module documentation).
 #[derive(Debug)]
