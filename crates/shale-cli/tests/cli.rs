@@ -1453,3 +1453,28 @@ fn prefetch_flags_are_checked() {
     ok(&o);
     assert!(stdout(&o).contains('k'), "{}", stdout(&o));
 }
+
+/// Reading commands on a missing store fail and create nothing; a writing command refused
+/// for its options creates nothing either.
+#[test]
+fn commands_refused_on_a_missing_store_create_nothing() {
+    let missing = TempDir::new("get-missing");
+    for args in [
+        vec!["get", "--db", missing.db(), "k"],
+        vec!["scan", "--db", missing.db()],
+        vec![
+            "put",
+            "--db",
+            missing.db(),
+            "--design",
+            "nonsense",
+            "k",
+            "v",
+        ],
+        vec!["compact", "--db", missing.db()],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!missing.path().exists(), "{args:?}");
+    }
+}

@@ -353,3 +353,15 @@ def test_pathlib_name(tmp_path):
     with shale.DB(p, create_if_missing=True) as db:
         db.put(b"a", b"b")
     assert (p / "CURRENT").exists()
+
+
+def test_refused_open_creates_no_directory(tmp_path):
+    # A refused open leaves nothing it made: no store directory, no parent of it.
+    new = tmp_path / "new" / "store"
+    with pytest.raises(shale.InvalidArgumentError):
+        shale.DB(str(new), create_if_missing=True, design="nonsense")
+    with pytest.raises(shale.InvalidArgumentError):
+        shale.DB(str(new), create_if_missing=True, write_buffer_size=0)
+    with pytest.raises(shale.InvalidArgumentError):
+        shale.DB(str(new))
+    assert not (tmp_path / "new").exists()

@@ -36,6 +36,8 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
     options.validate()?;
     let env = options.env.clone();
     let fs = env.fs().clone();
+    // The directories this open creates, deepest first: a failed open removes them again.
+    let mut created: Vec<std::path::PathBuf> = Vec::new();
     if !fs.exists(dir)? {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -43,14 +45,54 @@ pub(crate) fn open(dir: &Path, options: Options, wiring: &Wiring) -> Result<Arc<
                 dir.display()
             )));
         }
-        fs.create_dir_all(dir)?;
+        for a in dir.ancestors() {
+            if a.as_os_str().is_empty() || fs.exists(a)? {
+                break;
+            }
+            created.push(a.to_path_buf());
+        }
+        if let Err(e) = fs.create_dir_all(dir) {
+            remove_created_dirs(&env, &created);
+            return Err(e);
+        }
     }
+    let r = open_in(dir, options, wiring, !created.is_empty());
+    if r.is_err() {
+        remove_created_dirs(&env, &created);
+    }
+    r
+}
+
+/// Remove (best effort) the directories in `created` (deepest first) that a failed open
+/// made; one that is not empty (a file that is not the open's, put there meanwhile) stops
+/// the removal, keeping it and its parents.
+fn remove_created_dirs(env: &crate::env::Env, created: &[std::path::PathBuf]) {
+    for d in created {
+        if env.fs().remove_dir(d).is_err() {
+            return;
+        }
+    }
+}
+
+/// [`open`] once the directory exists; `new_dir`: this open created it, so a failure
+/// removes every store file in it, whatever CURRENT holds (no store was there before).
+fn open_in(dir: &Path, options: Options, wiring: &Wiring, new_dir: bool) -> Result<Arc<DbInner>> {
+    let env = options.env.clone();
+    let fs = env.fs().clone();
     let had_lock = fs.exists(&dir.join(LOCK_FILE))?;
     let mut lock = Some(fs.lock(&dir.join(LOCK_FILE))?);
-    let before = Undo::before(&env, dir)?;
+    let before = match Undo::before(&env, dir) {
+        Ok(b) => b,
+        Err(e) => {
+            if !had_lock {
+                let _ = fs.remove_file(&dir.join(LOCK_FILE));
+            }
+            return Err(e);
+        }
+    };
     let r = open_locked(dir, options, wiring, &mut lock);
     if r.is_err() {
-        before.undo(&env, dir, had_lock);
+        before.undo(&env, dir, had_lock, new_dir);
     }
     // A failed open releases the lock here, after removing what it created.
     drop(lock);
@@ -81,14 +123,19 @@ impl Undo {
     /// failed after the rename) and list the others, so they are left for the next open,
     /// which keeps or sweeps them. While CURRENT names what it named before, nothing the
     /// open created is part of the store.
-    fn undo(&self, env: &crate::env::Env, dir: &Path, had_lock: bool) {
+    ///
+    /// In a directory the open created (`new_dir`), no store was there before: every store
+    /// file it wrote goes, `CURRENT` too, so the directory can be removed after.
+    fn undo(&self, env: &crate::env::Env, dir: &Path, had_lock: bool, new_dir: bool) {
         let fs = env.fs();
         let Ok(now) = fs.list_dir(dir) else {
             return;
         };
-        let current_kept = read_current_bytes(env, dir) == self.current;
+        let current_kept = new_dir || read_current_bytes(env, dir) == self.current;
         for name in now.iter().filter(|n| !self.names.contains(n)) {
-            if parse_file_name(name).is_some() && current_kept {
+            let ours = parse_file_name(name).is_some()
+                || (new_dir && name == crate::filename::CURRENT_FILE);
+            if ours && current_kept {
                 let _ = fs.remove_file(&dir.join(name));
             }
         }

@@ -649,6 +649,13 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     let version = empty.apply(&files_edit).map_err(|d| {
         Error::corruption(dir, 0, format!("repair built a version that does not apply: {d}"))
     })?;
+    // The placement counts its garbage against the repaired tables' newest versions (the
+    // old MANIFEST's counts are gone with it).
+    if let Err(e) = count_garbage(&placed, &tables, parts.values.as_ref(), &mut placement_edit) {
+        discard(&env, dir, &written);
+        discard(&env, dir, &from_logs);
+        return Err(e);
+    }
     let mut axes = AxisStates::new(
         parts.values.empty_state(),
         parts.memory.empty_state(),
@@ -734,6 +741,43 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     report.bytes = placed.iter().map(|f| f.size).sum();
     report.last_sequence = last_sequence;
     Ok(report)
+}
+
+/// [`crate::values::ValueStore::salvage_garbage`] over the newest version of each key the
+/// tables `placed` hold.
+fn count_garbage(
+    placed: &[FileMeta],
+    tables: &crate::table::cache::TableCache,
+    values: &dyn crate::values::ValueStore,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    let mut inputs: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(placed.len());
+    for f in placed {
+        inputs.push(tables.table(f.table_id())?.iter(ReadCause::Other));
+    }
+    let mut it = MergingIterator::new(inputs);
+    it.seek_to_first()?;
+    let mut last: Option<Vec<u8>> = None;
+    let mut newest = std::iter::from_fn(|| {
+        while it.valid() {
+            let entry = match crate::key::parse_internal_key(it.key()) {
+                Ok(p) if last.as_deref() != Some(p.user_key) => {
+                    last = Some(p.user_key.to_vec());
+                    Some((p.kind, it.value().to_vec()))
+                }
+                Ok(_) => None,
+                Err(d) => return Some(Err(Error::corruption(Path::new(""), 0, d.to_string()))),
+            };
+            if let Err(e) = it.next() {
+                return Some(Err(e));
+            }
+            if let Some(entry) = entry {
+                return Some(Ok(entry));
+            }
+        }
+        None
+    });
+    values.salvage_garbage(&mut newest, edit)
 }
 
 /// Remove tables this repair wrote and will not commit (best effort: a later repair reads

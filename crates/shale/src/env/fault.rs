@@ -26,7 +26,7 @@
 //!
 //! `create` and `create_log` (both [`OpKind::Create`]), `append`, `flush` and `finish` (both
 //! [`OpKind::Flush`]: `finish` is a log's last flush and the cut of its reservation), `sync`,
-//! `rename`, `remove_file`, `create_dir_all`, `sync_dir` and `lock` (which creates the lock
+//! `rename`, `remove_file`, `create_dir_all`, `remove_dir`, `sync_dir` and `lock` (which creates the lock
 //! file): every call that can change what the
 //! disk holds or what a later crash leaves, and that can fail with an I/O error on a real
 //! disk (`flush` is where a `write(2)` happens). Not counted: `open`, `list_dir`, `exists`,
@@ -86,6 +86,8 @@ pub enum OpKind {
     RemoveFile,
     /// [`FileSystem::create_dir_all`].
     CreateDirAll,
+    /// [`FileSystem::remove_dir`].
+    RemoveDir,
     /// [`FileSystem::sync_dir`].
     SyncDir,
     /// [`FileSystem::lock`].
@@ -105,6 +107,7 @@ impl OpKind {
             OpKind::Rename => "rename",
             OpKind::RemoveFile => "remove",
             OpKind::CreateDirAll => "create directory",
+            OpKind::RemoveDir => "remove directory",
             OpKind::SyncDir => "sync directory",
             OpKind::Lock => "lock",
             OpKind::Reopen => "reopen",
@@ -725,6 +728,12 @@ impl FileSystem for FaultFs {
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         self.shared.mutate(OpKind::CreateDirAll, path, |_| {
             self.shared.mem.create_dir_all(path)
+        })
+    }
+
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        self.shared.mutate(OpKind::RemoveDir, path, |_| {
+            self.shared.mem.remove_dir(path)
         })
     }
 

@@ -665,6 +665,33 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        if path.parent().is_none() || !state.dirs.contains(path) {
+            return Err(io_error(
+                "remove directory",
+                path,
+                io::ErrorKind::NotFound,
+                "no such directory",
+            ));
+        }
+        let full = state
+            .live
+            .keys()
+            .chain(state.dirs.iter())
+            .any(|p| in_dir(p, path));
+        if full {
+            return Err(io_error(
+                "remove directory",
+                path,
+                io::ErrorKind::DirectoryNotEmpty,
+                "directory not empty",
+            ));
+        }
+        state.dirs.remove(path);
+        Ok(())
+    }
+
     fn list_dir(&self, path: &Path) -> Result<Vec<String>> {
         let state = self.shared.state.lock();
         if !state.dir_exists(path) {

@@ -63,6 +63,15 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn remove_file(&self, path: &Path) -> Result<()>;
     /// Create a directory and its parents if they do not exist.
     fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Remove an empty directory (a failed open removes the one it created). The default
+    /// refuses: a file system that cannot remove directories leaves them.
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        Err(crate::error::Error::io(
+            "remove directory",
+            path,
+            std::io::Error::from(std::io::ErrorKind::Unsupported),
+        ))
+    }
     /// The names (not paths) of the entries of a directory, in no particular order.
     fn list_dir(&self, path: &Path) -> Result<Vec<String>>;
     /// Make the directory's entries (creations, renames, removals) durable.

@@ -104,6 +104,10 @@ impl FileSystem for PosixFs {
         fs::create_dir_all(path).map_err(|e| Error::io("create directory", path, e))
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        fs::remove_dir(path).map_err(|e| Error::io("remove directory", path, e))
+    }
+
     fn list_dir(&self, path: &Path) -> Result<Vec<String>> {
         let entries = fs::read_dir(path).map_err(|e| Error::io("list directory", path, e))?;
         let mut names = Vec::new();

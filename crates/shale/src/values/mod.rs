@@ -427,6 +427,24 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         Ok(Vec::new())
     }
 
+    /// Repair, last step (after [`ValueStore::salvage`], whose records are in `edit`):
+    /// `newest` yields the kind and stored value of each key's newest version in the
+    /// repaired tables; record in `edit` how much of each log file the placement keeps is
+    /// garbage (not the newest version of a key). The old MANIFEST's counts are not
+    /// trusted, and records compactions dropped from the tables before the repair are
+    /// counted too, so garbage collection can reclaim them. Default: nothing to count.
+    ///
+    /// # Errors
+    /// Those of `newest` (reading the tables).
+    fn salvage_garbage(
+        &self,
+        newest: &mut dyn Iterator<Item = Result<(ValueKind, Vec<u8>)>>,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        let _ = (newest, edit);
+        Ok(())
+    }
+
     /// Repair, second step (after [`ValueStore::salvage_check`]): replay through `apply`
     /// every entry its log files hold that the kept tables do not (written after
     /// `flushed_seq`, the newest sequence number they hold, and after the MANIFEST's log

@@ -664,6 +664,14 @@ impl ValueStore for VlogPlacement {
         salvage::salvage(self, ctx, flushed_seq, apply, edit)
     }
 
+    fn salvage_garbage(
+        &self,
+        newest: &mut dyn Iterator<Item = Result<(ValueKind, Vec<u8>)>>,
+        edit: &mut VersionEdit,
+    ) -> Result<()> {
+        salvage::count_garbage(newest, edit)
+    }
+
     fn gc(&self) -> Option<&dyn super::ValueGc> {
         Some(self)
     }

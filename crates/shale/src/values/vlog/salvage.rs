@@ -501,3 +501,46 @@ pub(super) fn salvage(
     }
     Ok(out)
 }
+
+/// [`ValueStore::salvage_garbage`](crate::values::ValueStore::salvage_garbage): each
+/// segment `edit` keeps (records sealed) gets one garbage count, every byte after its
+/// header that no newest version in `newest` points to (the collected prefix included, as
+/// the count always holds it). It replaces the counts [`salvage`] pushed (for records it
+/// replayed inline). Without it a repaired store's segments had no garbage count, and
+/// forced collection, which skips segments without garbage, never reclaimed them.
+pub(super) fn count_garbage(
+    newest: &mut dyn Iterator<Item = Result<(ValueKind, Vec<u8>)>>,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    let mut sealed: BTreeMap<u64, u64> = BTreeMap::new();
+    for r in &edit.records {
+        if let Ok(VlogRecord::Sealed(n, end)) = VlogRecord::decode(r) {
+            sealed.insert(n, end);
+        }
+    }
+    let mut live: BTreeMap<u64, u64> = BTreeMap::new();
+    for entry in newest {
+        let (kind, stored) = entry?;
+        if kind != ValueKind::ValuePointer {
+            continue;
+        }
+        // A pointer that does not decode names no record: repair's check set its table
+        // aside already, so it is not counted.
+        if let Ok(p) = Pointer::decode(&stored)
+            && sealed.contains_key(&p.segment)
+        {
+            *live.entry(p.segment).or_default() += u64::from(p.length);
+        }
+    }
+    edit.records
+        .retain(|r| !matches!(VlogRecord::decode(r), Ok(VlogRecord::Garbage(n, _)) if sealed.contains_key(&n)));
+    for (n, end) in sealed {
+        let garbage = end
+            .saturating_sub(HEADER_LEN)
+            .saturating_sub(live.get(&n).copied().unwrap_or(0));
+        if garbage > 0 {
+            VlogRecord::Garbage(n, garbage).push(edit);
+        }
+    }
+    Ok(())
+}
