@@ -208,6 +208,9 @@ pub struct EngineConfig {
     pub compression: Compression,
     /// Bloom filter bits per key.
     pub bloom_bits: usize,
+    /// Data block size in bytes; `None` keeps the design's (Shale; the mirroring peers:
+    /// Shale's default). `rocksdb-tuned` keeps its own 16 KiB.
+    pub block_size: Option<usize>,
     /// Shale compaction workers; `None` keeps the design's default. Peers ignore it.
     pub max_background_compactions: Option<usize>,
     /// Level-0 files that trigger a compaction; `None` keeps the design's (peers: Shale's
@@ -306,6 +309,10 @@ pub struct EngineFlags {
     /// 16; 10 for the peers).
     #[arg(long = "bloom-bits", alias = "bloom_bits")]
     pub bloom_bits: Option<usize>,
+    /// Data block bytes of new tables (default: the design's, 4 KiB for every preset; the
+    /// mirroring peers follow it; rocksdb-tuned keeps its 16 KiB).
+    #[arg(long = "block-size", alias = "block_size")]
+    pub block_size: Option<usize>,
     /// Shale compactions that may run at once (default: the design's). FLSM designs
     /// compact different guards side by side.
     #[arg(
@@ -462,6 +469,7 @@ impl EngineFlags {
             cache_size: self.cache_size,
             compression: Compression::parse(&self.compression)?,
             bloom_bits: self.bloom_bits(),
+            block_size: self.block_size,
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
@@ -524,6 +532,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     o.block_cache_bytes = config.cache_size;
     o.table.compression = config.compression;
     o.table.bloom_bits_per_key = config.bloom_bits;
+    if let Some(n) = config.block_size {
+        o.table.block_size = n;
+    }
     if let Some(n) = config.max_background_compactions {
         o.max_background_compactions = n;
     }
@@ -871,6 +882,7 @@ mod tests {
             cache_size: 8 << 20,
             compression: Compression::Lz4,
             bloom_bits: 10,
+            block_size: None,
             max_background_compactions: Some(3),
             level0_compaction_trigger: Some(6),
             max_sstables_per_guard: Some(40),

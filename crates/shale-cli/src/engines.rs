@@ -72,6 +72,7 @@ mod tests {
             cache_size: 0,
             compression: Compression::None,
             bloom_bits: 10,
+            block_size: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

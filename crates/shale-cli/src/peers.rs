@@ -56,6 +56,9 @@ impl Tuning {
         if let Some(n) = config.level0_compaction_trigger {
             shale.level0_compaction_trigger = n;
         }
+        if let Some(n) = config.block_size {
+            shale.table.block_size = n;
+        }
         Tuning {
             config: config.clone(),
             shale,
@@ -99,6 +102,7 @@ mod tests {
             cache_size: 4 << 20,
             compression,
             bloom_bits: 10,
+            block_size: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

@@ -336,6 +336,9 @@ fn settings_block(
     ));
     s.push_str(&format!("Compression: {}\n", a.store.compression));
     s.push_str(&format!("Bloom bits: {}\n", a.store.bloom_bits()));
+    if let Some(n) = a.store.block_size {
+        s.push_str(&format!("Block size: {n}\n"));
+    }
     s.push_str(&format!("Threads:    {}\n", a.threads));
     s.push_str(&format!("Sync:       {}\n", a.sync));
     s.push_str(&format!("DB path:    [{}]\n", dir.display()));
@@ -767,6 +770,33 @@ mod engine_tests {
             .unwrap()
             .a;
         assert!(bad.value_sizes().is_err());
+    }
+
+    #[test]
+    fn block_size_defaults_to_the_design_s_and_is_checked() {
+        let block = |args: &[&str]| {
+            let c = Wrap::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+                .unwrap()
+                .a
+                .store
+                .config()
+                .unwrap();
+            crate::engine::shale_options(&c).map(|o| o.table.block_size)
+        };
+        assert_eq!(block(&["--design", "pebblesdb"]).unwrap(), 4096);
+        assert_eq!(
+            block(&["--design", "pebblesdb", "--block-size", "16384"]).unwrap(),
+            16384
+        );
+        // An out-of-range size is refused with the option's name, as any bad option.
+        let c = Wrap::try_parse_from(["bench", "--design", "leveldb", "--block-size", "8"])
+            .unwrap()
+            .a
+            .store
+            .config()
+            .unwrap();
+        let e = crate::engine::shale_options(&c).unwrap_err().to_string();
+        assert!(e.contains("block_size 8"), "{e}");
     }
 
     #[test]

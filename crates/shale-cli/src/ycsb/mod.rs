@@ -416,6 +416,9 @@ fn run_phases(
         a.store.design_name(),
         dir.display()
     )?;
+    if let Some(n) = a.store.block_size {
+        writeln!(out, "# block size {n} (--block-size)")?;
+    }
     for l in ctx.engine.describe() {
         writeln!(out, "# {l}")?;
     }
