@@ -361,16 +361,22 @@ fn next_plan(inner: &DbInner) -> Option<(u64, Plan)> {
 }
 
 /// A background plan in flight. Dropping it (also when its worker panics) takes the plan off
-/// the running list, if its commit did not already, and wakes the others: its inputs and
-/// range are free, so a plan that conflicted with it may run now.
+/// the running list if its commit did not already, and then wakes the others: its inputs
+/// and range are free, so a plan that conflicted with it may run now (a commit wakes them
+/// itself).
 struct Ticket<'a>(&'a DbInner, u64);
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         let mut bg = self.0.bg.lock();
+        let before = bg.running.len();
         bg.running.retain(|(n, _)| *n != self.1);
-        bg.compaction_wanted = true;
-        self.0.bg_cv.notify_all();
+        // A committed plan left the list in its commit, which also asked for a new pick; asking
+        // again here would turn a store that `wait_settled` saw settled busy again for no work.
+        if bg.running.len() != before {
+            bg.compaction_wanted = true;
+            self.0.bg_cv.notify_all();
+        }
     }
 }
 
