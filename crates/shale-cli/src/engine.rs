@@ -3,8 +3,8 @@
 
 use shale::options::LayoutKind;
 use shale::{
-    Compression, Db, FlsmPolicy, IterOptions, MemoryKind, Options, ValuesKind, WriteBatch,
-    WriteOptions,
+    Compression, Db, FlsmPolicy, IterOptions, MemoryKind, Options, PresetSettings, ValuesKind,
+    WriteBatch, WriteOptions,
 };
 
 use crate::CliError;
@@ -197,6 +197,8 @@ impl EngineKind {
 pub struct EngineConfig {
     /// Shale preset name; other engines ignore it.
     pub design: String,
+    /// The preset's settings: tuned (what measures best) or the paper's.
+    pub settings: PresetSettings,
     /// Shale: axes chosen over the preset; other engines ignore them.
     pub axes: crate::axes::AxisFlags,
     /// Memtable size in bytes; `None` keeps the design's (Shale, `rocksdb-tuned`) or Shale's
@@ -292,6 +294,11 @@ pub struct EngineFlags {
     /// Shale design preset (see --list-designs).
     #[arg(long, default_value = "leveldb")]
     pub design: String,
+    /// The preset's settings: `tuned` (what measures best on the benchmark machine:
+    /// RocksDB's 64 MiB memtable and tree) or `paper` (LevelDB's 4 MiB memtable, and
+    /// LevelDB's tree for the designs built on it, as the papers measured).
+    #[arg(long, default_value = "tuned", value_parser = parse_settings)]
+    pub settings: PresetSettings,
     /// Shale: each axis chosen on its own, over the preset.
     #[command(flatten)]
     pub axes: crate::axes::AxisFlags,
@@ -408,22 +415,32 @@ pub struct EngineFlags {
 /// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale, and
 /// `rocksdb-tuned`, which takes the memtable of the design it is compared with) or
 /// [`Options::default`]'s (the peers that mirror it).
-pub fn memtable_bytes(kind: EngineKind, design: &str, flag: Option<usize>) -> usize {
+pub fn memtable_bytes(
+    kind: EngineKind,
+    design: &str,
+    settings: PresetSettings,
+    flag: Option<usize>,
+) -> usize {
     if let Some(n) = flag {
         return n;
     }
     match kind {
-        EngineKind::Shale | EngineKind::RocksdbTuned => Options::preset(design)
+        EngineKind::Shale | EngineKind::RocksdbTuned => Options::preset_with(design, settings)
             .map(|o| o.write_buffer_size)
             .unwrap_or_else(|_| Options::default().write_buffer_size),
         EngineKind::Rocksdb | EngineKind::Fjall => Options::default().write_buffer_size,
     }
 }
 
+/// Parse `--settings`.
+fn parse_settings(s: &str) -> Result<PresetSettings, String> {
+    PresetSettings::parse(s).map_err(|e| e.to_string())
+}
+
 impl EngineConfig {
     /// The memtable size engine `kind` runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self, kind: EngineKind) -> usize {
-        memtable_bytes(kind, &self.design, self.write_buffer_size)
+        memtable_bytes(kind, &self.design, self.settings, self.write_buffer_size)
     }
 }
 
@@ -435,7 +452,7 @@ impl EngineFlags {
             return n;
         }
         match self.engine {
-            EngineKind::Shale => Options::preset(&self.design)
+            EngineKind::Shale => Options::preset_with(&self.design, self.settings)
                 .map(|o| o.table.bloom_bits_per_key)
                 .unwrap_or_else(|_| Options::default().table.bloom_bits_per_key),
             EngineKind::Rocksdb | EngineKind::RocksdbTuned | EngineKind::Fjall => {
@@ -446,7 +463,12 @@ impl EngineFlags {
 
     /// The memtable size the chosen engine runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self) -> usize {
-        memtable_bytes(self.engine, &self.design, self.write_buffer_size)
+        memtable_bytes(
+            self.engine,
+            &self.design,
+            self.settings,
+            self.write_buffer_size,
+        )
     }
 
     /// The engine settings these flags describe.
@@ -455,15 +477,18 @@ impl EngineFlags {
     /// An unknown compression name; for Shale, a design it cannot open.
     pub fn config(&self) -> EngineResult<EngineConfig> {
         match self.engine {
-            EngineKind::Shale => self.axes.apply(&mut Options::preset(&self.design)?)?,
+            EngineKind::Shale => self
+                .axes
+                .apply(&mut Options::preset_with(&self.design, self.settings)?)?,
             // The tuned RocksDB takes the design's memtable: the design must exist.
             EngineKind::RocksdbTuned => {
-                Options::preset(&self.design)?;
+                Options::preset_with(&self.design, self.settings)?;
             }
             EngineKind::Rocksdb | EngineKind::Fjall => {}
         }
         Ok(EngineConfig {
             design: self.design.clone(),
+            settings: self.settings,
             axes: self.axes.clone(),
             write_buffer_size: self.write_buffer_size,
             cache_size: self.cache_size,
@@ -510,7 +535,7 @@ impl EngineFlags {
             return "-".into();
         }
         if self.axes.any() {
-            let mut o = Options::preset(&self.design).unwrap_or_default();
+            let mut o = Options::preset_with(&self.design, self.settings).unwrap_or_default();
             if self.axes.apply(&mut o).is_ok() {
                 return o.axes().name();
             }
@@ -524,7 +549,7 @@ impl EngineFlags {
 /// # Errors
 /// An unknown or unimplemented design.
 pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
-    let mut o = Options::preset(&config.design)?;
+    let mut o = Options::preset_with(&config.design, config.settings)?;
     config.axes.apply(&mut o)?;
     if let Some(n) = config.write_buffer_size {
         o.write_buffer_size = n;
@@ -877,6 +902,7 @@ mod tests {
     fn shale_options_follow_the_flags() {
         let c = EngineConfig {
             design: "leveldb".into(),
+            settings: shale::PresetSettings::Tuned,
             axes: Default::default(),
             write_buffer_size: Some(1 << 20),
             cache_size: 8 << 20,
@@ -908,20 +934,26 @@ mod tests {
             design: "pebblesdb".into(),
             ..c.clone()
         };
-        assert_eq!(
-            shale_options(&preset).unwrap().write_buffer_size,
-            shale::options::PRESET_WRITE_BUFFER_SIZE
-        );
-        assert_eq!(
-            preset.memtable_bytes(EngineKind::Shale),
-            shale::options::PRESET_WRITE_BUFFER_SIZE
-        );
+        let tuned = Options::preset("pebblesdb").unwrap().write_buffer_size;
+        assert_eq!(shale_options(&preset).unwrap().write_buffer_size, tuned);
+        assert_eq!(preset.memtable_bytes(EngineKind::Shale), tuned);
         assert_eq!(preset.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
-        // The tuned RocksDB takes the memtable of the design it is compared with.
+        // The tuned RocksDB takes the memtable of the design it is compared with, in the
+        // settings it runs with.
+        assert_eq!(preset.memtable_bytes(EngineKind::RocksdbTuned), tuned);
+        let paper = EngineConfig {
+            settings: PresetSettings::Paper,
+            ..preset.clone()
+        };
         assert_eq!(
-            preset.memtable_bytes(EngineKind::RocksdbTuned),
+            shale_options(&paper).unwrap().write_buffer_size,
             shale::options::PRESET_WRITE_BUFFER_SIZE
         );
+        assert_eq!(
+            paper.memtable_bytes(EngineKind::RocksdbTuned),
+            shale::options::PRESET_WRITE_BUFFER_SIZE
+        );
+        assert_eq!(paper.memtable_bytes(EngineKind::Rocksdb), 64 << 20);
         assert_eq!(c.memtable_bytes(EngineKind::RocksdbTuned), 1 << 20);
         let lines = shale_settings(&shale_options(&preset).unwrap()).join("\n");
         assert!(lines.contains("layout=flsm values=inline"), "{lines}");
@@ -933,7 +965,7 @@ mod tests {
         );
         assert!(!lines.contains("vlog:"), "{lines}");
         assert!(!lines.contains("leveled:"), "{lines}");
-        let leveldb = shale_settings(&Options::preset("leveldb").unwrap()).join("\n");
+        let leveldb = shale_settings(&Options::paper_preset("leveldb").unwrap()).join("\n");
         assert!(
             leveldb.contains("tables 2.0 MiB, level-0 triggers 4/8/12")
                 && leveldb.contains("max_grandparent_overlap_factor=10 round_robin=true")

@@ -67,6 +67,7 @@ mod tests {
     fn peers_need_the_feature() {
         let c = EngineConfig {
             design: "leveldb".into(),
+            settings: shale::PresetSettings::Tuned,
             axes: Default::default(),
             write_buffer_size: Some(1 << 20),
             cache_size: 0,

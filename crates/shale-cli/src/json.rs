@@ -46,6 +46,10 @@ pub struct BenchJson {
     pub engine: String,
     /// Design preset (with axis overrides).
     pub design: String,
+    /// The preset's settings (`tuned` or `paper`; `-` for a peer engine). Absent from
+    /// files written before it existed.
+    #[serde(default)]
+    pub settings: String,
     /// `--num` (YCSB: records).
     pub num: u64,
     /// Worker threads.

@@ -97,6 +97,7 @@ mod tests {
     fn config(compression: Compression) -> EngineConfig {
         EngineConfig {
             design: "leveldb".into(),
+            settings: shale::PresetSettings::Tuned,
             axes: Default::default(),
             write_buffer_size: Some(1 << 20),
             cache_size: 4 << 20,

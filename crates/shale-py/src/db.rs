@@ -91,7 +91,8 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// plyvel's options (`create_if_missing`, `error_if_exists`, `write_buffer_size`,
 /// `max_open_files`, `lru_cache_size`, `block_size`, `block_restart_interval`,
 /// `max_file_size`, `compression`, `bloom_filter_bits`) and Shale's: `design` (a name from
-/// `available_designs()`), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
+/// `available_designs()`), `settings` (`tuned`, the default, or `paper`: the design's
+/// settings as its paper measured it, LevelDB's 4 MiB memtable), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
 /// `memory` (`skiplist`), `min_separated_value_size`, `max_background_compactions`.
 /// Options not given come from the design; without one, from the store's own record when
 /// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
@@ -120,7 +121,7 @@ impl PyDb {
         write_buffer_size=None, max_open_files=None, lru_cache_size=None, block_size=None,
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
-        layout=None, values=None, memory=None, min_separated_value_size=None,
+        settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
         max_background_compactions=None, read_only=false, secondary=false
     ))]
     #[expect(
@@ -144,6 +145,7 @@ impl PyDb {
         comparator: Option<Bound<'py, PyAny>>,
         comparator_name: Option<Bound<'py, PyAny>>,
         design: Option<Bound<'py, PyAny>>,
+        settings: Option<Bound<'py, PyAny>>,
         layout: Option<Bound<'py, PyAny>>,
         values: Option<Bound<'py, PyAny>>,
         memory: Option<Bound<'py, PyAny>>,
@@ -169,6 +171,7 @@ impl PyDb {
             comparator,
             comparator_name,
             design: opt_text("design", design.as_ref())?,
+            settings: opt_text("settings", settings.as_ref())?,
             layout: opt_text("layout", layout.as_ref())?,
             values: opt_text("values", values.as_ref())?,
             memory: opt_text("memory", memory.as_ref())?,

@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use shale::options::{LayoutKind, MemoryKind};
-use shale::{Compression, Options, ValuesKind};
+use shale::{Compression, Options, PresetSettings, ValuesKind};
 
 use crate::errors::{Kind, new_err, to_py};
 
@@ -56,6 +56,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) comparator: Option<Bound<'py, PyAny>>,
     pub(crate) comparator_name: Option<Bound<'py, PyAny>>,
     pub(crate) design: Option<String>,
+    pub(crate) settings: Option<String>,
     pub(crate) layout: Option<String>,
     pub(crate) values: Option<String>,
     pub(crate) memory: Option<String>,
@@ -81,8 +82,18 @@ impl OpenArgs<'_> {
                 &[],
             ));
         }
+        let settings = match self.settings.as_deref() {
+            None | Some("tuned") => PresetSettings::Tuned,
+            Some("paper") => PresetSettings::Paper,
+            Some(s) => return Err(choice("settings", s, "'tuned' or 'paper'")),
+        };
+        if self.settings.is_some() && self.design.is_none() {
+            return Err(PyValueError::new_err(
+                "'settings' chooses a design's settings: give 'design' too",
+            ));
+        }
         let mut o = match &self.design {
-            Some(d) => Options::preset(d).map_err(|e| to_py(py, e))?,
+            Some(d) => Options::preset_with(d, settings).map_err(|e| to_py(py, e))?,
             None if path.join("CURRENT").exists() => {
                 shale::load_options(path, Options::default()).map_err(|e| to_py(py, e))?
             }

@@ -302,6 +302,27 @@ class TestBadArguments:
         with pytest.raises(shale.InvalidArgumentError, match="unknown design"):
             shale.DB(path, create_if_missing=True, design="nope")
 
+    def test_settings(self, path):
+        # The paper settings run LevelDB's 4 MiB memtable and tree; the tuned ones are
+        # the design's with larger sizes.
+        sizes = {}
+        for settings in ("tuned", "paper"):
+            with shale.DB(f"{path}-{settings}", create_if_missing=True, design="leveldb",
+                          settings=settings) as db:
+                db.put(b"k", b"v")
+                assert db.get(b"k") == b"v"
+                record = db.get_property(b"shale.options").decode()
+                assert record.startswith("shale-options ")
+                fields = dict(line.split("=", 1) for line in record.splitlines()[1:])
+                assert fields["layout"] == "leveled"
+                sizes[settings] = int(fields["write_buffer_size"])
+        assert sizes["paper"] == 4 << 20
+        assert sizes["tuned"] > sizes["paper"]
+        with pytest.raises(ValueError, match="settings"):
+            shale.DB(path, create_if_missing=True, design="leveldb", settings="fast")
+        with pytest.raises(ValueError, match="give 'design'"):
+            shale.DB(path, create_if_missing=True, settings="paper")
+
     def test_every_listed_design_opens(self, path):
         # Every design the package lists opens (none is a placeholder); what a design
         # cannot do raises UnsupportedError (test_point_only.py: scans of lsm-trie).

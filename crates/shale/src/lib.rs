@@ -47,6 +47,6 @@ pub use memory::MemoryStats;
 pub use options::{
     Axes, CompactionFilter, Compression, Decision, FilterContext, FilterReason, FloDbOptions,
     FlsmPolicy, LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck,
-    Options, TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
+    Options, PresetSettings, TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats, RecoveredLog};

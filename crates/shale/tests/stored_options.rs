@@ -194,3 +194,40 @@ fn an_lsm_trie_store_keeps_its_layout_and_depth_and_follows_its_trie_options() {
     db.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_options_property_is_the_record_of_the_running_options() {
+    for (settings, buffer) in [
+        (
+            shale::PresetSettings::Paper,
+            shale::options::PRESET_WRITE_BUFFER_SIZE,
+        ),
+        (
+            shale::PresetSettings::Tuned,
+            Options::preset("wisckey").unwrap().write_buffer_size,
+        ),
+    ] {
+        let dir = temp(&format!("property-{}", settings.name()));
+        let mut o = Options::preset_with("wisckey", settings).unwrap();
+        o.table.bloom_bits_per_key = 12;
+        let db = Db::open(&dir, o).unwrap();
+        let record = db.property("shale.options").unwrap();
+        let mut lines = record.lines();
+        assert_eq!(lines.next(), Some("shale-options 1"));
+        let fields: std::collections::BTreeMap<&str, &str> =
+            lines.filter_map(|l| l.split_once('=')).collect();
+        assert_eq!(fields.get("values"), Some(&"vlog"), "{record}");
+        assert_eq!(
+            fields.get("table.bloom_bits_per_key"),
+            Some(&"12"),
+            "{record}"
+        );
+        assert_eq!(
+            fields.get("write_buffer_size"),
+            Some(&buffer.to_string().as_str()),
+            "{record}"
+        );
+        db.close().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -327,7 +327,11 @@ fn settings_block(
     ));
     s.push_str(&format!("Engine:     {}\n", a.store.engine.name()));
     if a.store.engine == EngineKind::Shale {
-        s.push_str(&format!("Design:     {}\n", a.store.design));
+        s.push_str(&format!(
+            "Design:     {} ({} settings)\n",
+            a.store.design,
+            a.store.settings.name()
+        ));
     }
     s.push_str(&format!("Memtable:   {:.1} MB\n", mbf(memtable as f64)));
     s.push_str(&format!(

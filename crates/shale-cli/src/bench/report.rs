@@ -262,6 +262,7 @@ impl BenchResult {
             benchmark: self.name.clone(),
             engine: setting.engine.to_string(),
             design: setting.design.to_string(),
+            settings: setting.settings.to_string(),
             num: setting.num,
             threads: setting.threads,
             key_size: setting.key_size,
@@ -336,6 +337,8 @@ pub struct JsonSetting<'a> {
     pub engine: &'a str,
     /// Design preset.
     pub design: &'a str,
+    /// The preset's settings (`tuned`, `paper`; `-` for a peer engine).
+    pub settings: &'static str,
     /// `--num`.
     pub num: u64,
     /// `--threads`.
@@ -357,6 +360,11 @@ impl<'a> JsonSetting<'a> {
         JsonSetting {
             engine: store.engine.name(),
             design,
+            settings: if store.engine == crate::engine::EngineKind::Shale {
+                store.settings.name()
+            } else {
+                "-"
+            },
             num: 0,
             threads: 0,
             key_size: None,
@@ -469,6 +477,7 @@ mod tests {
         let s = JsonSetting {
             engine: "shale",
             design: "leveldb",
+            settings: "tuned",
             num: 1000,
             threads: 1,
             key_size: Some(16),
@@ -483,6 +492,7 @@ mod tests {
             "benchmark",
             "engine",
             "design",
+            "settings",
             "num",
             "write_buffer_size",
             "ops",

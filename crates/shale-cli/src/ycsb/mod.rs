@@ -407,13 +407,14 @@ fn run_phases(
     let mut out = std::io::stdout();
     writeln!(
         out,
-        "# shale ycsb: workload {workload}, {} records, {} operations, {} threads, {} value bytes, engine {}, design {}, db [{}]",
+        "# shale ycsb: workload {workload}, {} records, {} operations, {} threads, {} value bytes, engine {}, design {} ({} settings), db [{}]",
         a.records,
         a.operations,
         a.threads,
         ctx.value_size,
         a.store.engine.name(),
         a.store.design_name(),
+        a.store.settings.name(),
         dir.display()
     )?;
     if let Some(n) = a.store.block_size {

@@ -66,6 +66,7 @@ class DB:
         comparator: Optional[Any] = None,
         comparator_name: Optional[bytes] = None,
         design: Union[str, bytes, None] = None,
+        settings: Union[str, bytes, None] = None,
         layout: Union[str, bytes, None] = None,
         values: Union[str, bytes, None] = None,
         memory: Union[str, bytes, None] = None,

@@ -894,7 +894,8 @@ impl Db {
 
     /// A named property: `shale.stats`, `shale.num-files-at-level<N>`, `shale.levels`,
     /// `shale.last-sequence`, `shale.store-id` (16 hex digits), `shale.total-sst-bytes`, `shale.memtable-bytes`,
-    /// `shale.block-cache-usage`, `shale.design`, `shale.range-tombstones-mem` and
+    /// `shale.block-cache-usage`, `shale.design`, `shale.options` (the options this handle
+    /// runs with, in the options record's `key=value` lines), `shale.range-tombstones-mem` and
     /// `shale.range-tombstones` (range tombstones not yet flushed, and flushed ones the
     /// version keeps), and RocksDB's `shale.mem-table-flush-pending`,
     /// `shale.compaction-pending` (`1` from any change to the tree until the background

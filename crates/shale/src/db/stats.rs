@@ -154,6 +154,14 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         }
         "shale.num-running-compactions" => Some(inner.bg.lock().running.len().to_string()),
         // RocksDB's GetDbIdentity: the id every table and log of the store records.
+        // The options this handle runs with, as the options record (`docs/format/options.md`)
+        // writes them: every axis and every option that shapes the store's files.
+        "shale.options" => Some(
+            String::from_utf8_lossy(
+                &crate::options::stored::StoredOptions::of(&inner.options).encode(),
+            )
+            .into_owned(),
+        ),
         "shale.store-id" => Some(format!("{:016x}", inner.versions.lock().store_id())),
         "shale.total-sst-bytes" => Some(
             (0..sv.version.num_levels())

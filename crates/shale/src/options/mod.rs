@@ -12,10 +12,11 @@ pub use filter::{CompactionFilter, Decision, FilterContext, FilterReason};
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// The largest value the engine accepts, in bytes.
 pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
-/// The memtable size of every preset: LevelDB's default, which the papers' systems kept
-/// (PebblesDB on HyperLevelDB, WiscKey on LevelDB 1.18) and measured with. A design's
-/// claims are about this regime, where a LevelDB-style leveled tree is bound by its
-/// compactions; [`Options::default`] uses 64 MiB, RocksDB's size.
+/// The memtable size of every preset in its paper settings ([`Options::paper_preset`]):
+/// LevelDB's default, which the papers' systems kept (PebblesDB on HyperLevelDB, WiscKey on
+/// LevelDB 1.18) and measured with. A design's claims are about this regime, where a
+/// LevelDB-style leveled tree is bound by its compactions; [`Options::default`] and the
+/// tuned presets ([`Options::preset`]) use 64 MiB, RocksDB's size.
 pub const PRESET_WRITE_BUFFER_SIZE: usize = 4 << 20;
 
 /// Block compression of table files.
@@ -560,8 +561,9 @@ impl Default for TableOptions {
 }
 
 /// How a store is configured. Start from [`Options::default`] (the leveled design with
-/// RocksDB's sizes: the general-purpose choice) or [`Options::preset`] (a design with the
-/// configuration its paper measured) and change fields.
+/// RocksDB's sizes: the general-purpose choice), [`Options::preset`] (a design with the
+/// settings that measure best) or [`Options::paper_preset`] (a design with the settings its
+/// paper measured) and change fields.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Options {
@@ -571,8 +573,8 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system to use. Default: the real one.
     pub env: Env,
-    /// Size of one memtable before it is frozen and flushed. Default 64 MiB; the presets
-    /// use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB).
+    /// Size of one memtable before it is frozen and flushed. Default 64 MiB, as the tuned
+    /// presets; the paper presets use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB).
     pub write_buffer_size: usize,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
     pub max_immutable_memtables: usize,
@@ -857,6 +859,41 @@ fn by_name<T: Copy>(all: &[(T, &'static str)], name: &str, what: &str) -> crate:
 /// [`Options::max_manifest_bytes`]).
 pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
+/// Which sizes a preset starts from ([`Options::preset_with`]). Both choose the same axes
+/// and mechanisms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PresetSettings {
+    /// What measures best on this project's benchmark machine (`docs/benchmarks.md`,
+    /// "Preset settings"): [`Options::default`]'s sizes (RocksDB's 64 MiB memtable and tree)
+    /// under each design's mechanisms. What [`Options::preset`] gives.
+    #[default]
+    Tuned,
+    /// The papers' settings: LevelDB's 4 MiB memtable, and LevelDB's tree for the designs
+    /// built on it ([`Options::paper_preset`]).
+    Paper,
+}
+
+impl PresetSettings {
+    /// `tuned` or `paper`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PresetSettings::Tuned => "tuned",
+            PresetSettings::Paper => "paper",
+        }
+    }
+
+    /// Parse `tuned` or `paper`.
+    pub fn parse(s: &str) -> Result<PresetSettings> {
+        match s {
+            "tuned" => Ok(PresetSettings::Tuned),
+            "paper" => Ok(PresetSettings::Paper),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown preset settings {s:?}: expected tuned or paper"
+            ))),
+        }
+    }
+}
+
 /// Every preset name: each one opens ([`Options::preset`]).
 pub const PRESETS: [&str; 6] = [
     "leveldb",
@@ -873,27 +910,55 @@ impl Options {
         PRESETS.to_vec()
     }
 
-    /// Options for a named design: `leveldb` (leveled + skiplist + inline), `pebblesdb`
+    /// Options for a named design, with the settings that measure best on this project's
+    /// benchmark machine ([`PresetSettings::Tuned`]); [`Options::paper_preset`] gives the
+    /// papers' own. The designs: `leveldb` (leveled + skiplist + inline), `pebblesdb`
     /// (flsm + skiplist + inline), `wisckey` (leveled + skiplist + vlog), `flodb` (leveled +
     /// flodb + inline), `lsm-trie` (trie + skiplist + inline, htable tables; point
     /// operations only), `lwc` (lwc + skiplist + inline, dtable tables).
     ///
-    /// Every preset differs from [`Options::default`] in its memtable size:
-    /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
-    /// designs and their LevelDB baselines with, so the presets compare as the papers do.
-    /// The presets on the leveled layout (`leveldb`, `wisckey`, `flodb`, all built on
-    /// LevelDB) also keep LevelDB's tree ([`Options::leveldb_tree`]).
-    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
     pub fn preset(name: &str) -> Result<Options> {
-        let paper = Options {
-            write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
-            ..Options::default()
+        Options::preset_with(name, PresetSettings::Tuned)
+    }
+
+    /// Options for a named design as its paper measured it: every preset runs LevelDB's
+    /// 4 MiB memtable ([`PRESET_WRITE_BUFFER_SIZE`]), the size the papers measured their
+    /// designs and their LevelDB baselines with, and the presets on the leveled layout
+    /// (`leveldb`, `wisckey`, `flodb`, all built on LevelDB) keep LevelDB's tree
+    /// ([`Options::leveldb_tree`]). Use these to reproduce a paper's comparison.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
+    pub fn paper_preset(name: &str) -> Result<Options> {
+        Options::preset_with(name, PresetSettings::Paper)
+    }
+
+    /// Options for a named design with the given settings ([`Options::preset`],
+    /// [`Options::paper_preset`]). Both settings choose the same axes and the same
+    /// mechanisms; they differ in sizes (memtable, tables, levels, level-0 triggers).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
+    pub fn preset_with(name: &str, settings: PresetSettings) -> Result<Options> {
+        let base = match settings {
+            PresetSettings::Paper => Options {
+                write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
+                ..Options::default()
+            },
+            PresetSettings::Tuned => Options::default(),
         };
-        // The designs built on a leveled LevelDB tree keep LevelDB's, so that each differs
-        // from the `leveldb` baseline in its own axis only.
-        let leveldb = Options::leveldb_tree(paper.clone());
+        // The designs built on a leveled LevelDB tree keep LevelDB's mechanisms (and, in the
+        // paper settings, its sizes), so that each differs from the `leveldb` baseline in
+        // its own axis only.
+        let leveldb = match settings {
+            PresetSettings::Paper => Options::leveldb_tree(base.clone()),
+            PresetSettings::Tuned => Options {
+                leveled: Options::leveldb_tree(base.clone()).leveled,
+                ..base.clone()
+            },
+        };
         match name {
             "leveldb" => Ok(leveldb),
             "wisckey" => Ok(Options {
@@ -909,7 +974,7 @@ impl Options {
                 layout: LayoutKind::Flsm,
                 max_bytes_for_level_base: 4 << 30,
                 max_background_compactions: 2,
-                ..paper
+                ..base
             }),
             "flodb" => Ok(Options {
                 memory: MemoryKind::FloDb,
@@ -929,14 +994,14 @@ impl Options {
                     bloom_bits_per_key: 16,
                     ..TableOptions::default()
                 },
-                ..paper
+                ..base
             }),
-            // LevelDB's tree and sizes with lightweight compaction: tables of up to
-            // target_file_size grow by appends and are divided into lwc.division pieces.
+            // Lightweight compaction: tables of up to target_file_size grow by appends and
+            // are divided into lwc.division pieces.
             "lwc" => Ok(Options {
                 layout: LayoutKind::Lwc,
                 table_format: TableKind::DTable,
-                ..paper
+                ..base
             }),
             n => Err(Error::InvalidArgument(format!(
                 "unknown design {n:?}; available: {}",
@@ -1192,10 +1257,38 @@ mod tests {
     #[test]
     fn presets() {
         for name in Options::available_presets() {
-            let o = Options::preset(name).unwrap();
-            assert_eq!(o.write_buffer_size, PRESET_WRITE_BUFFER_SIZE, "{name}");
-            assert!(o.validate().is_ok(), "{name}");
+            let paper = Options::paper_preset(name).unwrap();
+            assert_eq!(paper.write_buffer_size, PRESET_WRITE_BUFFER_SIZE, "{name}");
+            assert!(paper.validate().is_ok(), "{name}");
+            let tuned = Options::preset(name).unwrap();
+            assert!(tuned.validate().is_ok(), "{name}");
+            // The settings change sizes only: the same axes and mechanisms.
+            assert_eq!(tuned.axes(), paper.axes(), "{name}");
+            assert_eq!(tuned.leveled, paper.leveled, "{name}");
+            assert_eq!(tuned.flsm, paper.flsm, "{name}");
+            assert_eq!(tuned.num_levels, paper.num_levels, "{name}");
+            assert_eq!(
+                tuned.max_background_compactions, paper.max_background_compactions,
+                "{name}"
+            );
+            assert_eq!(
+                Options::preset_with(name, PresetSettings::Paper)
+                    .unwrap()
+                    .write_buffer_size,
+                PRESET_WRITE_BUFFER_SIZE
+            );
         }
+        for s in [PresetSettings::Tuned, PresetSettings::Paper] {
+            assert_eq!(PresetSettings::parse(s.name()).unwrap(), s);
+        }
+        assert!(PresetSettings::parse("fast").is_err());
+        let paper_leveldb = Options::paper_preset("leveldb").unwrap();
+        assert_eq!(paper_leveldb.target_file_size, 2 << 20);
+        assert_eq!(paper_leveldb.max_bytes_for_level_base, 10 << 20);
+        assert_eq!(
+            Options::paper_preset("wisckey").unwrap().target_file_size,
+            2 << 20
+        );
         let leveldb = Options::preset("leveldb").unwrap();
         assert_eq!(leveldb.layout, Options::default().layout);
         assert_eq!(leveldb.values, Options::default().values);

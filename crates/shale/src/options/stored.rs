@@ -464,14 +464,14 @@ mod tests {
 
     /// The example of `docs/format/options.md` is what the code writes.
     #[test]
-    fn the_format_docs_example_is_the_wisckey_presets_record() {
+    fn the_format_docs_example_is_the_wisckey_paper_presets_record() {
         let doc = include_str!("../../../../docs/format/options.md");
         let example = doc
             .split("## Example")
             .nth(1)
             .and_then(|s| s.split("```\n").nth(1))
             .unwrap();
-        let record = StoredOptions::of(&Options::preset("wisckey").unwrap()).encode();
+        let record = StoredOptions::of(&Options::paper_preset("wisckey").unwrap()).encode();
         assert_eq!(example, String::from_utf8(record).unwrap());
     }
 

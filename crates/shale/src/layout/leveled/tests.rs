@@ -80,7 +80,7 @@ fn compact(layout: &Leveled, plan: &Plan, v: &Version, env: &Env) -> Vec<(u32, S
 }
 
 fn options(overlap_factor: u64) -> Options {
-    let mut o = Options::preset("leveldb").unwrap();
+    let mut o = Options::paper_preset("leveldb").unwrap();
     // Files are never cut by size here: 1 MiB, far above the test's tables.
     o.target_file_size = 1 << 20;
     o.leveled.max_grandparent_overlap_factor = overlap_factor;
@@ -128,7 +128,7 @@ fn a_compaction_output_is_cut_where_its_grandparent_overlap_passes_the_limit() {
 fn a_file_over_too_much_of_the_grandparent_level_is_rewritten_not_moved() {
     let tree = "L1: 1:a-f/12M\nL2: 9:x-z/1M\nL3: 20:a-c/15M 21:d-f/15M";
     let v = text::parse(tree).unwrap();
-    let mut o = Options::preset("leveldb").unwrap();
+    let mut o = Options::paper_preset("leveldb").unwrap();
     o.target_file_size = 2 << 20;
     o.leveled.max_grandparent_overlap_factor = 10;
     let pick = |o: &Options| {
@@ -142,7 +142,7 @@ fn a_file_over_too_much_of_the_grandparent_level_is_rewritten_not_moved() {
 }
 
 fn seek_options(min_seeks: u32) -> Options {
-    let mut o = Options::preset("leveldb").unwrap();
+    let mut o = Options::paper_preset("leveldb").unwrap();
     o.leveled.seek_compaction_min_seeks = min_seeks;
     o
 }
