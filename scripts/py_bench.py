@@ -8,7 +8,9 @@ Phases, each a plain Python loop over precomputed keys (16 bytes) and values (10
   readseq      one full forward iteration (every key must be seen)
   fillbatch    --num puts in write batches of --batch, random order, into a new store
 
-Engines: `shale` (the `leveldb` design: 4 MiB memtables, as LevelDB's), `plyvel` (plyvel's
+Engines: `shale` (the `leveldb` design in its default, tuned settings: 64 MiB memtables),
+`shale-paper` (the `leveldb` design in its paper settings: LevelDB's 4 MiB memtables and
+tree), `plyvel` (plyvel's
 defaults: 4 MiB write buffer, 8 MiB block cache, no bloom filter, Snappy), and
 `plyvel-matched` (plyvel with Shale's 64 MiB block cache and 10 bloom bits per key, and no
 compression). Rounds interleave the engines (the order rotates each round) so a noisy
@@ -35,10 +37,11 @@ import time
 
 
 def open_store(engine: str, path: str):
-    if engine == "shale":
+    if engine in ("shale", "shale-paper"):
         import shale
 
-        return shale.DB(path, create_if_missing=True, design="leveldb")
+        settings = "paper" if engine == "shale-paper" else "tuned"
+        return shale.DB(path, create_if_missing=True, design="leveldb", settings=settings)
     import plyvel
 
     if engine == "plyvel":
@@ -123,7 +126,7 @@ def main():
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--key-size", type=int, default=16)
     ap.add_argument("--value-size", type=int, default=100)
-    ap.add_argument("--engines", default="shale,plyvel,plyvel-matched")
+    ap.add_argument("--engines", default="shale,shale-paper,plyvel,plyvel-matched")
     ap.add_argument("--dir", default="bench-out/py", help="where the stores are made")
     ap.add_argument("--seed", type=int, default=301)
     args = ap.parse_args()
@@ -140,7 +143,7 @@ def main():
 
     versions = {"python": platform.python_version()}
     for e in engines:
-        mod = "shale" if e == "shale" else "plyvel"
+        mod = "shale" if e.startswith("shale") else "plyvel"
         m = __import__(mod)
         versions[mod] = getattr(m, "__version__", "?")
         if mod == "plyvel":
