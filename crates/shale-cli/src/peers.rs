@@ -111,6 +111,7 @@ mod tests {
             vlog: crate::engine::VlogSettings::default(),
             flodb: Default::default(),
             lwc: Default::default(),
+            mmap_reads: None,
             memory_only: false,
         }
     }

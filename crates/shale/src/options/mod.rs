@@ -584,6 +584,22 @@ pub struct Options {
     /// with its file metadata once a read has opened it, open or not: see
     /// [`crate::version::PinnedFilter`].)
     pub max_open_files: usize,
+    /// Read table files through a read-only memory map of each (`mmap`) instead of
+    /// positioned reads (`pread`): a block read from the page cache then costs a copy and
+    /// no system call. LevelDB always does this for up to 1000 table files (its POSIX
+    /// `Env`, `PosixMmapReadableFile`); RocksDB's `allow_mmap_reads` (off by default).
+    /// Like LevelDB, at most [`crate::env::posix::MAX_MAPPED_FILES`] tables are mapped at
+    /// once in a process; tables past that, and file systems that cannot map (the
+    /// in-memory ones), are read with `pread`. Only tables are mapped: never the
+    /// write-ahead log, the MANIFEST or the value log.
+    ///
+    /// The catch, the same as LevelDB's and RocksDB's: a table file truncated by another
+    /// program while the store is open, or a device error reading a mapped page, kills
+    /// the process with `SIGBUS` where `pread` returns an error (`UNSAFE.md`,
+    /// `docs/reliability.md`). Default false (RocksDB's default); true in every preset:
+    /// the designs they reproduce were built on LevelDB's code or measured against LevelDB,
+    /// which reads this way.
+    pub mmap_reads: bool,
     /// Number of levels. Default 7.
     pub num_levels: usize,
     /// Target size of a table written by compaction. Default 64 MiB.
@@ -709,6 +725,7 @@ impl Default for Options {
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
             max_open_files: 1000,
+            mmap_reads: false,
             num_levels: 7,
             target_file_size: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
@@ -880,15 +897,22 @@ impl Options {
     ///
     /// Every preset differs from [`Options::default`] in its memtable size:
     /// [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB, LevelDB's), the size the papers measured their
-    /// designs and their LevelDB baselines with, so the presets compare as the papers do.
+    /// designs and their LevelDB baselines with, so the presets compare as the papers do;
+    /// and in reading tables through memory maps ([`Options::mmap_reads`]) as LevelDB,
+    /// which those designs were built on or measured against, does.
     /// The presets on the leveled layout (`leveldb`, `wisckey`, `flodb`, all built on
     /// LevelDB) also keep LevelDB's tree ([`Options::leveldb_tree`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
     pub fn preset(name: &str) -> Result<Options> {
+        // The designs were built on LevelDB's code (PebblesDB on HyperLevelDB, its fork) or
+        // measured against LevelDB, whose POSIX Env reads tables through memory maps: the
+        // presets read as it does, so that they compare with it (and each other) as the
+        // papers did.
         let paper = Options {
             write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
+            mmap_reads: true,
             ..Options::default()
         };
         // The designs built on a leveled LevelDB tree keep LevelDB's, so that each differs
@@ -949,10 +973,12 @@ impl Options {
     /// `version_set.cc`, as of LevelDB 1.23): 2 MiB tables, level 1 of 10 MiB and each
     /// level 10 times the one above, level-0 triggers 4/8/12, outputs cut at 10 tables'
     /// worth of overlap with the level below, a level's files compacted in turn (its compact
-    /// pointer), and seek-triggered compaction (100 seeks or one per 16 KiB of a table). What is not LevelDB's is listed in
-    /// `docs/designs/leveldb.md`.
+    /// pointer), and seek-triggered compaction (100 seeks or one per 16 KiB of a table); and
+    /// LevelDB's reads of table files through memory maps ([`Options::mmap_reads`]). What
+    /// is not LevelDB's is listed in `docs/designs/leveldb.md`.
     pub fn leveldb_tree(o: Options) -> Options {
         Options {
+            mmap_reads: true,
             target_file_size: 2 << 20,
             max_bytes_for_level_base: 10 << 20,
             level_size_multiplier: 10,
@@ -1194,8 +1220,11 @@ mod tests {
         for name in Options::available_presets() {
             let o = Options::preset(name).unwrap();
             assert_eq!(o.write_buffer_size, PRESET_WRITE_BUFFER_SIZE, "{name}");
+            assert!(o.mmap_reads, "{name} reads tables as LevelDB does");
             assert!(o.validate().is_ok(), "{name}");
         }
+        assert!(!Options::default().mmap_reads, "RocksDB's default");
+        assert!(Options::leveldb_tree(Options::default()).mmap_reads);
         let leveldb = Options::preset("leveldb").unwrap();
         assert_eq!(leveldb.layout, Options::default().layout);
         assert_eq!(leveldb.values, Options::default().values);
