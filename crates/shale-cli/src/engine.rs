@@ -234,6 +234,9 @@ pub struct EngineConfig {
     pub flodb: FloDbSettings,
     /// LWC layout overrides (designs with `layout = lwc`); `None` keeps the preset's.
     pub lwc: LwcSettings,
+    /// Shale: read tables through memory maps (`Options::mmap_reads`); `None` keeps the
+    /// design's. Peers ignore it.
+    pub mmap_reads: Option<bool>,
     /// Shale: run the design's memory component alone ([`MemoryOnlyEngine`]).
     pub memory_only: bool,
 }
@@ -396,6 +399,11 @@ pub struct EngineFlags {
     /// design's (10).
     #[arg(long = "lwc-division")]
     pub lwc_division: Option<usize>,
+    /// Shale: read table files through memory maps (`on`, LevelDB's way and RocksDB's
+    /// `allow_mmap_reads`) or with `pread` (`off`); default: the design's (on for every
+    /// preset).
+    #[arg(long = "mmap-reads", alias = "mmap_read", value_parser = on_off)]
+    pub mmap_reads: Option<bool>,
     /// LWC layout: a DTable holding more appended segments than this is divided; default:
     /// the design's (6).
     #[arg(long = "lwc-max-segments")]
@@ -410,6 +418,15 @@ pub struct EngineFlags {
     /// design's (false).
     #[arg(long = "lwc-seek-merges")]
     pub lwc_seek_merges: Option<bool>,
+}
+
+/// A switch given as `on`/`off` (or `true`/`false`, `1`/`0`, as db_bench spells them).
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("{s:?} is not on or off")),
+    }
 }
 
 /// The memtable size engine `kind` runs with: `flag` if given, else the design's (Shale, and
@@ -524,6 +541,7 @@ impl EngineFlags {
                 seek_compaction: self.lwc_seek_compaction,
                 seek_compaction_merges: self.lwc_seek_merges,
             },
+            mmap_reads: self.mmap_reads,
             memory_only: false,
         })
     }
@@ -619,6 +637,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(b) = config.lwc.seek_compaction_merges {
         o.lwc.seek_compaction_merges = b;
     }
+    if let Some(b) = config.mmap_reads {
+        o.mmap_reads = b;
+    }
     o.validate()?;
     Ok(o)
 }
@@ -640,12 +661,19 @@ impl ShaleEngine {
 /// block of a run (so a run's output says which tree it built).
 pub fn shale_settings(o: &Options) -> Vec<String> {
     let mib = |n: u64| format!("{:.1} MiB", n as f64 / 1048576.0);
-    let mut lines = vec![format!(
-        "  shale:    layout={} values={} memory={}",
-        o.layout.name(),
-        o.values.name(),
-        o.memory.name()
-    )];
+    // The first line is the design as `shale stats` prints it.
+    let mut lines = vec![
+        format!(
+            "  shale:    layout={} values={} memory={}",
+            o.layout.name(),
+            o.values.name(),
+            o.memory.name()
+        ),
+        format!(
+            "  reads:    mmap_reads={}",
+            if o.mmap_reads { "on" } else { "off" }
+        ),
+    ];
     if o.layout == LayoutKind::Trie {
         // The trie has no level sizes or table size targets; its backlog (the layout's
         // `backlog`) slows and stops writes at the level-0 triggers.
@@ -917,8 +945,22 @@ mod tests {
             vlog: VlogSettings::default(),
             flodb: FloDbSettings::default(),
             lwc: LwcSettings::default(),
+            mmap_reads: None,
             memory_only: false,
         };
+        let o = shale_options(&c).unwrap();
+        assert!(o.mmap_reads, "the preset's");
+        assert_eq!(shale_settings(&o)[1], "  reads:    mmap_reads=on");
+        let pread = EngineConfig {
+            mmap_reads: Some(false),
+            ..c.clone()
+        };
+        let o = shale_options(&pread).unwrap();
+        assert!(!o.mmap_reads);
+        assert_eq!(shale_settings(&o)[1], "  reads:    mmap_reads=off");
+        assert_eq!(on_off("on"), Ok(true));
+        assert_eq!(on_off("0"), Ok(false));
+        assert!(on_off("maybe").is_err());
         let o = shale_options(&c).unwrap();
         assert_eq!(o.write_buffer_size, 1 << 20);
         assert_eq!(o.max_background_compactions, 3);

@@ -82,6 +82,7 @@ mod tests {
             vlog: VlogSettings::default(),
             flodb: Default::default(),
             lwc: Default::default(),
+            mmap_reads: None,
             memory_only: false,
         };
         for kind in [

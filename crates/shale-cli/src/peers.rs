@@ -112,6 +112,7 @@ mod tests {
             vlog: crate::engine::VlogSettings::default(),
             flodb: Default::default(),
             lwc: Default::default(),
+            mmap_reads: None,
             memory_only: false,
         }
     }

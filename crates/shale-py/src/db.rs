@@ -92,8 +92,10 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `max_open_files`, `lru_cache_size`, `block_size`, `block_restart_interval`,
 /// `max_file_size`, `compression`, `bloom_filter_bits`) and Shale's: `design` (a name from
 /// `available_designs()`), `settings` (`tuned`, the default, or `paper`: the design's
-/// settings as its paper measured it, LevelDB's 4 MiB memtable), `layout` (`leveled`, `flsm`), `values` (`inline`, `vlog`),
-/// `memory` (`skiplist`), `min_separated_value_size`, `max_background_compactions`.
+/// settings as its paper measured it, LevelDB's 4 MiB memtable), `layout` (`leveled`,
+/// `flsm`), `values` (`inline`, `vlog`), `memory` (`skiplist`), `min_separated_value_size`,
+/// `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
+/// LevelDB does: on in every design, off in `Options::default()`).
 /// Options not given come from the design; without one, from the store's own record when
 /// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
 /// `Db::open_read_only` does (RocksDB's `OpenForReadOnly`): nothing is written, no lock is
@@ -122,7 +124,7 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
-        max_background_compactions=None, read_only=false, secondary=false
+        max_background_compactions=None, mmap_reads=None, read_only=false, secondary=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -151,6 +153,7 @@ impl PyDb {
         memory: Option<Bound<'py, PyAny>>,
         min_separated_value_size: Option<usize>,
         max_background_compactions: Option<usize>,
+        mmap_reads: Option<bool>,
         read_only: bool,
         secondary: bool,
     ) -> PyResult<PyDb> {
@@ -177,6 +180,7 @@ impl PyDb {
             memory: opt_text("memory", memory.as_ref())?,
             min_separated_value_size,
             max_background_compactions,
+            mmap_reads,
         };
         let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py

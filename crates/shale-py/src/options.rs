@@ -62,6 +62,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) memory: Option<String>,
     pub(crate) min_separated_value_size: Option<usize>,
     pub(crate) max_background_compactions: Option<usize>,
+    pub(crate) mmap_reads: Option<bool>,
 }
 
 impl OpenArgs<'_> {
@@ -119,6 +120,7 @@ impl OpenArgs<'_> {
             &mut o.max_background_compactions,
             self.max_background_compactions,
         );
+        set(&mut o.mmap_reads, self.mmap_reads);
         o.table.compression = compression(self.compression.as_ref())?;
         if let Some(l) = &self.layout {
             o.layout = match l.as_str() {

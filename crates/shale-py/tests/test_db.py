@@ -197,6 +197,24 @@ def test_axes(path):
     db.close()
 
 
+@pytest.mark.parametrize("mmap_reads", [True, False])
+def test_mmap_reads(path, mmap_reads):
+    # Tables read through memory maps (every design's default) or with pread: the same
+    # data, through flushes, a compaction that deletes mapped tables, and a reopen.
+    opts = dict(design="leveldb", mmap_reads=mmap_reads, write_buffer_size=64 * 1024)
+    with shale.DB(path, create_if_missing=True, **opts) as db:
+        model = fill(db, 3000)
+        db.flush()
+        assert dict(db) == model
+        db.compact_range()
+        for k, v in model.items():
+            assert db.get(k) == v
+    with shale.DB(path, **opts) as db:
+        assert dict(db) == model
+    with pytest.raises(TypeError):
+        shale.DB(path, mmap_reads="yes")
+
+
 def test_designs_listed():
     designs = shale.available_designs()
     assert {"leveldb", "pebblesdb", "wisckey"} <= set(designs)

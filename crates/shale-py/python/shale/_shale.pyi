@@ -72,6 +72,7 @@ class DB:
         memory: Union[str, bytes, None] = None,
         min_separated_value_size: Optional[int] = None,
         max_background_compactions: Optional[int] = None,
+        mmap_reads: Optional[bool] = None,
         read_only: bool = False,
         secondary: bool = False,
     ) -> "DB": ...

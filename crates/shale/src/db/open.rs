@@ -396,7 +396,8 @@ pub(super) fn caches(
         block_cache.clone(),
         options.verify_checksums,
         store_id,
-    ));
+    )
+    .with_mmap_reads(options.mmap_reads));
     (block_cache, tables)
 }
 

@@ -246,7 +246,8 @@ fn recover(
                 p.block_cache.clone(),
                 options.verify_checksums,
                 Some(store_id),
-            );
+            )
+            .with_mmap_reads(options.mmap_reads);
             (p.block_cache.clone(), Arc::new(tables))
         }
         None => super::open::caches(dir, options, table, Some(store_id)),
@@ -329,6 +330,23 @@ impl ReadOnlyFs {
     }
 }
 
+/// A file a read-only handle cannot find may have been deleted by a writer since the handle
+/// read the MANIFEST: the error says so.
+fn deleted_by_writer(e: Error) -> Error {
+    match e {
+        Error::Io {
+            path: p, source, ..
+        } if source.kind() == std::io::ErrorKind::NotFound => Error::Io {
+            op: "open (on a read-only handle: the file may have been deleted by a writer \
+                 in another process since this handle read the MANIFEST; reopen to read \
+                 the current version)",
+            path: p,
+            source,
+        },
+        e => e,
+    }
+}
+
 impl FileSystem for ReadOnlyFs {
     fn create(&self, _path: &Path) -> Result<Box<dyn WritableFile>> {
         self.refuse()
@@ -340,18 +358,10 @@ impl FileSystem for ReadOnlyFs {
         self.refuse()
     }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open(path).map_err(|e| match e {
-            Error::Io {
-                path: p, source, ..
-            } if source.kind() == std::io::ErrorKind::NotFound => Error::Io {
-                op: "open (on a read-only handle: the file may have been deleted by a writer \
-                     in another process since this handle read the MANIFEST; reopen to read \
-                     the current version)",
-                path: p,
-                source,
-            },
-            e => e,
-        })
+        self.inner.open(path).map_err(deleted_by_writer)
+    }
+    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_mapped(path, len).map_err(deleted_by_writer)
     }
     fn rename(&self, _from: &Path, _to: &Path) -> Result<()> {
         self.refuse()

@@ -57,6 +57,26 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Open an existing file that never changes again (an installed table) for reads
+    /// served from a read-only memory map of its first `len` bytes (fewer if the file is
+    /// shorter), so that a read of a page the kernel has cached costs a copy and no system
+    /// call (`Options::mmap_reads`, LevelDB's mmap-ed table reads). The file's
+    /// [`RandomAccessFile::len`] is then the mapped length, and reads past it fail as reads
+    /// past the end of a file do.
+    ///
+    /// Only for files nobody truncates or rewrites while the map lives: bytes the map
+    /// covers must stay in the file (bytes after `len` may be cut). Shale never changes an
+    /// installed table's first `len` bytes (an appendable table only grows past its
+    /// committed size); a file cut short under the map by someone else kills the process
+    /// with `SIGBUS` on the next read of the lost pages (`UNSAFE.md`).
+    ///
+    /// A backend that cannot map, or that has mapped its limit of files, opens the file
+    /// as [`FileSystem::open`] does (the default: the in-memory and fault-injecting file
+    /// systems keep reading, and injecting faults, as before).
+    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        let _ = len;
+        self.open(path)
+    }
     /// Atomically rename `from` to `to`, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Remove a file.
@@ -161,6 +181,11 @@ pub trait RandomAccessFile: Send + Sync {
     /// True for an empty file.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Whether reads are served from a memory map ([`FileSystem::open_mapped`]) rather
+    /// than by read calls. Default false.
+    fn is_mapped(&self) -> bool {
+        false
     }
 }
 
@@ -411,6 +436,17 @@ impl Env {
             path: Arc::from(path),
         })
     }
+    /// Open a file that never changes again for reads from a memory map of its first
+    /// `len` bytes where the backend can map it ([`FileSystem::open_mapped`]); each read
+    /// names its cause.
+    pub fn open_mapped(&self, path: &Path, len: u64) -> Result<ReadFile> {
+        let inner = self.fs.open_mapped(path, len)?;
+        Ok(ReadFile {
+            inner,
+            io: Arc::clone(&self.io),
+            path: Arc::from(path),
+        })
+    }
     /// Read a whole (small) file, counted under `cause`.
     pub fn read_all(&self, path: &Path, cause: ReadCause) -> Result<Vec<u8>> {
         let f = self.open(path)?;
@@ -553,6 +589,10 @@ impl ReadFile {
     /// True for an empty file.
     pub fn is_empty(&self) -> bool {
         self.inner.len() == 0
+    }
+    /// Whether reads come from a memory map ([`Env::open_mapped`]).
+    pub fn is_mapped(&self) -> bool {
+        self.inner.is_mapped()
     }
     /// The file's path.
     pub fn path(&self) -> &Path {

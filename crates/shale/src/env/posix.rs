@@ -3,7 +3,11 @@
 //! Writable files keep a user-space buffer so that the many small appends of a table or
 //! log builder become few system calls; [`WritableFile::flush`] hands the buffer to the
 //! kernel and [`WritableFile::sync`] additionally calls `fdatasync`. Reads are positioned
-//! (`pread`), so one open file serves any number of threads without a seek position.
+//! (`pread`), so one open file serves any number of threads without a seek position; a
+//! file opened with [`FileSystem::open_mapped`] (a table, with `Options::mmap_reads`) is
+//! read from a read-only memory map instead (`memmap2`: the one `unsafe` call of the
+//! workspace, argued in `map_read_only` and `UNSAFE.md`), at most [`MAX_MAPPED_FILES`] at
+//! once per process.
 //!
 //! Log files ([`FileSystem::create_log`]) write through the same buffer, and on Linux a
 //! background thread per log keeps space reserved ahead of the appends (`fallocate`, which
@@ -21,6 +25,7 @@ use std::io::{self, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
@@ -39,15 +44,89 @@ const LOG_RESERVE_STEP: u64 = 1 << 20;
 #[cfg(target_os = "linux")]
 const LOG_READAHEAD_PIECE: u64 = 128 << 10;
 
+/// Files the process keeps memory-mapped at once ([`FileSystem::open_mapped`]), over every
+/// store: LevelDB's limit (`kDefaultMmapLimit`, 1000 on 64-bit systems). Past it, tables
+/// are opened for `pread` (LevelDB's fallback too), so a store with more tables than this
+/// never runs the process out of map areas (`vm.max_map_count`, 65530 by default).
+pub const MAX_MAPPED_FILES: usize = 1000;
+
+/// A budget of memory-mapped files: how many may be mapped at once and how many are.
+#[derive(Debug)]
+struct MapLimit {
+    limit: usize,
+    mapped: AtomicUsize,
+}
+
+impl MapLimit {
+    const fn new(limit: usize) -> MapLimit {
+        MapLimit {
+            limit,
+            mapped: AtomicUsize::new(0),
+        }
+    }
+
+    /// Take one map from the budget; false when it is spent.
+    fn take(&self) -> bool {
+        self.mapped
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self) {
+        self.mapped.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The budget every [`PosixFs`] shares unless made with [`PosixFs::with_map_limit`].
+static PROCESS_MAPS: MapLimit = MapLimit::new(MAX_MAPPED_FILES);
+
 /// The operating system's file system.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PosixFs;
+#[derive(Clone, Debug, Default)]
+pub struct PosixFs {
+    /// The budget of mapped files; `None` for the process-wide one ([`MAX_MAPPED_FILES`]).
+    maps: Option<Arc<MapLimit>>,
+}
 
 impl PosixFs {
-    /// The real file system (stateless: every instance is the same).
+    /// The real file system. Every instance shares the process's budget of mapped files
+    /// ([`MAX_MAPPED_FILES`]).
     pub fn new() -> PosixFs {
-        PosixFs
+        PosixFs::default()
     }
+
+    /// The real file system with a budget of its own: at most `limit` files mapped at once
+    /// through this instance (and its clones); `0` maps none.
+    pub fn with_map_limit(limit: usize) -> PosixFs {
+        PosixFs {
+            maps: Some(Arc::new(MapLimit::new(limit))),
+        }
+    }
+
+    /// Files mapped through this instance's budget now (the process-wide count for
+    /// [`PosixFs::new`]).
+    pub fn mapped_files(&self) -> usize {
+        self.maps().mapped.load(Ordering::Acquire)
+    }
+
+    fn maps(&self) -> &MapLimit {
+        self.maps.as_deref().unwrap_or(&PROCESS_MAPS)
+    }
+}
+
+/// `path` opened for reading, with its size; a directory is refused.
+fn open_for_reads(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io("open", path, e))?;
+    if meta.is_dir() {
+        return Err(Error::io(
+            "open",
+            path,
+            io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file"),
+        ));
+    }
+    Ok((file, meta.len()))
 }
 
 impl FileSystem for PosixFs {
@@ -68,19 +147,36 @@ impl FileSystem for PosixFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let meta = file.metadata().map_err(|e| Error::io("open", path, e))?;
-        if meta.is_dir() {
-            return Err(Error::io(
-                "open",
-                path,
-                io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file"),
-            ));
+        let (file, len) = open_for_reads(path)?;
+        Ok(Arc::new(PosixRandomAccessFile {
+            file,
+            path: path.to_path_buf(),
+            len,
+        }))
+    }
+
+    /// A read-only shared map of the file's first `len` bytes (or all of a shorter file).
+    /// An empty file, a spent budget ([`MAX_MAPPED_FILES`]) or a failed `mmap` (no address
+    /// space, too many map areas) opens the file for `pread` instead, as
+    /// [`FileSystem::open`] does.
+    #[cfg(target_os = "linux")]
+    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
+        let (file, file_len) = open_for_reads(path)?;
+        let map_len = usize::try_from(len.min(file_len)).unwrap_or(0);
+        if map_len > 0 && self.maps().take() {
+            let slot = MapSlot(self.maps.clone());
+            if let Ok(map) = map_read_only(&file, map_len) {
+                return Ok(Arc::new(PosixMappedFile {
+                    map,
+                    path: path.to_path_buf(),
+                    _slot: slot,
+                }));
+            }
         }
         Ok(Arc::new(PosixRandomAccessFile {
             file,
             path: path.to_path_buf(),
-            len: meta.len(),
+            len: file_len,
         }))
     }
 
@@ -566,17 +662,23 @@ struct PosixRandomAccessFile {
     len: u64,
 }
 
+/// The error of a read of `len` bytes at `offset` of `path` that failed with `e`; a read
+/// past the end of the file says so.
+fn read_error(path: &Path, e: io::Error, len: usize, offset: u64) -> Error {
+    let e = if e.kind() == io::ErrorKind::UnexpectedEof {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("read of {len} bytes at offset {offset} runs past the end of the file"),
+        )
+    } else {
+        e
+    };
+    Error::io("read", path, e)
+}
+
 impl PosixRandomAccessFile {
     fn read_error(&self, e: io::Error, len: usize, offset: u64) -> Error {
-        let e = if e.kind() == io::ErrorKind::UnexpectedEof {
-            io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("read of {len} bytes at offset {offset} runs past the end of the file"),
-            )
-        } else {
-            e
-        };
-        Error::io("read", &self.path, e)
+        read_error(&self.path, e, len, offset)
     }
 }
 
@@ -610,6 +712,89 @@ impl RandomAccessFile for PosixRandomAccessFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+}
+
+/// One file of a [`MapLimit`]'s budget, given back when dropped (with the map it counts).
+struct MapSlot(Option<Arc<MapLimit>>);
+
+impl Drop for MapSlot {
+    fn drop(&mut self) {
+        self.0.as_deref().unwrap_or(&PROCESS_MAPS).give_back();
+    }
+}
+
+/// A read-only shared map of the first `len` bytes (`len` > 0, at most the file's size) of
+/// `file`.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
+    // SAFETY: `Mmap::map` is unsafe because the mapped bytes may change, or vanish, under
+    // the `&[u8]` it hands out if the file is written or truncated while it is mapped.
+    // Only `FileSystem::open_mapped` calls this, and the engine asks it only for installed
+    // table files (`TableCache`), mapping no more than the committed size the MANIFEST
+    // records (`TableId::size`, at most the file's size, checked by the caller). Those
+    // bytes never change while the store can read them: a table is written in full,
+    // synced and only then named by a version; no code writes into an installed table
+    // (`WritableFile` handles of a table are dropped before its edit commits), and an
+    // appendable table (dtable) is reopened only to append after its committed size, its
+    // `reopen` cutting nothing below it, so a map of an older generation keeps every page
+    // it covers. A table is removed by unlinking, which leaves the mapped inode alive
+    // until the map is dropped. The store's LOCK (`PosixFs::lock`) keeps other Shale
+    // writers out; read-only and secondary handles never write. The map is private to
+    // this process's reads (`PROT_READ`, `MAP_SHARED` of a file opened read-only): no Rust
+    // code can write through it.
+    //
+    // What stays outside Rust's reach is another program (or a person) truncating or
+    // rewriting a table file of a live store, and a device error while a page is read in:
+    // then a read of a lost page raises `SIGBUS` and the process dies instead of getting
+    // an error, and rewritten bytes are read as they are (their block checksums still
+    // catch damage). That is the contract LevelDB (`PosixMmapReadableFile`) and RocksDB
+    // (`allow_mmap_reads`) have for the same reads, and `Options::mmap_reads = false`
+    // keeps `pread`, where both cases are errors. UNSAFE.md records this block.
+    unsafe { memmap2::MmapOptions::new().len(len).map(file) }
+}
+
+/// A file read from a read-only memory map ([`PosixFs::open_mapped`]): a read copies from
+/// the map, with no system call once the pages are mapped.
+#[cfg(target_os = "linux")]
+struct PosixMappedFile {
+    map: memmap2::Mmap,
+    path: PathBuf,
+    _slot: MapSlot,
+}
+
+#[cfg(target_os = "linux")]
+impl PosixMappedFile {
+    /// The mapped bytes `offset..offset + len`, or the error of a read past the end.
+    fn bytes(&self, len: usize, offset: u64) -> Result<&[u8]> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| self.map.get(start..start.checked_add(len)?))
+            .ok_or_else(|| {
+                let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+                read_error(&self.path, eof, len, offset)
+            })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl RandomAccessFile for PosixMappedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        buf.copy_from_slice(self.bytes(buf.len(), offset)?);
+        Ok(())
+    }
+
+    fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        Ok(self.bytes(len, offset)?.to_vec())
+    }
+
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn is_mapped(&self) -> bool {
+        true
     }
 }
 
@@ -736,6 +921,104 @@ mod tests {
         assert!(err.to_string().contains("fewer than the 10"), "{err}");
         assert!(fs.reopen(&dir.path("none"), 0).is_err());
         assert_eq!(read_all(&fs, &p), b"gen1+gen2");
+    }
+
+    /// A mapped file reads the same bytes as an opened one, reports the mapped length (the
+    /// asked prefix of a longer file), and fails a read past its end as a `pread` past the
+    /// end of the file does, naming the file and the offset.
+    #[test]
+    fn a_mapped_file_reads_as_an_opened_one() {
+        let dir = TempDir::new("mapped");
+        let fs = PosixFs::with_map_limit(10);
+        let p = dir.path("000007.sst");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+        let mut w = fs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let len = data.len() as u64;
+        let opened = fs.open(&p).unwrap();
+        let mapped = fs.open_mapped(&p, len).unwrap();
+        assert!(mapped.is_mapped() && !opened.is_mapped());
+        assert_eq!(fs.mapped_files(), 1);
+        assert_eq!(mapped.len(), opened.len());
+        for (off, n) in [
+            (0u64, 1usize),
+            (4095, 2),
+            (12_345, 4096),
+            (len - 7, 7),
+            (0, 20_000),
+        ] {
+            let mut a = vec![0u8; n];
+            let mut b = vec![1u8; n];
+            opened.read_exact_at(&mut a, off).unwrap();
+            mapped.read_exact_at(&mut b, off).unwrap();
+            assert_eq!(a, b, "{n} bytes at {off}");
+            assert_eq!(mapped.read_to_vec(n, off).unwrap(), a);
+        }
+        // Past the end: the same error, naming the file and the offset.
+        for (off, n) in [(len - 3, 4usize), (len, 1), (u64::MAX, 1), (1, usize::MAX)] {
+            let mut buf = vec![0u8; n.min(8)];
+            let want = opened.read_to_vec(n.min(8), off).err();
+            let got = mapped.read_to_vec(n, off).unwrap_err();
+            let msg = got.to_string();
+            assert!(
+                msg.contains("000007.sst")
+                    && msg.contains(&format!("at offset {off} runs past the end")),
+                "{msg}"
+            );
+            // (`pread` refuses an offset past `i64::MAX` as an invalid argument instead.)
+            if n <= 8 && off <= len {
+                assert_eq!(msg, want.unwrap().to_string());
+                let exact = mapped.read_exact_at(&mut buf, off).unwrap_err();
+                assert_eq!(exact.to_string(), msg);
+            }
+        }
+        // A map of a prefix (a table's committed size) ends there.
+        let prefix = fs.open_mapped(&p, 100).unwrap();
+        assert_eq!(prefix.len(), 100);
+        assert_eq!(prefix.read_to_vec(100, 0).unwrap(), data[..100]);
+        assert!(prefix.read_to_vec(1, 100).is_err());
+        // A committed size beyond the file maps the file: its length shows what is missing.
+        let longer = fs.open_mapped(&p, len + 50).unwrap();
+        assert_eq!(longer.len(), len);
+        assert_eq!(fs.mapped_files(), 3);
+        drop((mapped, prefix, longer));
+        assert_eq!(fs.mapped_files(), 0);
+        // An empty file, and a missing one, as `open` has them.
+        let empty = dir.path("empty");
+        drop(fs.create(&empty).unwrap());
+        let e = fs.open_mapped(&empty, 0).unwrap();
+        assert!(!e.is_mapped() && e.is_empty());
+        assert!(fs.open_mapped(&dir.path("none"), 10).is_err());
+        assert!(fs.open_mapped(&dir.0, 10).is_err(), "a directory");
+    }
+
+    /// Past the budget of mapped files, files open for `pread`; a dropped map gives its
+    /// place back. The budget is shared by clones (one store's file system handles).
+    #[test]
+    fn files_past_the_map_limit_are_read_with_pread() {
+        let dir = TempDir::new("maplimit");
+        let fs = PosixFs::with_map_limit(2);
+        let p = dir.path("t");
+        let mut w = fs.create(&p).unwrap();
+        w.append(b"0123456789").unwrap();
+        drop(w);
+        let a = fs.open_mapped(&p, 10).unwrap();
+        let b = fs.clone().open_mapped(&p, 10).unwrap();
+        let c = fs.open_mapped(&p, 10).unwrap();
+        assert!(a.is_mapped() && b.is_mapped() && !c.is_mapped());
+        assert_eq!(fs.mapped_files(), 2);
+        assert_eq!(c.read_to_vec(4, 6).unwrap(), b"6789");
+        drop(a);
+        assert_eq!(fs.mapped_files(), 1);
+        let d = fs.open_mapped(&p, 10).unwrap();
+        assert!(d.is_mapped());
+        assert_eq!(d.read_to_vec(3, 0).unwrap(), b"012");
+        drop((b, c, d));
+        assert_eq!(fs.mapped_files(), 0);
+        let none = PosixFs::with_map_limit(0);
+        assert!(!none.open_mapped(&p, 10).unwrap().is_mapped());
     }
 
     #[test]

@@ -586,6 +586,22 @@ pub struct Options {
     /// with its file metadata once a read has opened it, open or not: see
     /// [`crate::version::PinnedFilter`].)
     pub max_open_files: usize,
+    /// Read table files through a read-only memory map of each (`mmap`) instead of
+    /// positioned reads (`pread`): a block read from the page cache then costs a copy and
+    /// no system call. LevelDB always does this for up to 1000 table files (its POSIX
+    /// `Env`, `PosixMmapReadableFile`); RocksDB's `allow_mmap_reads` (off by default).
+    /// Like LevelDB, at most [`crate::env::posix::MAX_MAPPED_FILES`] tables are mapped at
+    /// once in a process; tables past that, and file systems that cannot map (the
+    /// in-memory ones), are read with `pread`. Only tables are mapped: never the
+    /// write-ahead log, the MANIFEST or the value log.
+    ///
+    /// The catch, the same as LevelDB's and RocksDB's: a table file truncated by another
+    /// program while the store is open, or a device error reading a mapped page, kills
+    /// the process with `SIGBUS` where `pread` returns an error (`UNSAFE.md`,
+    /// `docs/reliability.md`). Default false (RocksDB's default); true in every preset:
+    /// the designs they reproduce were built on LevelDB's code or measured against LevelDB,
+    /// which reads this way.
+    pub mmap_reads: bool,
     /// Number of levels. Default 7.
     pub num_levels: usize,
     /// Target size of a table written by compaction. Default 64 MiB.
@@ -711,6 +727,7 @@ impl Default for Options {
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
             max_open_files: 1000,
+            mmap_reads: false,
             num_levels: 7,
             target_file_size: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
@@ -917,6 +934,9 @@ impl Options {
     /// flodb + inline), `lsm-trie` (trie + skiplist + inline, htable tables; point
     /// operations only), `lwc` (lwc + skiplist + inline, dtable tables).
     ///
+    /// Every preset reads tables through memory maps ([`Options::mmap_reads`]), as LevelDB,
+    /// which these designs were built on or measured against, does.
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
     pub fn preset(name: &str) -> Result<Options> {
@@ -942,12 +962,19 @@ impl Options {
     /// # Errors
     /// [`Error::InvalidArgument`] for an unknown name (the message lists [`PRESETS`]).
     pub fn preset_with(name: &str, settings: PresetSettings) -> Result<Options> {
+        // The designs were built on LevelDB's code (PebblesDB on HyperLevelDB, its fork) or
+        // measured against LevelDB, whose POSIX Env reads tables through memory maps: the
+        // presets read as it does.
         let base = match settings {
             PresetSettings::Paper => Options {
                 write_buffer_size: PRESET_WRITE_BUFFER_SIZE,
+                mmap_reads: true,
                 ..Options::default()
             },
-            PresetSettings::Tuned => Options::default(),
+            PresetSettings::Tuned => Options {
+                mmap_reads: true,
+                ..Options::default()
+            },
         };
         // The designs built on a leveled LevelDB tree keep LevelDB's mechanisms (and, in the
         // paper settings, its sizes), so that each differs from the `leveldb` baseline in
@@ -1014,10 +1041,12 @@ impl Options {
     /// `version_set.cc`, as of LevelDB 1.23): 2 MiB tables, level 1 of 10 MiB and each
     /// level 10 times the one above, level-0 triggers 4/8/12, outputs cut at 10 tables'
     /// worth of overlap with the level below, a level's files compacted in turn (its compact
-    /// pointer), and seek-triggered compaction (100 seeks or one per 16 KiB of a table). What is not LevelDB's is listed in
-    /// `docs/designs/leveldb.md`.
+    /// pointer), and seek-triggered compaction (100 seeks or one per 16 KiB of a table); and
+    /// LevelDB's reads of table files through memory maps ([`Options::mmap_reads`]). What
+    /// is not LevelDB's is listed in `docs/designs/leveldb.md`.
     pub fn leveldb_tree(o: Options) -> Options {
         Options {
+            mmap_reads: true,
             target_file_size: 2 << 20,
             max_bytes_for_level_base: 10 << 20,
             level_size_multiplier: 10,
@@ -1262,6 +1291,10 @@ mod tests {
             assert!(paper.validate().is_ok(), "{name}");
             let tuned = Options::preset(name).unwrap();
             assert!(tuned.validate().is_ok(), "{name}");
+            assert!(
+                tuned.mmap_reads && paper.mmap_reads,
+                "{name} reads tables as LevelDB does"
+            );
             // The settings change sizes only: the same axes and mechanisms.
             assert_eq!(tuned.axes(), paper.axes(), "{name}");
             assert_eq!(tuned.leveled, paper.leveled, "{name}");
@@ -1289,6 +1322,8 @@ mod tests {
             Options::paper_preset("wisckey").unwrap().target_file_size,
             2 << 20
         );
+        assert!(!Options::default().mmap_reads, "RocksDB's default");
+        assert!(Options::leveldb_tree(Options::default()).mmap_reads);
         let leveldb = Options::preset("leveldb").unwrap();
         assert_eq!(leveldb.layout, Options::default().layout);
         assert_eq!(leveldb.values, Options::default().values);

@@ -87,6 +87,9 @@ const FIELDS: &[Field] = &[
     plain!("num_levels", Rule::Fixed, "", num_levels),
     plain!("expiring_values", Rule::Fixed, "", expiring_values),
     plain!("write_buffer_size", Rule::Free, "", write_buffer_size),
+    // How tables are read, not how they are written: free. Recorded so that a store made
+    // with a preset reopens (`load_options`) reading as the preset does.
+    plain!("mmap_reads", Rule::Free, "", mmap_reads),
     plain!("target_file_size", Rule::Free, "", target_file_size),
     plain!(
         "max_bytes_for_level_base",
@@ -429,6 +432,7 @@ mod tests {
         assert_eq!(applied.table.compression, Compression::Lz4);
         assert_eq!(applied.vlog_gc_ratio, 0.375);
         assert_eq!(applied.flsm.policy, FlsmPolicy::Tiered);
+        assert!(applied.mmap_reads, "the preset's, over the base's");
         assert_eq!(back.preset(), Some("pebblesdb"));
         // The trie's options, recorded like every layout's.
         let mut t = Options::preset("lsm-trie").unwrap();

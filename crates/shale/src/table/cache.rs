@@ -50,6 +50,8 @@ pub struct TableCache {
     store_id: Option<u64>,
     tables: RwLock<HashMap<u64, Entry, crate::cache::IntHashBuilder>>,
     clock: AtomicU64,
+    /// Open tables through a memory map of their committed bytes (`Options::mmap_reads`).
+    mmap_reads: bool,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -88,7 +90,19 @@ impl TableCache {
             store_id,
             tables: RwLock::new(HashMap::default()),
             clock: AtomicU64::new(0),
+            mmap_reads: false,
         }
+    }
+
+    /// This cache, opening tables for reads from a memory map of each one's committed
+    /// bytes ([`Env::open_mapped`]) when `on` (`Options::mmap_reads`), else for `pread`.
+    /// A table file is immutable below its committed size once a version names it, which
+    /// is what a map needs (`UNSAFE.md`); the file system falls back to `pread` where it
+    /// cannot map.
+    #[must_use]
+    pub fn with_mmap_reads(mut self, on: bool) -> TableCache {
+        self.mmap_reads = on;
+        self
     }
 
     /// What table file `number`, which no version lists, records as its identity if that
@@ -134,7 +148,11 @@ impl TableCache {
             return Ok(Arc::clone(&e.table));
         }
         let path = self.dir.join(table_file_name(id.number));
-        let file = self.env.open(&path)?;
+        let file = if self.mmap_reads {
+            self.env.open_mapped(&path, id.size)?
+        } else {
+            self.env.open(&path)?
+        };
         let table = self.format.open(file, id, &self.read)?;
         check_identity(table.as_ref(), id.number, self.store_id)?;
         let mut tables = self.tables.write();
@@ -277,7 +295,12 @@ pub(crate) mod tests {
     /// Write table `number` holding `k{number}-0000` .. `k{number}-{n-1:04}` (sequence
     /// numbers 1..=n, values `v`) under `/db`; returns its id.
     pub(crate) fn write_table_of(env: &Env, number: u64, n: u64) -> TableId {
-        let path = Path::new("/db").join(table_file_name(number));
+        write_table_in(env, Path::new("/db"), number, n)
+    }
+
+    /// [`write_table_of`] in `dir`.
+    fn write_table_in(env: &Env, dir: &Path, number: u64, n: u64) -> TableId {
+        let path = dir.join(table_file_name(number));
         let f = env.create(&path, WriteCause::Flush).unwrap();
         let mut b = TableBuilder::new(f, &TableOptions::default());
         for i in 0..n {
@@ -368,6 +391,54 @@ pub(crate) mod tests {
         assert_eq!(tc.len(), 1);
     }
 
+    /// With `mmap_reads` on the real file system, a table is read from a map of its
+    /// committed bytes, and keeps reading after its file is deleted (a compaction removes
+    /// tables that readers may still hold) until the last holder drops it; a generation
+    /// longer than the file is corruption naming it, as with `pread`; without the option
+    /// nothing is mapped.
+    #[test]
+    fn mapped_tables_read_after_their_file_is_deleted() {
+        use crate::env::posix::PosixFs;
+        let dir = std::env::temp_dir().join(format!("shale-cache-mmap-{}", std::process::id()));
+        let fs = PosixFs::with_map_limit(100);
+        let env = Env::new(Arc::new(fs.clone()));
+        env.fs().create_dir_all(&dir).unwrap();
+        let id = write_table_in(&env, &dir, 7, 500);
+        let mapped = |on| {
+            TableCache::new(env.clone(), dir.clone(), 10, Arc::new(SstFormat), None, true, None)
+                .with_mmap_reads(on)
+        };
+        let tc = mapped(true);
+        let t = tc.table(id).unwrap();
+        assert_eq!(fs.mapped_files(), 1);
+        env.fs().remove_file(&dir.join(table_file_name(7))).unwrap();
+        tc.evict(7);
+        let got = t
+            .lookup(b"k7-0321", &seek_key(b"k7-0321", 1000), ReadCause::Get)
+            .unwrap();
+        assert_eq!(got.unwrap().1, b"v");
+        let mut it = Arc::clone(&t).iter(ReadCause::Scan);
+        it.seek_to_first().unwrap();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next().unwrap();
+        }
+        assert_eq!(n, 500);
+        t.verify().unwrap();
+        drop((it, t));
+        assert_eq!(fs.mapped_files(), 0, "the map goes with its last holder");
+        assert!(tc.table(id).is_err(), "the file is gone");
+
+        let id = write_table_in(&env, &dir, 8, 50);
+        assert_longer_generation_is_corruption(&tc, id);
+        assert_eq!(fs.mapped_files(), 0);
+        let plain = mapped(false);
+        assert_eq!(plain.table(id).unwrap().properties().num_entries, 50);
+        assert_eq!(fs.mapped_files(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A new generation of a file (another committed size) is a miss that replaces the
     /// cached one; a holder of the old generation keeps reading it; a generation longer
     /// than the file is corruption naming the file.
@@ -387,12 +458,18 @@ pub(crate) mod tests {
         assert_eq!(tc.len(), 1);
         assert!(Arc::ptr_eq(&new, &tc.table(big).unwrap()));
         assert_eq!(old.properties().num_entries, 10);
+        assert_longer_generation_is_corruption(&tc, big);
+    }
+
+    /// Generation `id` one byte longer than its file is corruption naming the file.
+    fn assert_longer_generation_is_corruption(tc: &TableCache, id: TableId) {
         let beyond = TableId {
-            number: 4,
-            size: big.size + 1,
+            number: id.number,
+            size: id.size + 1,
         };
         let err = tc.table(beyond).unwrap_err();
         assert!(err.is_corruption(), "{err}");
-        assert!(err.to_string().contains("000004.sst"), "{err}");
+        let name = table_file_name(id.number);
+        assert!(err.to_string().contains(&name), "{name}: {err}");
     }
 }
