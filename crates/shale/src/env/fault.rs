@@ -894,6 +894,10 @@ impl RandomAccessFile for FaultRead {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    fn advise(&self, access: super::Access) {
+        self.inner.advise(access);
+    }
 }
 
 #[cfg(test)]

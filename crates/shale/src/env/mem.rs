@@ -99,6 +99,9 @@ struct Shared {
     /// The most bytes the named files may hold ([`MemFs::set_capacity`]); `u64::MAX`: no
     /// limit.
     capacity: AtomicU64,
+    /// Every [`RandomAccessFile::advise`] call, in order: the path and the advice
+    /// ([`MemFs::advice`]; the bytes read do not depend on it).
+    advice: Mutex<Vec<(PathBuf, super::Access)>>,
     /// Run by `punch_hole` between its check of the file's names and the punch (tests force
     /// a hard link into that window).
     #[cfg(test)]
@@ -286,6 +289,7 @@ impl MemFs {
                 state: Mutex::new(state),
                 crashes: AtomicU64::new(0),
                 capacity: AtomicU64::new(u64::MAX),
+                advice: Mutex::new(Vec::new()),
                 #[cfg(test)]
                 punch_hook: Mutex::new(None),
             }),
@@ -308,6 +312,12 @@ impl MemFs {
         self.shared
             .capacity
             .store(bytes.unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// Every read-ahead hint given to a handle of this file system
+    /// ([`RandomAccessFile::advise`]), oldest first: the file's path and the advice.
+    pub fn advice(&self) -> Vec<(PathBuf, super::Access)> {
+        self.shared.advice.lock().clone()
     }
 
     /// Bytes held by the files it names, as [`MemFs::set_capacity`] counts them.
@@ -988,6 +998,10 @@ impl RandomAccessFile for MemRandomAccessFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn advise(&self, access: super::Access) {
+        self.shared.advice.lock().push((self.path.clone(), access));
     }
 }
 

@@ -163,6 +163,17 @@ pub trait FileSyncer: Send + Sync {
     fn sync_data(&self) -> Result<()>;
 }
 
+/// How a file is about to be read, for the operating system's read-ahead
+/// (`posix_fadvise`). A hint: it changes no result, only how many bytes a read that misses
+/// the page cache brings in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads at scattered offsets (a value log's pointer reads): read no more than asked.
+    Random,
+    /// One pass from front to back (garbage collection's segment scan): read far ahead.
+    Sequential,
+}
+
 /// A file read at arbitrary offsets, shared between threads.
 pub trait RandomAccessFile: Send + Sync {
     /// Fill `buf` from `offset`. Reading past the end is an error.
@@ -186,6 +197,11 @@ pub trait RandomAccessFile: Send + Sync {
     /// than by read calls. Default false.
     fn is_mapped(&self) -> bool {
         false
+    }
+    /// Tell the backend how this handle will be read (see [`Access`]). A hint: the default
+    /// ignores it, and a backend that cannot apply it ignores the failure.
+    fn advise(&self, access: Access) {
+        let _ = access;
     }
 }
 
@@ -581,6 +597,21 @@ impl ReadFile {
         let buf = self.inner.read_to_vec(len, offset)?;
         self.io.add_read(cause, len as u64);
         Ok(buf)
+    }
+    /// Read `len` bytes at `offset` into a new buffer, as [`ReadFile::read_at`] does (no
+    /// zero-fill first where the backend reads into spare capacity), but without checking
+    /// the range against the length the handle saw when it was opened: for a file that
+    /// grows while its handle is cached (a value-log segment), read only where the caller
+    /// has checked that the file holds the bytes (and bounds `len` by it). Reading past
+    /// the end is an error.
+    pub fn read_grown_at(&self, offset: u64, len: usize, cause: ReadCause) -> Result<Vec<u8>> {
+        let buf = self.inner.read_to_vec(len, offset)?;
+        self.io.add_read(cause, len as u64);
+        Ok(buf)
+    }
+    /// Tell the backend how this handle will be read (a hint, see [`Access`]).
+    pub fn advise(&self, access: Access) {
+        self.inner.advise(access);
     }
     /// The file's size.
     pub fn len(&self) -> u64 {

@@ -713,6 +713,17 @@ impl RandomAccessFile for PosixRandomAccessFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    /// `posix_fadvise(RANDOM)` turns off read-ahead for this open file: a miss reads the
+    /// pages asked for, not the window the kernel would otherwise add around them.
+    /// `SEQUENTIAL` doubles the window. Failure (a file system without it) changes nothing.
+    fn advise(&self, access: super::Access) {
+        let advice = match access {
+            super::Access::Random => rustix::fs::Advice::Random,
+            super::Access::Sequential => rustix::fs::Advice::Sequential,
+        };
+        let _ = rustix::fs::fadvise(&self.file, 0, None, advice);
+    }
 }
 
 /// One file of a [`MapLimit`]'s budget, given back when dropped (with the map it counts).

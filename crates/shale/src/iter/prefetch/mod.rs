@@ -198,9 +198,14 @@ impl<I: InternalIterator> PrefetchCursor<I> {
 
     /// Whether to time the next resolve run on this thread.
     fn time_this_one(&mut self) -> bool {
-        let timed = self.resolves.is_multiple_of(TIME_ONE_IN);
+        let timed = self.time_next();
         self.resolves = self.resolves.wrapping_add(1);
         timed
+    }
+
+    /// Whether the next resolve run on this thread is one to time.
+    fn time_next(&self) -> bool {
+        self.resolves.is_multiple_of(TIME_ONE_IN)
     }
 
     /// Resolve on this thread, timing it.
@@ -352,17 +357,25 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         if let Err(e) = r {
             return self.fail(e);
         }
-        if !self.inner.valid() || self.limit.excludes(self.inner.key()) {
+        if !self.inner.valid() {
             self.pos = Pos::Invalid;
             return Ok(());
         }
         let kind = self.inner.kind();
-        if kind != ValueKind::Value {
+        let pointer = kind != ValueKind::Value;
+        // Decided before the key is borrowed; counted only for entries resolved below.
+        let timed = pointer && self.time_next();
+        // The key once: from a memtable or a table block it is decoded on every call.
+        let key = self.inner.key();
+        if self.limit.excludes(key) {
+            self.pos = Pos::Invalid;
+            return Ok(());
+        }
+        if pointer {
+            let start = timed.then(Instant::now);
+            let r = self.values.resolve(key, kind, self.inner.value());
             self.saw_pointer = true;
-            let start = self.time_this_one().then(Instant::now);
-            let r = self
-                .values
-                .resolve(self.inner.key(), kind, self.inner.value());
+            self.resolves = self.resolves.wrapping_add(1);
             if let Some(s) = start {
                 self.note_read_time(s.elapsed());
             }

@@ -740,3 +740,129 @@ fn a_checkpoint_linking_a_segment_as_its_prefix_is_punched_reads_everything() {
     cp.close().expect("close");
     check_all(&db);
 }
+
+/// Segment files named in `advice`, with the hints they were given.
+fn advised(fs: &MemFs, access: crate::env::Access) -> Vec<std::path::PathBuf> {
+    fs.advice()
+        .into_iter()
+        .filter(|(p, a)| *a == access && p.to_string_lossy().ends_with(".vlog"))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[test]
+fn pointer_reads_advise_random_access_and_collection_sequential() {
+    use crate::env::Access;
+    let fs = MemFs::new();
+    let env = Env::new(std::sync::Arc::new(fs.clone()));
+    let mut o = opts(&env, 0.5);
+    o.block_cache_bytes = 0;
+    let db = Db::open(DIR, o).expect("open");
+    let n = 200;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 0)));
+    }
+    // Every segment a pointer was read from has a handle advised random access, and
+    // nothing was advised sequential yet.
+    let random = advised(&fs, Access::Random);
+    let segments = db.stats().placement.segments.len();
+    assert!(segments > 2, "{segments} segments");
+    let mut distinct = random.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(distinct.len() >= segments - 1, "{distinct:?}");
+    assert!(advised(&fs, Access::Sequential).is_empty());
+    // Collection scans a segment with a handle of its own, advised sequential: the
+    // pointer reads' handles keep their advice.
+    for i in 0..n {
+        db.put(&key(i), &value(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert!(db.run_value_job(true).expect("gc") > 0);
+    let sequential = advised(&fs, Access::Sequential);
+    assert!(!sequential.is_empty());
+    assert!(sequential.iter().all(|p| distinct.contains(p)), "{sequential:?}");
+    assert_eq!(advised(&fs, Access::Random)[..random.len()], random[..]);
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1)));
+    }
+    db.close().expect("close");
+}
+
+/// Scans over values in many segments, read from the files (no block cache) and from the
+/// cache, through the prefetching cursor's own path and its pool: exactly the model's
+/// entries, before and after collection moved the live values (and at a snapshot taken
+/// before it).
+#[test]
+fn scans_over_many_segments_match_a_model_before_and_after_collection() {
+    use crate::IterOptions;
+    use std::collections::BTreeMap;
+    for (cache, slow_read) in [(false, 10), (true, 10), (false, 0)] {
+        let env = Env::memory();
+        let mut o = opts(&env, 0.5);
+        o.block_cache_bytes = if cache { 8 << 20 } else { 0 };
+        // 0: every sequential scan hands its pointers to the pool.
+        o.scan_prefetch_slow_read_micros = slow_read;
+        let db = Db::open(DIR, o).expect("open");
+        let mut model = BTreeMap::new();
+        let n = 300;
+        // Written in an order unlike key order, so key-adjacent values are far apart in
+        // the log, as with hashed keys.
+        for j in 0..n {
+            let i = (j * 7919) % n;
+            db.put(&key(i), &value(i, 0)).expect("put");
+            model.insert(key(i), value(i, 0));
+        }
+        db.flush().expect("flush");
+        for i in (0..n).filter(|i| i % 3 != 1) {
+            if i % 3 == 0 {
+                db.delete(&key(i)).expect("delete");
+                model.remove(&key(i));
+            } else {
+                db.put(&key(i), &value(i, 1)).expect("put");
+                model.insert(key(i), value(i, 1));
+            }
+        }
+        db.flush().expect("flush");
+        let before: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let check = |db: &Db, want: &[(Vec<u8>, Vec<u8>)], snap: Option<&crate::Snapshot>| {
+            let io = IterOptions {
+                snapshot: snap.cloned(),
+                ..IterOptions::default()
+            };
+            let got: Vec<(Vec<u8>, Vec<u8>)> = db
+                .iter(io.clone())
+                .expect("iter")
+                .map(|e| e.expect("entry"))
+                .collect();
+            assert_eq!(got, want, "forward, cache {cache} slow_read {slow_read}");
+            let mut back: Vec<(Vec<u8>, Vec<u8>)> = db
+                .iter(io)
+                .expect("iter")
+                .rev()
+                .map(|e| e.expect("entry"))
+                .collect();
+            back.reverse();
+            assert_eq!(back, want, "backward, cache {cache} slow_read {slow_read}");
+        };
+        check(&db, &before, None);
+        let snap = db.snapshot();
+        let mut collected = 0;
+        while let n @ 1.. = db.run_value_job(true).expect("gc") {
+            collected += n;
+        }
+        assert!(collected > 0, "cache {cache}: nothing collected");
+        check(&db, &before, None);
+        // Still the same after the relocated copies reach a table.
+        db.flush().expect("flush");
+        check(&db, &before, None);
+        check(&db, &before, Some(&snap));
+        drop(snap);
+        db.close().expect("close");
+    }
+}

@@ -323,7 +323,7 @@ pub(crate) fn collect(vlog: &VlogPlacement, host: &dyn GcHost, force: bool) -> R
     };
     vlog.gc.runs.fetch_add(1, Ordering::Relaxed);
     let throttle = Throttle::new(host, if force { 0 } else { vlog.gc_bytes_per_sec });
-    let file = vlog.handle(&seg)?;
+    let file = vlog.scan_handle(&seg)?;
     let end = seg.end.load(Ordering::Acquire);
     let mut scan = SegmentScanner::new(file, end, from, ReadCause::Gc);
     let mut chunk: Vec<Relocation> = Vec::new();

@@ -45,7 +45,7 @@ use parking_lot::{Mutex, RwLock};
 pub use format::Pointer;
 
 use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore};
-use crate::env::{Env, ReadFile};
+use crate::env::{Access, Env, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
@@ -263,19 +263,17 @@ impl VlogPlacement {
     /// like the table cache's (see `open_handles`), and when the process runs out of file
     /// descriptors every cached one is closed and the open tried once more, so a scan over
     /// more segments than the descriptor limit still reads (issue 17, case 10).
+    ///
+    /// The handle serves pointer reads, which land anywhere in the segment: it is opened
+    /// with [`Access::Random`], so a read that misses the page cache reads the record's
+    /// pages and not a read-ahead window around them (issue 19).
     pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
         if let Some(f) = seg.handle.read().as_ref() {
             return Ok(f.clone());
         }
         // Opened without the segment's lock held: closing handles takes other segments'.
-        let path = self.segment_path(seg.number);
-        let f = match self.env.open(&path) {
-            Err(e) if out_of_descriptors(&e) => {
-                self.close_handles(0);
-                self.env.open(&path)?
-            }
-            r => r?,
-        };
+        let f = self.open_segment(seg.number)?;
+        f.advise(Access::Random);
         {
             let mut h = seg.handle.write();
             if let Some(f) = h.as_ref() {
@@ -288,6 +286,28 @@ impl VlogPlacement {
         let keep = self.max_open_handles;
         drop(open);
         self.close_handles(keep);
+        Ok(f)
+    }
+
+    /// A new read handle of segment `number`, not cached; when the process is out of file
+    /// descriptors the cached ones are closed and the open is tried once more.
+    fn open_segment(&self, number: u64) -> Result<ReadFile> {
+        let path = self.segment_path(number);
+        match self.env.open(&path) {
+            Err(e) if out_of_descriptors(&e) => {
+                self.close_handles(0);
+                self.env.open(&path)
+            }
+            r => r,
+        }
+    }
+
+    /// A handle of `seg` for one pass from front to back (garbage collection's scan): its
+    /// own, opened with [`Access::Sequential`] (read-ahead on, and larger), not the cached
+    /// handle whose pointer reads want none; dropped when the pass ends.
+    pub(crate) fn scan_handle(&self, seg: &Segment) -> Result<ReadFile> {
+        let f = self.open_segment(seg.number)?;
+        f.advise(Access::Sequential);
         Ok(f)
     }
 

@@ -88,9 +88,10 @@ pub(crate) fn read_value(
         None => {
             let file = vlog.handle(&seg)?;
             // Not `read_at`: the segment may have grown since this handle was opened, and
-            // `read_at` checks the length the handle saw (the pointer was checked above).
-            let mut buf = vec![0u8; len];
-            file.read_exact_at(&mut buf, p.offset, cause)?;
+            // `read_at` checks the length the handle saw (the pointer was checked above, so
+            // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
+            // spare capacity: no zero-fill of the record first.
+            let buf = file.read_grown_at(p.offset, len, cause)?;
             file.count_block(cause, crate::env::BlockKind::Value);
             Arc::new(buf)
         }
