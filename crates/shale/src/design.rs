@@ -56,7 +56,9 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
 /// The memory component `options` choose (the memory axis's one match).
 pub(crate) fn memory_component(options: &Options) -> Arc<dyn MemoryComponent> {
     match options.memory {
-        MemoryKind::SkipList => Arc::new(SkipListMemory),
+        MemoryKind::SkipList => Arc::new(SkipListMemory::with_bloom(
+            (options.write_buffer_size as f64 * options.memtable_bloom_ratio) as usize,
+        )),
         MemoryKind::FloDb => {
             let f = &options.flodb;
             Arc::new(FloDbMemory::with_config(FloDbConfig::sized(

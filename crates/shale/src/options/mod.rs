@@ -576,6 +576,16 @@ pub struct Options {
     /// Size of one memtable before it is frozen and flushed. Default 64 MiB, as the tuned
     /// presets; the paper presets use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB).
     pub write_buffer_size: usize,
+    /// Bytes of a whole-key bloom filter over each skiplist memtable's keys, as a fraction
+    /// of `write_buffer_size` (RocksDB's `memtable_prefix_bloom_size_ratio` with
+    /// `memtable_whole_key_filtering`): a get for a key the memtable does not hold then
+    /// skips the skiplist search, which in a full 64 MiB memtable reads about 17 nodes, most
+    /// of them cache misses. The filter counts in the memtable's size. In `[0, 0.25]`;
+    /// default 0 (none, as RocksDB and LevelDB) in every preset too: 0.02 (1.28 MiB of a
+    /// 64 MiB memtable, 37-60 bits per key for entries of 100-300 bytes) measured mixed on
+    /// the benchmark machine (`docs/benchmarks.md`, session 18). The `flodb` memory
+    /// component ignores it.
+    pub memtable_bloom_ratio: f64,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
     pub max_immutable_memtables: usize,
     /// Table format options.
@@ -723,6 +733,7 @@ impl Default for Options {
             error_if_exists: false,
             env: Env::posix(),
             write_buffer_size: 64 << 20,
+            memtable_bloom_ratio: 0.0,
             max_immutable_memtables: 2,
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
@@ -1175,6 +1186,12 @@ impl Options {
             return bad(format!(
                 "vlog_segment_size {} must be in 4096..=1 TiB",
                 self.vlog_segment_size
+            ));
+        }
+        if !(0.0..=0.25).contains(&self.memtable_bloom_ratio) {
+            return bad(format!(
+                "memtable_bloom_ratio {} must be in [0, 0.25]",
+                self.memtable_bloom_ratio
             ));
         }
         if !(self.vlog_gc_ratio > 0.0 && self.vlog_gc_ratio <= 1.0) {

@@ -90,6 +90,7 @@ const FIELDS: &[Field] = &[
     // How tables are read, not how they are written: free. Recorded so that a store made
     // with a preset reopens (`load_options`) reading as the preset does.
     plain!("mmap_reads", Rule::Free, "", mmap_reads),
+    plain!("memtable_bloom_ratio", Rule::Free, "", memtable_bloom_ratio),
     plain!("target_file_size", Rule::Free, "", target_file_size),
     plain!(
         "max_bytes_for_level_base",

@@ -17,6 +17,7 @@
 //! usually a cache miss; that, not comparison work, is the price of an insert or a get.
 
 mod arena;
+mod bloom;
 mod iter;
 mod list;
 mod node;
@@ -30,22 +31,35 @@ pub use iter::SkipListIter;
 use super::{MemLookup, MemTable, MemoryComponent};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
+use bloom::MemBloom;
 use list::SkipList;
 
 /// The skiplist memory component (LevelDB's): one skiplist memtable at a time, no
-/// background work.
+/// background work; each memtable may carry a bloom filter over its keys
+/// ([`crate::Options::memtable_bloom_ratio`]).
 #[derive(Debug, Default)]
-pub struct SkipListMemory;
+pub struct SkipListMemory {
+    bloom_bytes: usize,
+}
+
+impl SkipListMemory {
+    /// Memtables with a whole-key bloom filter of `bloom_bytes` bytes each (none below 64).
+    pub fn with_bloom(bloom_bytes: usize) -> SkipListMemory {
+        SkipListMemory { bloom_bytes }
+    }
+}
 
 impl MemoryComponent for SkipListMemory {
     fn new_memtable(&self) -> Arc<dyn MemTable> {
-        Arc::new(SkipListMemTable::new())
+        Arc::new(SkipListMemTable::with_bloom(self.bloom_bytes))
     }
 }
 
 /// A memtable backed by a concurrent-read skiplist. See the module docs.
 pub struct SkipListMemTable {
     list: SkipList,
+    /// Keys inserted, for gets of keys the memtable does not hold (`bloom.rs`).
+    bloom: Option<MemBloom>,
 }
 
 impl Default for SkipListMemTable {
@@ -68,7 +82,23 @@ impl SkipListMemTable {
     pub fn new() -> Self {
         SkipListMemTable {
             list: SkipList::new(),
+            bloom: None,
         }
+    }
+
+    /// An empty memtable with a whole-key bloom filter of about `bloom_bytes` bytes (none
+    /// below 64), which gets of absent keys ask before they search the skiplist.
+    pub fn with_bloom(bloom_bytes: usize) -> Self {
+        SkipListMemTable {
+            list: SkipList::new(),
+            bloom: MemBloom::new(bloom_bytes),
+        }
+    }
+
+    /// False when the filter proves `user_key` absent.
+    #[inline]
+    fn may_hold(&self, user_key: &[u8]) -> bool {
+        self.bloom.as_ref().is_none_or(|b| b.may_contain(user_key))
     }
 
     /// An iterator that keeps this memtable alive, without boxing (the trait's
@@ -79,6 +109,9 @@ impl SkipListMemTable {
 
     /// Like [`MemTable::get`] but borrowing the value instead of copying it.
     pub fn get_ref(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, &[u8])> {
+        if !self.may_hold(user_key) {
+            return None;
+        }
         self.list.get(user_key, snapshot)
     }
 
@@ -91,7 +124,12 @@ impl SkipListMemTable {
         &self,
         entries: impl IntoIterator<Item = (&'a [u8], SeqNo, ValueKind, &'a [u8])>,
     ) {
-        self.list.insert_sorted(entries);
+        match &self.bloom {
+            None => self.list.insert_sorted(entries),
+            Some(b) => self
+                .list
+                .insert_sorted(entries.into_iter().inspect(|e| b.add(e.0))),
+        }
     }
 
     /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number.
@@ -100,16 +138,25 @@ impl SkipListMemTable {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Option<(SeqNo, ValueKind, &[u8])> {
+        if !self.may_hold(user_key) {
+            return None;
+        }
         self.list.get_versioned(user_key, snapshot)
     }
 }
 
 impl MemTable for SkipListMemTable {
     fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        if let Some(b) = &self.bloom {
+            b.add(user_key);
+        }
         self.list.insert(user_key, seq, kind, value);
     }
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+        if !self.may_hold(user_key) {
+            return None;
+        }
         match self.list.get(user_key, snapshot)? {
             (ValueKind::Delete, _) => Some(MemLookup::Deleted),
             (kind, value) => Some(MemLookup::Found(kind, value.to_vec())),
@@ -121,7 +168,7 @@ impl MemTable for SkipListMemTable {
     }
 
     fn approximate_bytes(&self) -> usize {
-        self.list.approximate_bytes()
+        self.list.approximate_bytes() + self.bloom.as_ref().map_or(0, MemBloom::bytes)
     }
 
     fn len(&self) -> usize {

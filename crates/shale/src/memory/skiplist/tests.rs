@@ -745,3 +745,65 @@ fn sorted_batches_insert_concurrently() {
         }
     }
 }
+
+/// A memtable with a bloom filter answers every get as one without: present keys at every
+/// snapshot (inserted one by one and as sorted runs), deletes, and absent keys, with a
+/// filter small enough that many absent keys pass it.
+#[test]
+fn a_bloom_filter_changes_no_answer() {
+    let mut rng = Rng::new(77);
+    for bloom_bytes in [64, 4096, 1 << 20] {
+        let plain = SkipListMemTable::new();
+        let filtered = SkipListMemTable::with_bloom(bloom_bytes);
+        assert!(filtered.bloom.is_some());
+        let mut seq: SeqNo = 1;
+        for round in 0..3 {
+            let mut batch: Vec<(Vec<u8>, SeqNo, ValueKind, Vec<u8>)> = (0..300)
+                .map(|_| {
+                    let k = tricky_key(&mut rng);
+                    let kind = if rng.below(8) == 0 {
+                        ValueKind::Delete
+                    } else {
+                        ValueKind::Value
+                    };
+                    seq += 1;
+                    let v = value_for(&k, seq);
+                    (k, seq, kind, v)
+                })
+                .collect();
+            if round == 1 {
+                batch.sort_by(|a, b| {
+                    a.0.cmp(&b.0).then(b.1.cmp(&a.1))
+                });
+                let entries = || batch.iter().map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..]));
+                plain.insert_sorted(entries());
+                filtered.insert_sorted(entries());
+            } else {
+                for (k, s, kind, v) in &batch {
+                    plain.insert(k, *s, *kind, v);
+                    filtered.insert(k, *s, *kind, v);
+                }
+            }
+        }
+        for _ in 0..3000 {
+            let k = tricky_key(&mut rng);
+            let snap = rng.below(seq + 2);
+            assert_eq!(plain.get(&k, snap), filtered.get(&k, snap), "{k:?} at {snap}");
+            assert_eq!(plain.get_versioned(&k, snap), filtered.get_versioned(&k, snap));
+        }
+        assert_eq!(
+            filtered.approximate_bytes(),
+            plain.approximate_bytes() + bloom_bytes / 64 * 64
+        );
+    }
+    // Keys never inserted are mostly turned away by a roomy filter.
+    let m = SkipListMemTable::with_bloom(1 << 16);
+    for i in 0..1000u32 {
+        m.insert(&i.to_be_bytes(), SeqNo::from(i) + 1, ValueKind::Value, b"v");
+    }
+    let passed = (1000..101_000u32)
+        .filter(|i| m.may_hold(&i.to_be_bytes()))
+        .count();
+    assert!(passed < 1000, "{passed} of 100,000 absent keys passed the filter");
+    assert!((0..1000u32).all(|i| m.may_hold(&i.to_be_bytes())));
+}
