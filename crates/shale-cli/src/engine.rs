@@ -213,6 +213,8 @@ pub struct EngineConfig {
     /// Data block size in bytes; `None` keeps the design's (Shale; the mirroring peers:
     /// Shale's default). `rocksdb-tuned` keeps its own 16 KiB.
     pub block_size: Option<usize>,
+    /// Shale: the memtable bloom filter's share of the memtable; `None` keeps the design's.
+    pub memtable_bloom_ratio: Option<f64>,
     /// Shale compaction workers; `None` keeps the design's default. Peers ignore it.
     pub max_background_compactions: Option<usize>,
     /// Level-0 files that trigger a compaction; `None` keeps the design's (peers: Shale's
@@ -323,6 +325,11 @@ pub struct EngineFlags {
     /// mirroring peers follow it; rocksdb-tuned keeps its 16 KiB).
     #[arg(long = "block-size", alias = "block_size")]
     pub block_size: Option<usize>,
+    /// Shale: a whole-key bloom filter over each skiplist memtable, this fraction of the
+    /// memtable's bytes (0 to 0.25; default: the design's, none; RocksDB's
+    /// memtable_prefix_bloom_size_ratio with whole-key filtering).
+    #[arg(long = "memtable-bloom-ratio")]
+    pub memtable_bloom_ratio: Option<f64>,
     /// Shale compactions that may run at once (default: the design's). FLSM designs
     /// compact different guards side by side.
     #[arg(
@@ -512,6 +519,7 @@ impl EngineFlags {
             compression: Compression::parse(&self.compression)?,
             bloom_bits: self.bloom_bits(),
             block_size: self.block_size,
+            memtable_bloom_ratio: self.memtable_bloom_ratio,
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
@@ -577,6 +585,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     o.table.bloom_bits_per_key = config.bloom_bits;
     if let Some(n) = config.block_size {
         o.table.block_size = n;
+    }
+    if let Some(r) = config.memtable_bloom_ratio {
+        o.memtable_bloom_ratio = r;
     }
     if let Some(n) = config.max_background_compactions {
         o.max_background_compactions = n;
@@ -674,6 +685,12 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             if o.mmap_reads { "on" } else { "off" }
         ),
     ];
+    if o.memtable_bloom_ratio > 0.0 {
+        lines.push(format!(
+            "  memtable: bloom filter of {} of each skiplist memtable (memtable_bloom_ratio)",
+            o.memtable_bloom_ratio
+        ));
+    }
     if o.layout == LayoutKind::Trie {
         // The trie has no level sizes or table size targets; its backlog (the layout's
         // `backlog`) slows and stops writes at the level-0 triggers.
@@ -937,6 +954,7 @@ mod tests {
             compression: Compression::Lz4,
             bloom_bits: 10,
             block_size: None,
+            memtable_bloom_ratio: None,
             max_background_compactions: Some(3),
             level0_compaction_trigger: Some(6),
             max_sstables_per_guard: Some(40),
@@ -958,6 +976,22 @@ mod tests {
         let o = shale_options(&pread).unwrap();
         assert!(!o.mmap_reads);
         assert_eq!(shale_settings(&o)[1], "  reads:    mmap_reads=off");
+        let bloom = EngineConfig {
+            memtable_bloom_ratio: Some(0.05),
+            ..c.clone()
+        };
+        let o = shale_options(&bloom).unwrap();
+        assert_eq!(o.memtable_bloom_ratio, 0.05);
+        assert!(
+            shale_settings(&o)
+                .join("\n")
+                .contains("bloom filter of 0.05 of each skiplist memtable"),
+        );
+        assert!(
+            !shale_settings(&shale_options(&c).unwrap())
+                .join("\n")
+                .contains("bloom filter of")
+        );
         assert_eq!(on_off("on"), Ok(true));
         assert_eq!(on_off("0"), Ok(false));
         assert!(on_off("maybe").is_err());

@@ -74,6 +74,7 @@ mod tests {
             compression: Compression::None,
             bloom_bits: 10,
             block_size: None,
+            memtable_bloom_ratio: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

@@ -104,6 +104,7 @@ mod tests {
             compression,
             bloom_bits: 10,
             block_size: None,
+            memtable_bloom_ratio: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

@@ -95,7 +95,9 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// settings as its paper measured it, LevelDB's 4 MiB memtable), `layout` (`leveled`,
 /// `flsm`), `values` (`inline`, `vlog`), `memory` (`skiplist`), `min_separated_value_size`,
 /// `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
-/// LevelDB does: on in every design, off in `Options::default()`).
+/// LevelDB does: on in every design, off in `Options::default()`), `memtable_bloom_ratio`
+/// (a bloom filter over each memtable's keys, this fraction of its bytes, 0 to 0.25;
+/// default 0, none).
 /// Options not given come from the design; without one, from the store's own record when
 /// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
 /// `Db::open_read_only` does (RocksDB's `OpenForReadOnly`): nothing is written, no lock is
@@ -124,7 +126,8 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
-        max_background_compactions=None, mmap_reads=None, read_only=false, secondary=false
+        max_background_compactions=None, mmap_reads=None, memtable_bloom_ratio=None,
+        read_only=false, secondary=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -154,6 +157,7 @@ impl PyDb {
         min_separated_value_size: Option<usize>,
         max_background_compactions: Option<usize>,
         mmap_reads: Option<bool>,
+        memtable_bloom_ratio: Option<f64>,
         read_only: bool,
         secondary: bool,
     ) -> PyResult<PyDb> {
@@ -181,6 +185,7 @@ impl PyDb {
             min_separated_value_size,
             max_background_compactions,
             mmap_reads,
+            memtable_bloom_ratio,
         };
         let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py

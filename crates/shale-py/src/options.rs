@@ -63,6 +63,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) min_separated_value_size: Option<usize>,
     pub(crate) max_background_compactions: Option<usize>,
     pub(crate) mmap_reads: Option<bool>,
+    pub(crate) memtable_bloom_ratio: Option<f64>,
 }
 
 impl OpenArgs<'_> {
@@ -121,6 +122,7 @@ impl OpenArgs<'_> {
             self.max_background_compactions,
         );
         set(&mut o.mmap_reads, self.mmap_reads);
+        set(&mut o.memtable_bloom_ratio, self.memtable_bloom_ratio);
         o.table.compression = compression(self.compression.as_ref())?;
         if let Some(l) = &self.layout {
             o.layout = match l.as_str() {

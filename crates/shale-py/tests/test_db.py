@@ -336,6 +336,14 @@ class TestBadArguments:
                 sizes[settings] = int(fields["write_buffer_size"])
         assert sizes["paper"] == 4 << 20
         assert sizes["tuned"] > sizes["paper"]
+        with shale.DB(f"{path}-bloom", create_if_missing=True, design="leveldb",
+                      memtable_bloom_ratio=0.05) as db:
+            for i in range(1000):
+                db.put(b"%05d" % i, b"v")
+            assert db.get(b"00999") == b"v" and db.get(b"01000") is None
+            assert "memtable_bloom_ratio=0.05" in db.get_property(b"shale.options").decode()
+        with pytest.raises(shale.InvalidArgumentError, match="memtable_bloom_ratio"):
+            shale.DB(f"{path}-bad", create_if_missing=True, memtable_bloom_ratio=0.5)
         with pytest.raises(ValueError, match="settings"):
             shale.DB(path, create_if_missing=True, design="leveldb", settings="fast")
         with pytest.raises(ValueError, match="give 'design'"):

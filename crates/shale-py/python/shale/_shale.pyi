@@ -73,6 +73,7 @@ class DB:
         min_separated_value_size: Optional[int] = None,
         max_background_compactions: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
+        memtable_bloom_ratio: Optional[float] = None,
         read_only: bool = False,
         secondary: bool = False,
     ) -> "DB": ...

@@ -582,9 +582,9 @@ pub struct Options {
     /// skips the skiplist search, which in a full 64 MiB memtable reads about 17 nodes, most
     /// of them cache misses. The filter counts in the memtable's size. In `[0, 0.25]`;
     /// default 0 (none, as RocksDB and LevelDB) in every preset too: 0.02 (1.28 MiB of a
-    /// 64 MiB memtable, 37-60 bits per key for entries of 100-300 bytes) measured mixed on
-    /// the benchmark machine (`docs/benchmarks.md`, session 18). The `flodb` memory
-    /// component ignores it.
+    /// 64 MiB memtable, 37-60 bits per key for entries of 100-300 bytes) made gets after a
+    /// load 1.09x-1.26x faster and the load 0.93x as fast on the benchmark machine
+    /// (`docs/benchmarks.md` [S18q]). The `flodb` memory component ignores it.
     pub memtable_bloom_ratio: f64,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
     pub max_immutable_memtables: usize,
