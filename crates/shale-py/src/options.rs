@@ -85,9 +85,9 @@ impl OpenArgs<'_> {
             ));
         }
         let settings = match self.settings.as_deref() {
-            None | Some("tuned") => PresetSettings::Tuned,
-            Some("paper") => PresetSettings::Paper,
-            Some(s) => return Err(choice("settings", s, "'tuned' or 'paper'")),
+            None => PresetSettings::Tuned,
+            Some(s) => PresetSettings::parse(s)
+                .map_err(|_| choice("settings", s, "'tuned' or 'paper'"))?,
         };
         if self.settings.is_some() && self.design.is_none() {
             return Err(PyValueError::new_err(

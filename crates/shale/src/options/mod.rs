@@ -1321,12 +1321,6 @@ mod tests {
                 tuned.max_background_compactions, paper.max_background_compactions,
                 "{name}"
             );
-            assert_eq!(
-                Options::preset_with(name, PresetSettings::Paper)
-                    .unwrap()
-                    .write_buffer_size,
-                PRESET_WRITE_BUFFER_SIZE
-            );
         }
         for s in [PresetSettings::Tuned, PresetSettings::Paper] {
             assert_eq!(PresetSettings::parse(s.name()).unwrap(), s);
