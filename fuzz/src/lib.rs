@@ -105,7 +105,7 @@ pub fn block(data: &[u8]) {
     let Some((_, bytes)) = data.split_first() else {
         return;
     };
-    let Ok(b) = Block::new(Arc::new(bytes.to_vec())) else {
+    let Ok(b) = Block::new(bytes.to_vec().into()) else {
         return;
     };
     for i in 0..b.num_restarts().min(1024) {

@@ -239,6 +239,9 @@ pub struct EngineConfig {
     /// Shale: read tables through memory maps (`Options::mmap_reads`); `None` keeps the
     /// design's. Peers ignore it.
     pub mmap_reads: Option<bool>,
+    /// Shale: check table blocks' checksums on reads (`Options::verify_checksums`);
+    /// `None` keeps the default (on). Peers ignore it.
+    pub verify_checksums: Option<bool>,
     /// Shale: run the design's memory component alone ([`MemoryOnlyEngine`]).
     pub memory_only: bool,
 }
@@ -411,6 +414,11 @@ pub struct EngineFlags {
     /// preset).
     #[arg(long = "mmap-reads", alias = "mmap_read", value_parser = on_off)]
     pub mmap_reads: Option<bool>,
+    /// Shale: check each table block's checksum when a read takes it from a file (`on`,
+    /// the default, as RocksDB's `verify_checksums`) or not (`off`, LevelDB's and plyvel's
+    /// default: db_bench's `--verify_checksum`).
+    #[arg(long = "verify-checksums", alias = "verify_checksum", value_parser = on_off)]
+    pub verify_checksums: Option<bool>,
     /// LWC layout: a DTable holding more appended segments than this is divided; default:
     /// the design's (6).
     #[arg(long = "lwc-max-segments")]
@@ -550,6 +558,7 @@ impl EngineFlags {
                 seek_compaction_merges: self.lwc_seek_merges,
             },
             mmap_reads: self.mmap_reads,
+            verify_checksums: self.verify_checksums,
             memory_only: false,
         })
     }
@@ -651,6 +660,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(b) = config.mmap_reads {
         o.mmap_reads = b;
     }
+    if let Some(b) = config.verify_checksums {
+        o.verify_checksums = b;
+    }
     o.validate()?;
     Ok(o)
 }
@@ -681,8 +693,9 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             o.memory.name()
         ),
         format!(
-            "  reads:    mmap_reads={}",
-            if o.mmap_reads { "on" } else { "off" }
+            "  reads:    mmap_reads={} verify_checksums={}",
+            if o.mmap_reads { "on" } else { "off" },
+            if o.verify_checksums { "on" } else { "off" }
         ),
     ];
     if o.memtable_bloom_ratio > 0.0 {
@@ -964,18 +977,25 @@ mod tests {
             flodb: FloDbSettings::default(),
             lwc: LwcSettings::default(),
             mmap_reads: None,
+            verify_checksums: None,
             memory_only: false,
         };
         let o = shale_options(&c).unwrap();
         assert!(o.mmap_reads, "the preset's");
-        assert_eq!(shale_settings(&o)[1], "  reads:    mmap_reads=on");
+        assert_eq!(
+            shale_settings(&o)[1],
+            "  reads:    mmap_reads=on verify_checksums=on"
+        );
         let pread = EngineConfig {
             mmap_reads: Some(false),
             ..c.clone()
         };
         let o = shale_options(&pread).unwrap();
         assert!(!o.mmap_reads);
-        assert_eq!(shale_settings(&o)[1], "  reads:    mmap_reads=off");
+        assert_eq!(
+            shale_settings(&o)[1],
+            "  reads:    mmap_reads=off verify_checksums=on"
+        );
         let bloom = EngineConfig {
             memtable_bloom_ratio: Some(0.05),
             ..c.clone()

@@ -114,6 +114,7 @@ mod tests {
             flodb: Default::default(),
             lwc: Default::default(),
             mmap_reads: None,
+            verify_checksums: None,
             memory_only: false,
         }
     }

@@ -10,7 +10,7 @@ use shale::{Db, WriteOptions};
 use crate::batch::WriteBatch;
 use crate::iter::RawIterator;
 use crate::options::{OpenArgs, opt_text, path_arg};
-use crate::range::{RangeArgs, RangeIterator};
+use crate::range::{RangeArgs, RangeIterator, plyvel_read};
 use crate::snapshot::Snapshot;
 use crate::store::{Store, get};
 use crate::{concat, value_bytes};
@@ -249,8 +249,9 @@ impl PyDb {
         ))
     }
 
-    /// The value of `key`, or `default` if absent. `verify_checksums` and `fill_cache` are
-    /// accepted for plyvel's sake: Shale always verifies, and always fills its cache.
+    /// The value of `key`, or `default` if absent. As in plyvel, `verify_checksums` checks
+    /// the checksums of the table blocks read (off by default), and `fill_cache=False`
+    /// keeps the blocks read out of the block cache.
     #[pyo3(signature = (key, default=None, *, verify_checksums=false, fill_cache=true))]
     fn get(
         &self,
@@ -260,8 +261,8 @@ impl PyDb {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (verify_checksums, fill_cache);
-        get(py, &self.store, key, default, None)
+        let read = plyvel_read(verify_checksums, fill_cache);
+        get(py, &self.store, key, default, None, read)
     }
 
     /// Set `key` to `value` (`bytes` or any buffer). With `sync`, durable on return.
@@ -331,7 +332,6 @@ impl PyDb {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<RangeIterator> {
-        let _ = (verify_checksums, fill_cache);
         let args = RangeArgs {
             reverse,
             start: start.map(<[u8]>::to_vec),
@@ -341,6 +341,7 @@ impl PyDb {
             prefix: prefix.map(<[u8]>::to_vec),
             include_key,
             include_value,
+            read: plyvel_read(verify_checksums, fill_cache),
         };
         RangeIterator::open(py, &self.store, None, args, None)
     }
@@ -353,8 +354,12 @@ impl PyDb {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<RawIterator> {
-        let _ = (verify_checksums, fill_cache);
-        RawIterator::open(py, &self.store, None)
+        RawIterator::open(
+            py,
+            &self.store,
+            None,
+            plyvel_read(verify_checksums, fill_cache),
+        )
     }
 
     /// A consistent point-in-time view, released by `close()` (or a `with` block, or when
@@ -476,13 +481,13 @@ impl PrefixedDB {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (verify_checksums, fill_cache);
         get(
             py,
             &self.store,
             &concat(Some(&self.prefix), key),
             default,
             None,
+            plyvel_read(verify_checksums, fill_cache),
         )
     }
 
@@ -561,7 +566,6 @@ impl PrefixedDB {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<RangeIterator> {
-        let _ = (verify_checksums, fill_cache);
         let args = RangeArgs {
             reverse,
             start: start.map(<[u8]>::to_vec),
@@ -571,6 +575,7 @@ impl PrefixedDB {
             prefix: prefix.map(<[u8]>::to_vec),
             include_key,
             include_value,
+            read: plyvel_read(verify_checksums, fill_cache),
         };
         RangeIterator::open(py, &self.store, Some(&self.prefix), args, None)
     }

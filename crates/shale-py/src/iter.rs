@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use shale::{Cursor, IterOptions};
+use shale::{Cursor, IterOptions, ReadOptions};
 
 use crate::errors::invalid_iterator;
 use crate::range::{CursorSlot, State, open_cursor};
@@ -28,9 +28,11 @@ impl RawIterator {
         py: Python<'_>,
         store: &Arc<Store>,
         snapshot: Option<&shale::Snapshot>,
+        read: ReadOptions,
     ) -> PyResult<RawIterator> {
         let options = IterOptions {
             snapshot: snapshot.cloned(),
+            read,
             ..IterOptions::default()
         };
         Ok(RawIterator {

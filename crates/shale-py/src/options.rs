@@ -86,8 +86,9 @@ impl OpenArgs<'_> {
         }
         let settings = match self.settings.as_deref() {
             None => PresetSettings::Tuned,
-            Some(s) => PresetSettings::parse(s)
-                .map_err(|_| choice("settings", s, "'tuned' or 'paper'"))?,
+            Some(s) => {
+                PresetSettings::parse(s).map_err(|_| choice("settings", s, "'tuned' or 'paper'"))?
+            }
         };
         if self.settings.is_some() && self.design.is_none() {
             return Err(PyValueError::new_err(

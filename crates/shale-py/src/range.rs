@@ -23,7 +23,7 @@ use parking_lot::{Mutex, MutexGuard};
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use shale::{Cursor, IterOptions};
+use shale::{Cursor, IterOptions, ReadOptions};
 
 use crate::concat;
 use crate::errors::{Failure, iterator_closed, to_py};
@@ -422,6 +422,8 @@ pub(crate) struct RangeArgs {
     pub(crate) prefix: Option<Vec<u8>>,
     pub(crate) include_key: bool,
     pub(crate) include_value: bool,
+    /// Checksums and block cache (plyvel's `verify_checksums` and `fill_cache`).
+    pub(crate) read: ReadOptions,
 }
 
 impl RangeArgs {
@@ -436,7 +438,18 @@ impl RangeArgs {
             prefix: None,
             include_key: true,
             include_value: true,
+            read: plyvel_read(false, true),
         }
+    }
+}
+
+/// plyvel's per-read `verify_checksums` and `fill_cache` as the engine's options: the
+/// argument decides whether table blocks' checksums are checked (plyvel's default is not
+/// to, as LevelDB's), whatever the store's `Options::verify_checksums` says.
+pub(crate) fn plyvel_read(verify_checksums: bool, fill_cache: bool) -> ReadOptions {
+    ReadOptions {
+        verify_checksums: Some(verify_checksums),
+        fill_cache,
     }
 }
 
@@ -461,7 +474,10 @@ impl RangeIterator {
                 "'prefix' cannot be used together with 'start' or 'stop'",
             ));
         }
-        let mut options = IterOptions::default();
+        let mut options = IterOptions {
+            read: args.read,
+            ..IterOptions::default()
+        };
         match (&args.prefix, db_prefix) {
             (Some(p), dp) => options.prefix = Some(concat(dp, p)),
             (None, dp) => {

@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 use crate::concat;
 use crate::errors::snapshot_closed;
 use crate::iter::RawIterator;
-use crate::range::{RangeArgs, RangeIterator};
+use crate::range::{RangeArgs, RangeIterator, plyvel_read};
 use crate::store::{Store, get};
 
 /// A consistent point-in-time view of the store: `get` and iterators read the state of the
@@ -60,10 +60,10 @@ impl Snapshot {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (verify_checksums, fill_cache);
         let s = self.current()?;
         let key = concat(self.prefix.as_deref(), key);
-        get(py, &self.store, &key, default, Some(&s))
+        let read = plyvel_read(verify_checksums, fill_cache);
+        get(py, &self.store, &key, default, Some(&s), read)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
@@ -101,7 +101,6 @@ impl Snapshot {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<RangeIterator> {
-        let _ = (verify_checksums, fill_cache);
         let s = self.current()?;
         let args = RangeArgs {
             reverse,
@@ -112,6 +111,7 @@ impl Snapshot {
             prefix: prefix.map(<[u8]>::to_vec),
             include_key,
             include_value,
+            read: plyvel_read(verify_checksums, fill_cache),
         };
         RangeIterator::open(py, &self.store, self.prefix.as_deref(), args, Some(&s))
     }
@@ -124,9 +124,9 @@ impl Snapshot {
         verify_checksums: bool,
         fill_cache: bool,
     ) -> PyResult<RawIterator> {
-        let _ = (verify_checksums, fill_cache);
         let s = self.current()?;
-        RawIterator::open(py, &self.store, Some(&s))
+        let read = plyvel_read(verify_checksums, fill_cache);
+        RawIterator::open(py, &self.store, Some(&s), read)
     }
 
     /// Release the snapshot; later calls raise `RuntimeError`. Idempotent. Iterators made

@@ -119,20 +119,16 @@ impl Store {
 }
 
 /// `get` of a `DB`, a `PrefixedDB` or a `Snapshot`: the value of `key` (at `snapshot` if
-/// given), or `default`.
+/// given, read as `read` says), or `default`.
 pub(crate) fn get(
     py: Python<'_>,
     store: &Store,
     key: &[u8],
     default: Option<Py<PyAny>>,
     snapshot: Option<&shale::Snapshot>,
+    read: shale::ReadOptions,
 ) -> PyResult<Py<PyAny>> {
-    let found = store.run(py, |db| {
-        Ok(match snapshot {
-            Some(s) => db.get_at(key, s)?,
-            None => db.get(key)?,
-        })
-    })?;
+    let found = store.run(py, |db| Ok(db.get_opt(key, snapshot, read)?))?;
     Ok(match found {
         Some(v) => PyBytes::new(py, &v).into_any().unbind(),
         None => default.unwrap_or_else(|| py.None()),

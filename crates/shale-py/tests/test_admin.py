@@ -39,12 +39,17 @@ def sst_files(path):
     return sorted(f for f in os.listdir(path) if f.endswith(".sst"))
 
 
-def damaged_store(path):
+def first_table(path):
+    """Make a `leveldb` store of 2000 keys flushed into tables; return its first table."""
     db = shale.DB(path, create_if_missing=True, design="leveldb")
     fill(db, 2000)
     db.flush()
     db.close()
-    table = os.path.join(path, sst_files(path)[0])
+    return os.path.join(path, sst_files(path)[0])
+
+
+def damaged_store(path):
+    table = first_table(path)
     with open(table, "r+b") as f:
         f.seek(100)
         b = f.read(1)
@@ -57,12 +62,41 @@ def test_corruption_names_file_and_offset(path):
     table = damaged_store(path)
     db = shale.DB(path)
     with pytest.raises(shale.CorruptionError) as e:
-        list(db)
+        list(db.iterator(verify_checksums=True))
     assert isinstance(e.value, shale.Error)
     assert e.value.file.endswith(os.path.basename(table))
     assert isinstance(e.value.offset, int)
     assert os.path.basename(table) in str(e.value)
     db.close()
+
+
+def test_verify_checksums_per_read(path):
+    # As plyvel: reads check table blocks' checksums only when asked.
+    table = first_table(path)
+    with open(table, "r+b") as f:
+        data = bytearray(f.read())
+        at = data.index(b"v0001")
+        data[at + 4] ^= 0x01  # b"v0001" becomes b"v0000": the block still parses
+        f.seek(0)
+        f.write(data)
+    with shale.DB(path) as db:
+        assert db.get(b"k0001") == b"v0000"
+        for it in (db.iterator(start=b"k0001", stop=b"k0002"), db.snapshot().iterator()):
+            assert dict(it).get(b"k0001") == b"v0000"
+        with pytest.raises(shale.CorruptionError) as e:
+            db.get(b"k0001", verify_checksums=True)
+        assert e.value.file.endswith(os.path.basename(table))
+        with pytest.raises(shale.CorruptionError):
+            list(db.iterator(verify_checksums=True))
+        with pytest.raises(shale.CorruptionError):
+            db.snapshot().get(b"k0001", verify_checksums=True)
+        with pytest.raises(shale.CorruptionError):
+            db.prefixed_db(b"k").get(b"0001", verify_checksums=True)
+        it = db.raw_iterator(verify_checksums=True)
+        with pytest.raises(shale.CorruptionError):
+            it.seek_to_first()
+            while it.valid():
+                it.next()
 
 
 def test_repair_sound_store(path, design):

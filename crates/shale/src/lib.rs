@@ -39,7 +39,8 @@ pub mod ttl;
 
 pub use db::{
     CheckpointInfo, Cursor, Db, DbIterator, ForeignTable, IterOptions, LevelStats, LifetimeStats,
-    LiveFile, RepairReport, SetAside, Snapshot, Stats, VerifyReport, WriteBatch, destroy_db,
+    LiveFile, ReadOptions, RepairReport, SetAside, Snapshot, Stats, VerifyReport, WriteBatch,
+    destroy_db,
 };
 pub use design::{load_options, repair, verify};
 pub use error::{Error, Result};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use shale::env::Env;
 use shale::env::posix::PosixFs;
-use shale::{Db, Error, IterOptions, Options};
+use shale::{Compression, Db, Error, IterOptions, Options, ReadOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -289,5 +289,52 @@ fn damage_in_a_mapped_table_is_corruption_naming_the_file() {
     match &e {
         Error::Corruption { offset, .. } => assert_eq!(*offset, half, "{e}"),
         other => panic!("{other}"),
+    }
+}
+
+/// A mapped table lends its uncompressed blocks from the map. The block cache holds only
+/// blocks whose checksum was checked (the store checks by default): a lent block read
+/// without the check (`ReadOptions::verify_checksums = Some(false)`, plyvel's default) stays
+/// out of it, and a mapped table with nothing in the cache does not even ask it. Reads
+/// with `pread` behave the same but always ask.
+#[test]
+fn mapped_blocks_enter_the_cache_only_once_checked() {
+    const KEYS: u32 = 3000;
+    for mmap_reads in [true, false] {
+        for compression in [Compression::None, Compression::Lz4] {
+            for verify in [None, Some(false)] {
+                let what = format!("mmap {mmap_reads}, {compression:?}, verify {verify:?}");
+                let tmp = TempDir::new(&format!("cache-{mmap_reads}-{compression:?}-{verify:?}"));
+                let fs = PosixFs::with_map_limit(1000);
+                let mut o = opts(&fs, mmap_reads);
+                o.block_cache_bytes = 8 << 20;
+                o.table.compression = compression;
+                let db = Db::open(&tmp.0, o).unwrap();
+                let model = fill(&db, KEYS, 2);
+                db.compact_range(None, None).unwrap();
+                db.wait_for_compactions().unwrap();
+                let read = ReadOptions {
+                    verify_checksums: verify,
+                    fill_cache: true,
+                };
+                for i in 0..KEYS {
+                    let got = db.get_opt(&key(i), None, read).unwrap();
+                    assert_eq!(got.as_ref(), model.get(&key(i)), "{what}: key {i}");
+                }
+                let it = IterOptions {
+                    read,
+                    ..IterOptions::default()
+                };
+                let scanned: Map = db.iter(it).unwrap().map(|r| r.unwrap()).collect();
+                assert!(scanned == model, "{what}: the scan differs from the model");
+                let s = db.stats();
+                let cached = verify.is_none();
+                assert_eq!(s.block_cache_bytes > 0, cached, "{what}: {s:?}");
+                let asked = cached || !mmap_reads;
+                assert_eq!(s.block_cache_misses > 0, asked, "{what}: {s:?}");
+                drop(db);
+                assert_eq!(fs.mapped_files(), 0, "{what}: every map released");
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use std::ops::Bound;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use shale::env::Env;
-use shale::{Db, IterOptions, Options, Snapshot, WriteBatch, WriteOptions};
+use shale::{Db, IterOptions, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -62,6 +62,14 @@ fn small_options(design: &str, env: &Env) -> Options {
     o.trie.max_sub_levels = 3;
     o.trie.gc_sample_bits = 1;
     o
+}
+
+/// Per-read choices at random: answers never depend on them.
+fn read_options(rng: &mut StdRng) -> ReadOptions {
+    ReadOptions {
+        verify_checksums: [None, Some(true), Some(false)][rng.random_range(0..3)],
+        fill_cache: rng.random_bool(0.5),
+    }
 }
 
 fn key(rng: &mut StdRng) -> Vec<u8> {
@@ -251,7 +259,12 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
             }
             52..=71 => {
                 let k = key(&mut rng);
-                let got = d.get(&k).unwrap_or_else(|e| panic!("{}: get: {e}", ctx()));
+                let got = if rng.random_bool(0.5) {
+                    d.get(&k)
+                } else {
+                    d.get_opt(&k, None, read_options(&mut rng))
+                }
+                .unwrap_or_else(|e| panic!("{}: get: {e}", ctx()));
                 assert_eq!(got.as_ref(), model.get(&k), "{}: get {:?}", ctx(), k);
             }
             72..=79 => {
@@ -275,6 +288,7 @@ fn run_seed(preset: &str, seed: u64, steps: usize) {
                     upper_bound: hi.clone(),
                     prefix: prefix.clone(),
                     snapshot: None,
+                    read: read_options(&mut rng),
                 };
                 let got = scan(d, opts, reverse);
                 let want = expected_range(&model, lo.as_deref(), hi.as_deref(), prefix.as_deref());

@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
@@ -32,10 +31,11 @@ pub const ENTRY_OVERHEAD: usize = 64;
 
 const NIL: usize = usize::MAX;
 
-/// The bytes of one cached block: the buffer the block was read (or decompressed) into,
-/// shared as it is. A `Vec` rather than `Arc<[u8]>` so that a buffer filled by a read
-/// becomes a block without being copied (`Arc<[u8]>` needs its own allocation).
-pub type SharedBytes = Arc<Vec<u8>>;
+/// The bytes of one block (or value-log record): the buffer it was read (or decompressed)
+/// into, shared as it is (`Bytes::from(Vec)` takes the buffer without copying it), or a
+/// range of a table's memory map lent with no copy at all
+/// ([`crate::env::ReadFile::read_shared`]). Cloning one, or slicing it, shares the bytes.
+pub type SharedBytes = bytes::Bytes;
 
 type Key = (u64, u64);
 
@@ -117,7 +117,7 @@ impl Shard {
     fn get(&mut self, key: Key) -> Option<SharedBytes> {
         let e = self.map.get_mut(&key)?;
         e.referenced = true;
-        Some(Arc::clone(&e.block))
+        Some(e.block.clone())
     }
 
     /// Remove the node at slot `i` (the caller removes its map entry) and return its charge
@@ -340,7 +340,7 @@ mod tests {
     use super::*;
 
     fn block(len: usize, fill: u8) -> SharedBytes {
-        Arc::from(vec![fill; len])
+        SharedBytes::from(vec![fill; len])
     }
 
     #[test]

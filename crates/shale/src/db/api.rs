@@ -29,6 +29,33 @@ pub struct LiveFile {
     pub tombstones: u64,
 }
 
+/// A reader's own choices for one read (LevelDB's and RocksDB's `ReadOptions`, plyvel's
+/// `verify_checksums` and `fill_cache` arguments): for [`crate::Db::get_opt`], and for
+/// iterators as [`IterOptions::read`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Check the checksum of every table block the read takes from a file: `Some` decides
+    /// for this read, `None` (the default) keeps the store's `Options::verify_checksums`
+    /// (on by default, as RocksDB's `verify_checksums`; LevelDB and plyvel default to off).
+    /// A block in the block cache was checked when it was read, unless the store checks
+    /// none. Metadata (footers, indexes, filters), logs and value-log records are always
+    /// checked.
+    pub verify_checksums: Option<bool>,
+    /// Keep the table blocks the read brings in in the block cache. Default true; a one-off
+    /// pass over much of the store sets it false, so that it does not push out the blocks
+    /// other readers reuse.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions {
+            verify_checksums: None,
+            fill_cache: true,
+        }
+    }
+}
+
 /// Options of an iterator.
 #[derive(Clone, Debug, Default)]
 pub struct IterOptions {
@@ -40,6 +67,8 @@ pub struct IterOptions {
     pub prefix: Option<Vec<u8>>,
     /// Read at this snapshot instead of the latest state.
     pub snapshot: Option<Snapshot>,
+    /// Checksums and block cache for the iterator's reads.
+    pub read: ReadOptions,
 }
 
 impl IterOptions {

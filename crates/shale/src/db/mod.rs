@@ -71,7 +71,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use checkpoint::CheckpointInfo;
-pub use api::{ForeignTable, IterOptions, LevelStats, LifetimeStats, LiveFile, Snapshot, Stats};
+pub use api::{ForeignTable, IterOptions, LevelStats, LifetimeStats, LiveFile, ReadOptions, Snapshot, Stats};
 pub(crate) use open::format_tag;
 pub use read::{Cursor, DbIterator};
 pub use verify::VerifyReport;
@@ -708,7 +708,22 @@ impl Db {
     /// # Errors
     /// [`Error::Corruption`] or [`Error::Io`] from the files read.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner(), key, None)
+        read::get(&self.inner(), key, None, ReadOptions::default())
+    }
+
+    /// The value of `key`, as of `snapshot` if one is given, read as `options` says
+    /// (checksums, block cache).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_opt(
+        &self,
+        key: &[u8],
+        snapshot: Option<&Snapshot>,
+        options: ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        let seq = snapshot.map(Snapshot::sequence);
+        read::get(&self.inner_at(snapshot), key, seq, options)
     }
 
     /// The value of `key` as of `snapshot`.
@@ -716,7 +731,12 @@ impl Db {
     /// # Errors
     /// As [`Db::get`].
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        read::get(&self.inner_at(Some(snapshot)), key, Some(snapshot.sequence()))
+        read::get(
+            &self.inner_at(Some(snapshot)),
+            key,
+            Some(snapshot.sequence()),
+            ReadOptions::default(),
+        )
     }
 
     /// A point-in-time view for consistent reads; released when dropped.
@@ -809,7 +829,7 @@ impl Db {
         let sv = inner.super_version();
         let ctx = crate::layout::ReadContext {
             tables: &inner.tables,
-            cause: crate::env::ReadCause::Other,
+            read: crate::env::ReadCause::Other.into(),
         };
         ranges
             .iter()

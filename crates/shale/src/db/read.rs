@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{DbInner, IterOptions, Snapshot, SuperVersion};
+use super::{DbInner, IterOptions, ReadOptions, Snapshot, SuperVersion};
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -26,12 +26,18 @@ use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries, Resolve};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
+use crate::table::format::TableRead;
 use crate::values::{ValueBytes, ValueStore};
 
-pub(crate) fn get(inner: &DbInner, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
+pub(crate) fn get(
+    inner: &DbInner,
+    key: &[u8],
+    snapshot: Option<SeqNo>,
+    options: ReadOptions,
+) -> Result<Option<Vec<u8>>> {
     let sv = inner.super_version();
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
-    match lookup(inner, &sv, key, seq, ReadCause::Get)? {
+    match lookup(inner, &sv, key, seq, table_read(ReadCause::Get, options))? {
         None => Ok(None),
         Some((ValueKind::Value, v)) => Ok(Some(v)),
         Some((kind, v)) => Ok(Some(
@@ -50,7 +56,7 @@ pub(crate) fn lookup(
     sv: &SuperVersion,
     key: &[u8],
     seq: SeqNo,
-    cause: ReadCause,
+    read: TableRead,
 ) -> Result<Option<(ValueKind, Vec<u8>)>> {
     // A range tombstone hides every entry older than it: the newest entry of the key is
     // then needed with its sequence number (not only its kind), which memtable gets do not
@@ -86,7 +92,7 @@ pub(crate) fn lookup(
     }
     let ctx = ReadContext {
         tables: &inner.tables,
-        cause,
+        read,
     };
     let found = inner.layout.get(&sv.version, &ctx, key, &seek)?;
     if inner.layout.take_compaction_wanted() {
@@ -117,7 +123,12 @@ struct Pinned {
 
 /// The merge of every source of `sv`, without the entries range tombstones hide from a
 /// reader at `seq` (each source filtered on its own: [`RangeDelFilter`]).
-fn merged(inner: &DbInner, sv: &Arc<SuperVersion>, seq: SeqNo) -> Result<MergingIterator> {
+fn merged(
+    inner: &DbInner,
+    sv: &Arc<SuperVersion>,
+    seq: SeqNo,
+    read: TableRead,
+) -> Result<MergingIterator> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(2 + sv.imms.len());
     children.push(Arc::clone(&sv.mem).iter());
     for m in &sv.imms {
@@ -125,7 +136,7 @@ fn merged(inner: &DbInner, sv: &Arc<SuperVersion>, seq: SeqNo) -> Result<Merging
     }
     let ctx = ReadContext {
         tables: &inner.tables,
-        cause: ReadCause::Scan,
+        read,
     };
     children.extend(inner.layout.iterators(&sv.version, &ctx)?);
     if sv.has_range_dels() {
@@ -144,10 +155,22 @@ fn merged(inner: &DbInner, sv: &Arc<SuperVersion>, seq: SeqNo) -> Result<Merging
     Ok(MergingIterator::new(children))
 }
 
+/// How the tables are read for `cause` with a reader's `options`.
+fn table_read(cause: ReadCause, options: ReadOptions) -> TableRead {
+    TableRead {
+        cause,
+        verify_checksums: options.verify_checksums,
+        fill_cache: options.fill_cache,
+    }
+}
+
+/// The sequence number, super version, iterator options, pins and table reads of an
+/// iterator with `options`.
 fn prepare(
     inner: &DbInner,
     options: IterOptions,
-) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned) {
+) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned, TableRead) {
+    let read = table_read(ReadCause::Scan, options.read);
     let sv = inner.super_version();
     let seq = match &options.snapshot {
         Some(s) => s.sequence(),
@@ -163,7 +186,7 @@ fn prepare(
         _sv: Arc::clone(&sv),
         _snapshot: options.snapshot,
     };
-    (seq, sv, opts, pinned)
+    (seq, sv, opts, pinned, read)
 }
 
 /// The store's value placement as a [`Resolve`].
@@ -190,8 +213,8 @@ pub(crate) fn cursor(
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<Cursor> {
-    let (seq, sv, opts, pinned) = prepare(inner, options);
-    let it = merged(inner, &sv, seq)?;
+    let (seq, sv, opts, pinned, read) = prepare(inner, options);
+    let it = merged(inner, &sv, seq, read)?;
     let (lower, upper) = bound_seeks(&opts);
     Ok(Cursor {
         it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
@@ -301,9 +324,9 @@ pub(crate) fn iter(
     options: IterOptions,
     prefetch: Option<Prefetch>,
 ) -> Result<DbIterator> {
-    let (seq, sv, opts, pinned) = prepare(inner, options);
-    let front = merged(inner, &sv, seq)?;
-    let back = merged(inner, &sv, seq)?;
+    let (seq, sv, opts, pinned, read) = prepare(inner, options);
+    let front = merged(inner, &sv, seq, read)?;
+    let back = merged(inner, &sv, seq, read)?;
     let (front_seek, back_seek) = bound_seeks(&opts);
     Ok(DbIterator {
         entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),

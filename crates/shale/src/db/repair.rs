@@ -584,7 +584,7 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
                 Some(k) => Arc::clone(&k.reader),
                 None => tables.table(metas[i].table_id())?,
             };
-            inputs.push(reader.iter(ReadCause::Compaction));
+            inputs.push(reader.iter(ReadCause::Compaction.into()));
         }
         let mut input = MergingIterator::new(inputs);
         let spec = MergeSpec {
@@ -753,7 +753,7 @@ fn count_garbage(
 ) -> Result<()> {
     let mut inputs: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(placed.len());
     for f in placed {
-        inputs.push(tables.table(f.table_id())?.iter(ReadCause::Other));
+        inputs.push(tables.table(f.table_id())?.iter(ReadCause::Other.into()));
     }
     let mut it = MergingIterator::new(inputs);
     it.seek_to_first()?;

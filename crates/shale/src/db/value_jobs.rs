@@ -168,7 +168,7 @@ fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool>
     // The read a get makes, range tombstones included: a record whose key a range
     // tombstone deleted is dead (relocating it would write it again, newer than the
     // tombstone, and bring the key back).
-    let found = super::read::lookup(inner, sv, &r.key, MAX_SEQNO, ReadCause::Gc)?;
+    let found = super::read::lookup(inner, sv, &r.key, MAX_SEQNO, ReadCause::Gc.into())?;
     Ok(found.is_some_and(|(kind, stored)| {
         kind == ValueKind::ValuePointer && stored == r.pointer.as_slice()
     }))
@@ -236,7 +236,7 @@ pub(crate) fn count_superseded_over(
     };
     let ctx = ReadContext {
         tables: tree.tables,
-        cause: ReadCause::Gc,
+        read: ReadCause::Gc.into(),
     };
     // When no older table may hold what the placement counts (for the value log: a store
     // of small values, kept inline), the tree lookup per flushed key (the cost of this

@@ -198,6 +198,14 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_mapped(&self) -> bool {
         false
     }
+    /// The `len` bytes at `offset` without a copy, for a file that can lend them (a mapped
+    /// one: the returned buffer keeps the map alive, so it may outlive this handle).
+    /// `None` when the backend has no such bytes (the default): the caller reads with
+    /// [`RandomAccessFile::read_to_vec`]. Reading past the end is an error, as for a read.
+    fn read_shared(&self, len: usize, offset: u64) -> Option<Result<bytes::Bytes>> {
+        let _ = (len, offset);
+        None
+    }
     /// Tell the backend how this handle will be read (see [`Access`]). A hint: the default
     /// ignores it, and a backend that cannot apply it ignores the failure.
     fn advise(&self, access: Access) {
@@ -583,6 +591,14 @@ impl ReadFile {
     /// Read `len` bytes at `offset` into a new buffer. `len` must have been checked against
     /// [`ReadFile::len`] by the caller; reading past the end is an error, not a huge allocation.
     pub fn read_at(&self, offset: u64, len: usize, cause: ReadCause) -> Result<Vec<u8>> {
+        self.check_range(offset, len)?;
+        let buf = self.inner.read_to_vec(len, offset)?;
+        self.io.add_read(cause, len as u64);
+        Ok(buf)
+    }
+    /// The error of a read of `len` bytes at `offset` that runs past the end of the file
+    /// (as long as the handle saw it), naming the file and offset.
+    fn check_range(&self, offset: u64, len: usize) -> Result<()> {
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|e| e > self.len()) {
             return Err(crate::Error::corruption(
@@ -594,9 +610,7 @@ impl ReadFile {
                 ),
             ));
         }
-        let buf = self.inner.read_to_vec(len, offset)?;
-        self.io.add_read(cause, len as u64);
-        Ok(buf)
+        Ok(())
     }
     /// Read `len` bytes at `offset` into a new buffer, as [`ReadFile::read_at`] does (no
     /// zero-fill first where the backend reads into spare capacity), but without checking
@@ -608,6 +622,25 @@ impl ReadFile {
         let buf = self.inner.read_to_vec(len, offset)?;
         self.io.add_read(cause, len as u64);
         Ok(buf)
+    }
+    /// Lend `len` bytes at `offset` without copying them, counted as [`ReadFile::read_at`]
+    /// counts them, when the backend can ([`RandomAccessFile::read_shared`]: a mapped
+    /// file); `None` otherwise. The range is checked against the file's length as
+    /// [`ReadFile::read_at`] checks it.
+    pub fn read_shared(
+        &self,
+        offset: u64,
+        len: usize,
+        cause: ReadCause,
+    ) -> Option<Result<bytes::Bytes>> {
+        if let Err(e) = self.check_range(offset, len) {
+            return self.inner.is_mapped().then_some(Err(e));
+        }
+        let got = self.inner.read_shared(len, offset)?;
+        if got.is_ok() {
+            self.io.add_read(cause, len as u64);
+        }
+        Some(got)
     }
     /// Tell the backend how this handle will be read (a hint, see [`Access`]).
     pub fn advise(&self, access: Access) {

@@ -167,9 +167,8 @@ impl FileSystem for PosixFs {
             let slot = MapSlot(self.maps.clone());
             if let Ok(map) = map_read_only(&file, map_len) {
                 return Ok(Arc::new(PosixMappedFile {
-                    map,
+                    map: bytes::Bytes::from_owner(MapOwner { map, _slot: slot }),
                     path: path.to_path_buf(),
-                    _slot: slot,
                 }));
             }
         }
@@ -751,10 +750,12 @@ fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
     // appendable table (dtable) is reopened only to append after its committed size, its
     // `reopen` cutting nothing below it, so a map of an older generation keeps every page
     // it covers. A table is removed by unlinking, which leaves the mapped inode alive
-    // until the map is dropped. The store's LOCK (`PosixFs::lock`) keeps other Shale
-    // writers out; read-only and secondary handles never write. The map is private to
-    // this process's reads (`PROT_READ`, `MAP_SHARED` of a file opened read-only): no Rust
-    // code can write through it.
+    // until the map is dropped, and the map is dropped only with the last block lent from
+    // it (`MapOwner`, owned by a `bytes::Bytes` that every lent range references). The
+    // store's LOCK (`PosixFs::lock`) keeps other Shale writers out; read-only and
+    // secondary handles never write. The map is private to this process's reads
+    // (`PROT_READ`, `MAP_SHARED` of a file opened read-only): no Rust code can write
+    // through it.
     //
     // What stays outside Rust's reach is another program (or a person) truncating or
     // rewriting a table file of a live store, and a device error while a page is read in:
@@ -766,26 +767,53 @@ fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
     unsafe { memmap2::MmapOptions::new().len(len).map(file) }
 }
 
-/// A file read from a read-only memory map ([`PosixFs::open_mapped`]): a read copies from
-/// the map, with no system call once the pages are mapped.
+/// A map and its place in the budget of mapped files: both live until the last buffer
+/// lent from the map ([`RandomAccessFile::read_shared`]) is dropped, so that a block still
+/// in use keeps its pages mapped after its file handle is closed, and the budget counts the
+/// map until it is really gone.
 #[cfg(target_os = "linux")]
-struct PosixMappedFile {
+struct MapOwner {
     map: memmap2::Mmap,
-    path: PathBuf,
     _slot: MapSlot,
 }
 
 #[cfg(target_os = "linux")]
+impl AsRef<[u8]> for MapOwner {
+    fn as_ref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// A file read from a read-only memory map ([`PosixFs::open_mapped`]): a read copies from
+/// the map, with no system call once the pages are mapped, and [`RandomAccessFile::read_shared`]
+/// lends a range of the map with no copy at all.
+#[cfg(target_os = "linux")]
+struct PosixMappedFile {
+    /// The whole map, as a shared buffer that owns it ([`MapOwner`]).
+    map: bytes::Bytes,
+    path: PathBuf,
+}
+
+#[cfg(target_os = "linux")]
 impl PosixMappedFile {
-    /// The mapped bytes `offset..offset + len`, or the error of a read past the end.
-    fn bytes(&self, len: usize, offset: u64) -> Result<&[u8]> {
+    /// The mapped range `offset..offset + len`, or the error of a read past the end.
+    fn range(&self, len: usize, offset: u64) -> Result<std::ops::Range<usize>> {
         usize::try_from(offset)
             .ok()
-            .and_then(|start| self.map.get(start..start.checked_add(len)?))
+            .and_then(|start| {
+                let end = start.checked_add(len)?;
+                (end <= self.map.len()).then_some(start..end)
+            })
             .ok_or_else(|| {
                 let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
                 read_error(&self.path, eof, len, offset)
             })
+    }
+
+    /// The mapped bytes `offset..offset + len`, or the error of a read past the end.
+    fn bytes(&self, len: usize, offset: u64) -> Result<&[u8]> {
+        let r = self.range(len, offset)?;
+        Ok(&self.map[r])
     }
 }
 
@@ -806,6 +834,10 @@ impl RandomAccessFile for PosixMappedFile {
 
     fn is_mapped(&self) -> bool {
         true
+    }
+
+    fn read_shared(&self, len: usize, offset: u64) -> Option<Result<bytes::Bytes>> {
+        Some(self.range(len, offset).map(|r| self.map.slice(r)))
     }
 }
 

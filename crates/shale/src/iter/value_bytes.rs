@@ -75,8 +75,8 @@ mod tests {
 
     #[test]
     fn every_form_reads_its_bytes() {
-        let buf: SharedBytes = std::sync::Arc::new(b"headvaluetail".to_vec());
-        let shared = ValueBytes::Shared(std::sync::Arc::clone(&buf), 4..9);
+        let buf: SharedBytes = SharedBytes::from(b"headvaluetail".to_vec());
+        let shared = ValueBytes::Shared(buf.clone(), 4..9);
         assert_eq!(&*shared, b"value");
         assert_eq!(shared, ValueBytes::Borrowed(b"value"));
         assert_eq!(shared.clone().into_owned(), b"value".to_vec());

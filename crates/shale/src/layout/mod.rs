@@ -29,6 +29,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
 use crate::table::TableReader;
+use crate::table::format::TableRead;
 use crate::table::cache::{TableCache, TableSlot};
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
@@ -249,8 +250,9 @@ impl PickContext {
 pub struct ReadContext<'a> {
     /// Open tables.
     pub tables: &'a Arc<TableCache>,
-    /// Why the reads happen (counted per cause).
-    pub cause: crate::env::ReadCause,
+    /// How the tables are read: why (counted per cause) and the reader's per-read choices
+    /// (checksums, block cache).
+    pub read: TableRead,
 }
 
 /// The most tables [`ReadContext::probe`] asks at once.
@@ -383,7 +385,7 @@ impl ReadContext<'_> {
             let mut p = self.probe(files.iter().map(|f| &**f), user_key, hash);
             for i in 0..files.len() {
                 if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.lookup(user_key, seek_key, self.cause)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, self.read)?
                 {
                     return Ok(Some(hit));
                 }
@@ -682,7 +684,7 @@ mod tests {
         let tables = cache(env);
         let ctx = ReadContext {
             tables: &tables,
-            cause: crate::env::ReadCause::Get,
+            read: crate::env::ReadCause::Get.into(),
         };
         let key = b"k2-0005";
         let hash = hash64(key);
@@ -732,7 +734,7 @@ mod tests {
         let tables = cache(env);
         let ctx = ReadContext {
             tables: &tables,
-            cause: crate::env::ReadCause::Get,
+            read: crate::env::ReadCause::Get.into(),
         };
         let key = b"k1-0005";
         let mut p = ctx.probe([&missing], key, hash64(key));

@@ -342,10 +342,10 @@ pub(crate) mod tests {
         assert_eq!(tc.len(), 2);
 
         let got = t1
-            .lookup(b"k1-0005", &seek_key(b"k1-0005", 100), ReadCause::Get)
+            .lookup(b"k1-0005", &seek_key(b"k1-0005", 100), ReadCause::Get.into())
             .unwrap();
         assert_eq!(got.unwrap().1, b"v");
-        let mut it = Arc::clone(&t1).iter(ReadCause::Scan);
+        let mut it = Arc::clone(&t1).iter(ReadCause::Scan.into());
         it.seek_to_first().unwrap();
         assert!(bc.usage() > 0);
         tc.evict(1);
@@ -414,10 +414,10 @@ pub(crate) mod tests {
         env.fs().remove_file(&dir.join(table_file_name(7))).unwrap();
         tc.evict(7);
         let got = t
-            .lookup(b"k7-0321", &seek_key(b"k7-0321", 1000), ReadCause::Get)
+            .lookup(b"k7-0321", &seek_key(b"k7-0321", 1000), ReadCause::Get.into())
             .unwrap();
         assert_eq!(got.unwrap().1, b"v");
-        let mut it = Arc::clone(&t).iter(ReadCause::Scan);
+        let mut it = Arc::clone(&t).iter(ReadCause::Scan.into());
         it.seek_to_first().unwrap();
         let mut n = 0;
         while it.valid() {

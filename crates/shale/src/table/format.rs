@@ -279,6 +279,31 @@ pub struct Pile {
     pub max: usize,
 }
 
+/// How one read of a table is done: why (its bytes are counted under `cause`) and the
+/// reader's own choices, which a user passes per read (`ReadOptions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableRead {
+    /// Why the bytes are read.
+    pub cause: ReadCause,
+    /// Check each data block's checksum: `Some` decides for this read, `None` keeps the
+    /// store's `Options::verify_checksums`.
+    pub verify_checksums: Option<bool>,
+    /// Keep the blocks read in the block cache (a compaction's reads never do).
+    pub fill_cache: bool,
+}
+
+impl From<ReadCause> for TableRead {
+    /// A read for `cause` with the store's choices: checksums as `Options::verify_checksums`
+    /// says, blocks cached.
+    fn from(cause: ReadCause) -> TableRead {
+        TableRead {
+            cause,
+            verify_checksums: None,
+            fill_cache: true,
+        }
+    }
+}
+
 /// One open generation of a table file. Immutable and shared by readers.
 pub trait TableReader: Send + Sync + fmt::Debug {
     /// The file number it was opened under.
@@ -326,11 +351,11 @@ pub trait TableReader: Send + Sync + fmt::Debug {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: TableRead,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
 
-    /// An iterator over every entry in internal-key order, its reads counted under `cause`.
-    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator>;
+    /// An iterator over every entry in internal-key order, reading as `read` says.
+    fn iter(self: Arc<Self>, read: TableRead) -> Box<dyn InternalIterator>;
 
     /// About where in the file the entries at or after internal key `ikey` start (LevelDB's
     /// `ApproximateOffsetOf`): 0 before the first entry, the end of the data past the last.

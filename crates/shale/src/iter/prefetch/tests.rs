@@ -65,7 +65,7 @@ impl Resolve for MapStore {
                 // shared buffer that holds more than the value.
                 let mut record = b"head".to_vec();
                 record.extend_from_slice(v);
-                let buf = std::sync::Arc::new(record);
+                let buf = crate::cache::block_cache::SharedBytes::from(record);
                 Ok(crate::values::ValueBytes::Shared(buf, 4..4 + v.len()))
             }
             Some(_) => Err(Error::corruption("test.vlog", 0, "pointer of another key")),

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::state::{Guarded, unit_index};
-use crate::env::ReadCause;
+use crate::table::format::TableRead;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
@@ -20,7 +20,7 @@ pub struct GuardLevelIterator {
     version: Arc<Version>,
     level: usize,
     tables: Arc<TableCache>,
-    cause: ReadCause,
+    read: TableRead,
     /// Ranges holding at least this many tables seek them on threads; 0 never.
     parallel_min: usize,
     /// The open range and its merged tables.
@@ -36,14 +36,14 @@ impl GuardLevelIterator {
         version: Arc<Version>,
         level: usize,
         tables: Arc<TableCache>,
-        cause: ReadCause,
+        read: TableRead,
         parallel_min: usize,
     ) -> GuardLevelIterator {
         GuardLevelIterator {
             version,
             level,
             tables,
-            cause,
+            read,
             parallel_min,
             unit: 0,
             cur: None,
@@ -66,7 +66,7 @@ impl GuardLevelIterator {
         let files = self.version.unit_files(self.level, unit);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(files.len());
         for f in files {
-            children.push(self.tables.table(f.table_id())?.iter(self.cause));
+            children.push(self.tables.table(f.table_id())?.iter(self.read));
         }
         self.cur = match children.len() {
             0 => None,

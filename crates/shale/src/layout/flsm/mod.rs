@@ -280,7 +280,7 @@ impl Layout for Flsm {
                     if !pass {
                         continue;
                     }
-                    if let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)? {
+                    if let Some(hit) = t.lookup(user_key, seek_key, ctx.read)? {
                         // Tables of one guard may overlap: the newest entry (smallest
                         // internal key for one user key) wins.
                         if best
@@ -313,7 +313,7 @@ impl Layout for Flsm {
     ) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in version.level(0) {
-            out.push(ctx.tables.table(f.table_id())?.iter(ctx.cause));
+            out.push(ctx.tables.table(f.table_id())?.iter(ctx.read));
         }
         // Parallel seeks only at the last level holding data: the one that does not fit in
         // memory first, so the one whose seeks read the device.
@@ -329,7 +329,7 @@ impl Layout for Flsm {
                     Arc::clone(version),
                     level,
                     Arc::clone(ctx.tables),
-                    ctx.cause,
+                    ctx.read,
                     parallel_min,
                 )));
             }
@@ -387,7 +387,7 @@ impl Layout for Flsm {
         let out_level = plan.output_level;
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for (_, f) in plan.input_files() {
-            children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
+            children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
         }
         let merged = MergingIterator::new(children);
         let inputs: HashSet<u64> = plan.input_files().map(|(_, f)| f.number).collect();

@@ -634,7 +634,7 @@ fn a_get_keeps_asking_while_a_later_table_may_hold_a_newer_version() {
     ));
     let ctx = ReadContext {
         tables: &tables,
-        cause: ReadCause::Get,
+        read: ReadCause::Get.into(),
     };
     let layout = super::Flsm::new(&flsm_options());
     let got = layout

@@ -102,7 +102,7 @@ impl Leveled {
                     probes.note(0, f);
                 }
                 if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.read)?
                 {
                     return Ok(Some(hit));
                 }
@@ -125,7 +125,7 @@ impl Leveled {
                     probes.note(l, f);
                 }
                 if let Some((t, true)) = p.slot(i)?
-                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)?
+                    && let Some(hit) = t.lookup(user_key, seek_key, ctx.read)?
                 {
                     return Ok(Some(hit));
                 }
@@ -200,12 +200,12 @@ fn holds(f: &FileMeta, key: &[u8]) -> bool {
     f.smallest_user_key() <= key && key <= f.largest_user_key()
 }
 
-/// An opener for a level iterator: tables come from the cache, reads count under `cause`.
+/// An opener for a level iterator: tables come from the cache, read as `ctx.read` says.
 fn opener(ctx: &ReadContext<'_>) -> FileOpener {
     let tables = Arc::clone(ctx.tables);
-    let cause = ctx.cause;
+    let read = ctx.read;
     Arc::new(move |f: &FileMeta| {
-        Ok(tables.table(f.table_id())?.iter(cause))
+        Ok(tables.table(f.table_id())?.iter(read))
     })
 }
 
@@ -259,7 +259,7 @@ impl Layout for Leveled {
     ) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         for f in version.level(0) {
-            out.push(ctx.tables.table(f.table_id())?.iter(ctx.cause));
+            out.push(ctx.tables.table(f.table_id())?.iter(ctx.read));
         }
         for level in 1..version.num_levels() {
             let files = version.level(level);
@@ -338,7 +338,7 @@ impl Layout for Leveled {
         let mut edit = plan.delete_inputs();
         let read_ctx = ReadContext {
             tables: ctx.tables,
-            cause: ReadCause::Compaction,
+            read: ReadCause::Compaction.into(),
         };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for (level, files) in &plan.inputs {
@@ -347,7 +347,7 @@ impl Layout for Leveled {
             }
             if *level == 0 {
                 for f in files {
-                    children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
+                    children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
                 }
             } else {
                 children.push(Box::new(ConcatIterator::new(

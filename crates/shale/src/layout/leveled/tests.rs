@@ -216,7 +216,7 @@ fn gets_that_probe_two_files_charge_the_first() {
     let tables = cache(&env);
     let ctx = ReadContext {
         tables: &tables,
-        cause: ReadCause::Get,
+        read: ReadCause::Get.into(),
     };
     let layout = Leveled::new(&seek_options(2));
     let get = |k: &str| {

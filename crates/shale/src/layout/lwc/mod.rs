@@ -124,13 +124,13 @@ fn level_input(
     }
     if level == 0 || files.len() == 1 {
         for f in files {
-            out.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
+            out.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
         }
         return Ok(());
     }
     let tables = Arc::clone(ctx.tables);
     let opener: FileOpener = Arc::new(move |f: &FileMeta| {
-        Ok(tables.table(f.table_id())?.iter(ReadCause::Compaction))
+        Ok(tables.table(f.table_id())?.iter(ReadCause::Compaction.into()))
     });
     out.push(Box::new(ConcatIterator::new(files.to_vec(), opener)));
     Ok(())

@@ -221,7 +221,7 @@ impl Trie {
                         Err(_) => continue,
                     },
                 };
-                if matches!(t.lookup(k, &seek, cause), Ok(Some(_))) {
+                if matches!(t.lookup(k, &seek, cause.into()), Ok(Some(_))) {
                     n += 1;
                 }
             }
@@ -383,7 +383,7 @@ impl Layout for Trie {
             answers.clear();
             for (i, f) in pile.iter().enumerate() {
                 let (pass, t) =
-                    self.may_hold(st, level, i, f, ctx.tables, ctx.cause, p, &mut answers)?;
+                    self.may_hold(st, level, i, f, ctx.tables, ctx.read.cause, p, &mut answers)?;
                 if !pass {
                     continue;
                 }
@@ -391,7 +391,7 @@ impl Layout for Trie {
                     Some(t) => t,
                     None => ctx.tables.table(f.table_id())?,
                 };
-                if let Some(hit) = t.lookup(user_key, seek_key, ctx.cause)? {
+                if let Some(hit) = t.lookup(user_key, seek_key, ctx.read)? {
                     return Ok(Some(hit));
                 }
             }
@@ -538,7 +538,7 @@ impl Layout for Trie {
             let in_place = level == out;
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             for f in &files {
-                children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction));
+                children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
             }
             // No older version of a key exists outside the inputs when every container on
             // its path below them is empty (the output container too, unless it is the

@@ -32,7 +32,7 @@ fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Block {
     let est = b.estimated_size();
     let bytes = b.finish().to_vec();
     assert_eq!(bytes.len(), est);
-    Block::new(Arc::from(bytes)).unwrap()
+    Block::new(bytes.into()).unwrap()
 }
 
 fn iter(b: &Block) -> BlockIter {
@@ -158,12 +158,12 @@ fn reset_reuses_the_iterator() {
 
 #[test]
 fn bad_trailers_rejected() {
-    assert!(Block::new(Arc::new(Vec::new())).is_err());
-    assert!(Block::new(Arc::new(b"\x01\0\0".to_vec())).is_err());
+    assert!(Block::new(Vec::new().into()).is_err());
+    assert!(Block::new(b"\x01\0\0".to_vec().into()).is_err());
     // zero restarts
-    assert!(Block::new(Arc::new([0u8, 0, 0, 0].to_vec())).is_err());
+    assert!(Block::new([0u8, 0, 0, 0].to_vec().into()).is_err());
     // more restarts than fit
-    assert!(Block::new(Arc::new([0u8, 0, 0, 0, 2, 0, 0, 0].to_vec())).is_err());
+    assert!(Block::new([0u8, 0, 0, 0, 2, 0, 0, 0].to_vec().into()).is_err());
 }
 
 /// Drive every movement over a damaged block: each may fail, none may panic or loop.
@@ -197,7 +197,7 @@ fn corrupt_blocks_never_panic() {
             for bit in [0x01u8, 0x10, 0x80] {
                 let mut bad = good.clone();
                 bad[pos] ^= bit;
-                if let Ok(block) = Block::new(Arc::from(bad))
+                if let Ok(block) = Block::new(bad.into())
                     && let Err(e) = exercise(block)
                 {
                     assert!(e.is_corruption(), "{e}");
@@ -207,7 +207,7 @@ fn corrupt_blocks_never_panic() {
         }
         // truncations that keep a plausible restart count
         for cut in 0..good.len() {
-            if let Ok(block) = Block::new(Arc::new(good[..cut].to_vec())) {
+            if let Ok(block) = Block::new(good[..cut].to_vec().into()) {
                 let _ = exercise(block);
             }
         }
@@ -222,7 +222,7 @@ fn errors_leave_the_iterator_invalid() {
     let n = bytes.len();
     let restarts_off = n - 4 - 4 * 5;
     bytes[restarts_off + 16..restarts_off + 20].copy_from_slice(&(n as u32).to_le_bytes());
-    let block = Block::new(Arc::from(bytes)).unwrap();
+    let block = Block::new(bytes.into()).unwrap();
     let mut it = iter(&block);
     let e = it.seek_to_last().unwrap_err();
     assert!(e.is_corruption());

@@ -17,7 +17,7 @@ use crate::error::{CorruptionContext, Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::table::bloom;
-use crate::table::format::{TableId, TableIdentity, TableReadOptions, TableReader};
+use crate::table::format::{TableId, TableIdentity, TableRead, TableReadOptions, TableReader};
 use crate::table::properties::TableProperties;
 use crate::table::sst::{BLOCK_TRAILER_LEN, Table, decode_block};
 
@@ -293,7 +293,7 @@ impl TableReader for DTable {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: TableRead,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let hash = bloom::hash64(user_key);
         for s in self.segments.iter().rev() {
@@ -305,19 +305,19 @@ impl TableReader for DTable {
             {
                 continue;
             }
-            if let Some(hit) = s.table.get_unfiltered(user_key, seek_key, cause)? {
+            if let Some(hit) = s.table.get_unfiltered(user_key, seek_key, read)? {
                 return Ok(Some(hit));
             }
         }
         Ok(None)
     }
 
-    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator> {
+    fn iter(self: Arc<Self>, read: TableRead) -> Box<dyn InternalIterator> {
         let mut children: Vec<Box<dyn InternalIterator>> = self
             .segments
             .iter()
             .filter(|s| s.entry.entries > 0)
-            .map(|s| Box::new(Table::iter(&s.table, cause)) as Box<dyn InternalIterator>)
+            .map(|s| Box::new(Table::iter(&s.table, read)) as Box<dyn InternalIterator>)
             .collect();
         if children.len() == 1
             && let Some(only) = children.pop()

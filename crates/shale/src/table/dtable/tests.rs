@@ -99,7 +99,7 @@ fn puts(keys: impl IntoIterator<Item = u32>, seq: u64, tag: &str) -> Entries {
 
 fn get(t: &dyn TableReader, k: &str, snapshot: u64) -> Option<(u64, ValueKind, String)> {
     let (ik, v) = t
-        .lookup(k.as_bytes(), &seek_key(k.as_bytes(), snapshot), ReadCause::Get)
+        .lookup(k.as_bytes(), &seek_key(k.as_bytes(), snapshot), ReadCause::Get.into())
         .unwrap()?;
     let p = parse_internal_key(&ik).unwrap();
     assert_eq!(p.user_key, k.as_bytes());
@@ -107,7 +107,7 @@ fn get(t: &dyn TableReader, k: &str, snapshot: u64) -> Option<(u64, ValueKind, S
 }
 
 fn scan(t: &Arc<dyn TableReader>) -> Vec<(String, u64)> {
-    let mut it = Arc::clone(t).iter(ReadCause::Scan);
+    let mut it = Arc::clone(t).iter(ReadCause::Scan.into());
     it.seek_to_first().unwrap();
     let mut out = Vec::new();
     while it.valid() {
@@ -250,7 +250,7 @@ fn every_flipped_byte_is_found_with_file_and_offset() {
                 for k in 0..40u32 {
                     let key = format!("k{k:04}");
                     if let Ok(Some((ik, v))) =
-                        t.lookup(key.as_bytes(), &seek_key(key.as_bytes(), 100), ReadCause::Get)
+                        t.lookup(key.as_bytes(), &seek_key(key.as_bytes(), 100), ReadCause::Get.into())
                     {
                         let seq = parse_internal_key(&ik).unwrap().seq;
                         let want = if k % 3 == 0 { "b" } else { "a" };

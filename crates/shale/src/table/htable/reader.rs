@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use super::cluster::{self, ColumnFilters, MAX_COLUMN_BITS};
 use super::writer::{Handle, Migration};
@@ -22,7 +23,7 @@ use crate::format::{Reader, crc32c, decode_fixed32, decode_fixed64, unmask_crc};
 use crate::iter::InternalIterator;
 use crate::key;
 use crate::table::bloom::BloomFilter;
-use crate::table::format::TableReader;
+use crate::table::format::{TableRead, TableReader};
 use crate::table::properties::TableProperties;
 
 /// One entry of the overflow index: an internal key and where its record is.
@@ -102,6 +103,8 @@ pub struct HTable {
     path: Arc<Path>,
     file_number: u64,
     cache: Option<Arc<BlockCache>>,
+    /// Whether a bucket of this table went into the cache (see `read_bucket`).
+    cached_any: AtomicBool,
     verify_checksums: bool,
     buckets: u64,
     bucket_size: usize,
@@ -319,6 +322,7 @@ impl HTable {
             path,
             file_number,
             cache,
+            cached_any: AtomicBool::new(false),
             verify_checksums,
             buckets: footer.buckets,
             bucket_size: footer.bucket_size as usize,
@@ -379,11 +383,11 @@ impl HTable {
                 let buf = self.file.read_at(a, (b - a) as usize, cause)?;
                 self.file.count_block(cause, BlockKind::Filter);
                 cluster::checked_payload(&buf).at(&self.path, a)?;
-                let data: SharedBytes = Arc::new(buf);
+                let data = SharedBytes::from(buf);
                 if let Some(cache) = &self.cache
                     && cause != ReadCause::Compaction
                 {
-                    cache.insert(self.file_number, a, Arc::clone(&data));
+                    cache.insert(self.file_number, a, data.clone());
                 }
                 data
             }
@@ -484,29 +488,50 @@ impl HTable {
         }
     }
 
-    /// Read bucket `b` (through the block cache; a compaction read does not fill it).
-    fn read_bucket(&self, b: u64, cause: ReadCause, verify: bool) -> Result<SharedBytes> {
+    /// Read bucket `b` through the block cache, its crc checked if `verify`. The cache
+    /// rules are those of table blocks (`sst::Table::read_block`): only checked buckets, or
+    /// any when the store checks none, go into the cache, and neither compaction reads nor
+    /// reads with `fill_cache` off fill it. A file read through a memory map lends the
+    /// bucket from the map with no copy; an unchecked lent bucket is not cached.
+    fn read_bucket(&self, b: u64, read: TableRead, verify: bool) -> Result<SharedBytes> {
+        let cause = read.cause;
         let off = b * self.bucket_size as u64;
         if let Some(c) = &self.cache
+            && (!self.file.is_mapped() || self.cached_any.load(AtomicOrdering::Relaxed))
             && let Some(data) = c.get(self.file_number, off)
         {
             return Ok(data);
         }
-        let buf = self.file.read_at(off, self.bucket_size, cause)?;
+        let (data, lent) = match self.file.read_shared(off, self.bucket_size, cause) {
+            Some(shared) => (shared?, true),
+            None => (
+                SharedBytes::from(self.file.read_at(off, self.bucket_size, cause)?),
+                false,
+            ),
+        };
         self.file.count_block(cause, BlockKind::Data);
         if verify {
-            let stored = decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN)
-                .at(&self.path, off)?;
-            check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
-                .at(&self.path, off)?;
+            self.check_bucket(&data, off)?;
         }
-        let data: SharedBytes = Arc::new(buf);
-        if let Some(c) = &self.cache
+        if (verify || !(self.verify_checksums || lent))
+            && read.fill_cache
+            && let Some(c) = &self.cache
             && cause != ReadCause::Compaction
         {
-            c.insert(self.file_number, off, Arc::clone(&data));
+            if !self.cached_any.load(AtomicOrdering::Relaxed) {
+                self.cached_any.store(true, AtomicOrdering::Relaxed);
+            }
+            c.insert(self.file_number, off, data.clone());
         }
         Ok(data)
+    }
+
+    /// Check the crc of the bucket `buf` read at `off`.
+    fn check_bucket(&self, buf: &[u8], off: u64) -> Result<()> {
+        let stored =
+            decode_fixed32(buf, self.bucket_size - BUCKET_TRAILER_LEN).at(&self.path, off)?;
+        check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
+            .at(&self.path, off)
     }
 
     /// Read overflow record `e`, checked.
@@ -913,8 +938,9 @@ impl TableReader for HTable {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: TableRead,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let cause = read.cause;
         let group = self.overflow_group(user_key);
         if !group.is_empty() {
             return match group
@@ -927,7 +953,8 @@ impl TableReader for HTable {
         }
         let h = hashkey(user_key);
         let b = self.bucket_of(&h);
-        let data = self.read_bucket(b, cause, self.verify_checksums)?;
+        let verify = read.verify_checksums.unwrap_or(self.verify_checksums);
+        let data = self.read_bucket(b, read, verify)?;
         let off = b * self.bucket_size as u64;
         let items = bucket_items(&data).at(&self.path, off)?;
         for (k, v) in items {
@@ -940,10 +967,10 @@ impl TableReader for HTable {
         Ok(None)
     }
 
-    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator> {
+    fn iter(self: Arc<Self>, read: TableRead) -> Box<dyn InternalIterator> {
         Box::new(HTableIter {
             table: self,
-            cause,
+            cause: read.cause,
             entries: None,
             pos: 0,
         })

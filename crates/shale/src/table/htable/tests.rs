@@ -84,7 +84,7 @@ fn check_lookups(t: &HTable, es: &Entries) {
     for (k, v) in es {
         let p = key::parse_internal_key(k).unwrap();
         let got = t
-            .lookup(p.user_key, &seek_key(p.user_key, p.seq), ReadCause::Get)
+            .lookup(p.user_key, &seek_key(p.user_key, p.seq), ReadCause::Get.into())
             .unwrap();
         assert_eq!(got, Some((k.clone(), v.clone())), "{:?}", p.user_key);
     }
@@ -92,21 +92,21 @@ fn check_lookups(t: &HTable, es: &Entries) {
     for (k, _) in es {
         let uk = key::user_key(k);
         let newest = es.iter().find(|(e, _)| key::user_key(e) == uk).unwrap();
-        let got = t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get).unwrap();
+        let got = t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into()).unwrap();
         assert_eq!(got.as_ref(), Some(newest));
-        assert_eq!(t.lookup(uk, &seek_key(uk, 1), ReadCause::Get).unwrap(), None);
+        assert_eq!(t.lookup(uk, &seek_key(uk, 1), ReadCause::Get.into()).unwrap(), None);
     }
     for i in 0..50 {
         let absent = format!("key-{:06}", i * 2 + 1);
         let got = t
-            .lookup(absent.as_bytes(), &seek_key(absent.as_bytes(), MAX_SEQNO), ReadCause::Get)
+            .lookup(absent.as_bytes(), &seek_key(absent.as_bytes(), MAX_SEQNO), ReadCause::Get.into())
             .unwrap();
         assert_eq!(got, None);
     }
 }
 
 fn collect(t: &Arc<HTable>) -> Entries {
-    let mut it = Arc::clone(t).iter(ReadCause::Scan);
+    let mut it = Arc::clone(t).iter(ReadCause::Scan.into());
     it.seek_to_first().unwrap();
     let mut out = Vec::new();
     while it.valid() {
@@ -127,7 +127,7 @@ fn round_trip_lookups_iteration_and_verify() {
     check_lookups(&t, &es);
     assert_eq!(collect(&t), es);
     // Seeks land where internal-key order says.
-    let mut it = Arc::clone(&t).iter(ReadCause::Scan);
+    let mut it = Arc::clone(&t).iter(ReadCause::Scan.into());
     it.seek(&es[100].0).unwrap();
     assert_eq!(it.key(), es[100].0.as_slice());
     it.prev().unwrap();
@@ -166,7 +166,7 @@ fn overloaded_buckets_migrate_by_hashmark_and_lookups_read_one_bucket() {
     let mut n = 0u64;
     for (k, _) in es.iter().step_by(5) {
         let uk = key::user_key(k);
-        t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get)
+        t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into())
             .unwrap()
             .unwrap();
         n += 1;
@@ -275,7 +275,7 @@ fn damage_anywhere_is_found_with_file_and_offset() {
         .iter()
         .filter(|(k, _)| {
             let uk = key::user_key(k);
-            t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get).is_err()
+            t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into()).is_err()
         })
         .count();
     assert!(errors > 0);
@@ -374,7 +374,7 @@ fn worked_example_of_version_1_is_still_read() {
     assert_eq!(t.format_version(), 1);
     assert!(!t.has_cluster());
     t.verify().unwrap();
-    let got = t.lookup(b"b", &seek_key(b"b", 2), ReadCause::Get).unwrap();
+    let got = t.lookup(b"b", &seek_key(b"b", 2), ReadCause::Get.into()).unwrap();
     assert_eq!(got, Some((make_internal_key(b"b", 2, ValueKind::Value), b"y".to_vec())));
     assert_eq!(collect(&t).len(), 3);
 }

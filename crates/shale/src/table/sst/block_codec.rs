@@ -10,7 +10,6 @@
 //! an LZ4 block (`lz4_flex::block` format). Type 2 stores `varint(uncompressed length)`
 //! followed by one Zstandard frame (RFC 8878; written by `ruzstd` at zstd's level 1).
 
-use std::sync::Arc;
 
 use crate::cache::block_cache::SharedBytes;
 use crate::format::{crc32c_two, decode_fixed32, decode_varint64, mask_crc, put_varint64};
@@ -80,6 +79,37 @@ pub fn trailer(stored: &[u8], ty: u8) -> [u8; BLOCK_TRAILER_LEN] {
 /// # Errors
 /// A description of a checksum mismatch, an unknown type or a bad compressed payload.
 pub fn decode_block(mut buf: Vec<u8>, verify: bool) -> std::result::Result<SharedBytes, String> {
+    let (size, ty) = check_trailer(&buf, verify)?;
+    if ty == Compression::None as u8 {
+        buf.truncate(size);
+        return Ok(SharedBytes::from(buf));
+    }
+    decompress_stored(&buf[..size], ty)
+}
+
+/// [`decode_block`] for a stored block lent from a memory map
+/// ([`crate::env::ReadFile::read_shared`]): an uncompressed block is a range of `stored`,
+/// with no copy; a compressed one is decompressed into a buffer of its own. The flag says
+/// which: `true` for a decompressed block (worth keeping in the block cache, as it cost a
+/// decompression), `false` for a range of the map (caching it would only hold a second
+/// reference to pages the map already serves).
+///
+/// # Errors
+/// As [`decode_block`].
+pub fn decode_shared_block(
+    stored: SharedBytes,
+    verify: bool,
+) -> std::result::Result<(SharedBytes, bool), String> {
+    let (size, ty) = check_trailer(&stored, verify)?;
+    if ty == Compression::None as u8 {
+        return Ok((stored.slice(..size), false));
+    }
+    Ok((decompress_stored(&stored[..size], ty)?, true))
+}
+
+/// The stored length (before the trailer) and compression type of `buf`, a stored block
+/// followed by its trailer, with the checksum checked when `verify` is set.
+fn check_trailer(buf: &[u8], verify: bool) -> std::result::Result<(usize, u8), String> {
     let size = buf
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -95,11 +125,12 @@ pub fn decode_block(mut buf: Vec<u8>, verify: bool) -> std::result::Result<Share
             ));
         }
     }
+    Ok((size, ty))
+}
+
+/// A compressed stored block (trailer cut off) of type `ty`, decompressed.
+fn decompress_stored(stored: &[u8], ty: u8) -> std::result::Result<SharedBytes, String> {
     match ty {
-        t if t == Compression::None as u8 => {
-            buf.truncate(size);
-            Ok(Arc::new(buf))
-        }
         t if t == Compression::Lz4 as u8 => decompress_lz4(stored),
         t if t == Compression::Zstd as u8 => decompress_zstd(stored),
         t => Err(format!("unknown block compression type {t}")),
@@ -137,7 +168,7 @@ fn decompress(
             "{codec} block decompressed to {got} bytes, its header says {len}"
         ));
     }
-    Ok(Arc::new(out))
+    Ok(SharedBytes::from(out))
 }
 
 fn decompress_lz4(stored: &[u8]) -> std::result::Result<SharedBytes, String> {

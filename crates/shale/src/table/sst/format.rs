@@ -3,12 +3,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::env::{ReadCause, ReadFile, WriteFile};
+use crate::env::{ReadFile, WriteFile};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::options::TableOptions;
 use crate::table::bloom::BloomFilter;
 use crate::table::format::{
+    TableRead,
     TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
     TableWriter, check_identity,
 };
@@ -124,13 +125,13 @@ impl TableReader for Table {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: TableRead,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.get_unfiltered(user_key, seek_key, cause)
+        self.get_unfiltered(user_key, seek_key, read)
     }
 
-    fn iter(self: Arc<Self>, cause: ReadCause) -> Box<dyn InternalIterator> {
-        Box::new(Table::iter(&self, cause))
+    fn iter(self: Arc<Self>, read: TableRead) -> Box<dyn InternalIterator> {
+        Box::new(Table::iter(&self, read))
     }
 
     fn verify(&self) -> Result<()> {

@@ -180,7 +180,7 @@ mod tests {
             for k in &keys {
                 b.add(k, b"h");
             }
-            let block = Block::new(Arc::new(b.finish().to_vec())).unwrap();
+            let block = Block::new(b.finish().to_vec().into()).unwrap();
             let file: Arc<Path> = Arc::from(Path::new("i.sst"));
             let mut plain = block.iter(Arc::clone(&file), 0);
             let mut fast = BlockCursor::new(block.clone(), 0);

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::env::ReadCause;
+use crate::table::format::TableRead;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::table::block::BlockCursor;
@@ -19,7 +19,7 @@ use super::reader::Table;
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
-    cause: ReadCause,
+    read: TableRead,
     index: BlockCursor,
     data: Option<BlockCursor>,
     /// True when `data` holds the block the index cursor points at.
@@ -27,11 +27,11 @@ pub struct TableIter {
 }
 
 impl TableIter {
-    pub(super) fn new(table: Arc<Table>, cause: ReadCause) -> TableIter {
+    pub(super) fn new(table: Arc<Table>, read: TableRead) -> TableIter {
         let index = table.index_cursor();
         TableIter {
             table,
-            cause,
+            read,
             index,
             data: None,
             data_loaded: false,
@@ -57,7 +57,7 @@ impl TableIter {
             {
                 return Ok(None);
             }
-            self.table.read_block(h, self.cause).map(|b| Some((h, b)))
+            self.table.read_block(h, self.read).map(|b| Some((h, b)))
         });
         match loaded {
             Ok(None) => {}

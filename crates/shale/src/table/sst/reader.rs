@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{ReadCause, ReadFile};
@@ -19,10 +20,11 @@ use crate::key;
 use crate::table::block::{Block, BlockCursor, BlockIter};
 use crate::table::bloom::BloomFilter;
 
-use super::block_codec::decode_block;
+use super::block_codec::{decode_block, decode_shared_block};
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
 use super::index::IndexSearch;
 use super::iter::TableIter;
+use crate::table::format::TableRead;
 use crate::table::properties::TableProperties;
 
 /// An open table file.
@@ -36,6 +38,10 @@ pub struct Table {
     path: Arc<Path>,
     file_number: u64,
     cache: Option<Arc<BlockCache>>,
+    /// Whether a block of this table went into the cache. Uncompressed blocks lent from a
+    /// memory map go there only once checked ([`Table::read_block`]), so a mapped table
+    /// read without checks does not ask the cache: its blocks are not there.
+    cached_any: AtomicBool,
     verify_checksums: bool,
     footer: Footer,
     index: Block,
@@ -175,6 +181,7 @@ impl Table {
             path,
             file_number,
             cache,
+            cached_any: AtomicBool::new(false),
             verify_checksums,
             footer,
             index,
@@ -244,12 +251,12 @@ impl Table {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: impl Into<TableRead>,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        self.get_unfiltered(user_key, seek_key, cause)
+        self.get_unfiltered(user_key, seek_key, read.into())
     }
 
     /// [`Table::get`] for a caller that already asked the filter.
@@ -260,7 +267,7 @@ impl Table {
         &self,
         user_key: &[u8],
         seek_key: &[u8],
-        cause: ReadCause,
+        read: TableRead,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let index_off = self.footer.index.offset;
         let mut i = self
@@ -271,7 +278,7 @@ impl Table {
         while i < self.index_search.len() {
             let (_, hv) = self.index.restart_entry(i).at(&self.path, index_off)?;
             let handle = self.decode_handle(hv)?;
-            let block = self.read_block(handle, cause)?;
+            let block = self.read_block(handle, read)?;
             let c = match &mut data {
                 Some(c) => {
                     c.reset(block, handle.offset);
@@ -313,10 +320,10 @@ impl Table {
         Ok(self.decode_handle(hv)?.offset)
     }
 
-    /// A two-level iterator over every entry; blocks are fetched through the block cache and
-    /// their bytes counted under `cause`.
-    pub fn iter(self: &Arc<Self>, cause: ReadCause) -> TableIter {
-        TableIter::new(Arc::clone(self), cause)
+    /// A two-level iterator over every entry; blocks are fetched through the block cache
+    /// (as `read` says) and their bytes counted under its cause.
+    pub fn iter(self: &Arc<Self>, read: impl Into<TableRead>) -> TableIter {
+        TableIter::new(Arc::clone(self), read.into())
     }
 
     /// Read every block, checking every checksum (whatever `verify_checksums` says), that
@@ -489,24 +496,68 @@ impl Table {
         Ok(h)
     }
 
-    /// A data block, from the cache or the file. Compaction reads do not fill the cache:
+    /// A data block, from the cache or the file, its checksum checked if `read` (or, when
+    /// it does not say, the store's `Options::verify_checksums`) asks.
+    ///
+    /// The block cache holds only blocks whose checksum was checked, or any block when the
+    /// store does not check checksums: a read that checks never gets an unchecked block
+    /// from the cache. Compaction reads, and reads with `fill_cache` off, do not fill it:
     /// they touch each block once and would push out blocks that readers reuse.
-    pub(super) fn read_block(&self, h: BlockHandle, cause: ReadCause) -> Result<Block> {
+    ///
+    /// A table read through a memory map (`Options::mmap_reads`) lends its uncompressed
+    /// blocks straight from the map, with no copy. One whose checksum was checked is cached
+    /// (a later read then skips the check); an unchecked one is not (LevelDB's `ReadBlock`
+    /// for a mapped file: "do not double-cache"), and a table with no block in the cache
+    /// does not look there.
+    pub(super) fn read_block(&self, h: BlockHandle, read: TableRead) -> Result<Block> {
         if let Some(c) = &self.cache
+            && (!self.file.is_mapped() || self.cached_any.load(AtomicOrdering::Relaxed))
             && let Some(data) = c.get(self.file_number, h.offset)
         {
             return Block::new(data).at(&self.path, h.offset);
         }
-        let buf = read_stored(&self.file, &self.path, h, cause)?;
-        self.file.count_block(cause, crate::env::BlockKind::Data);
-        let data = decode_block(buf, self.verify_checksums).at(&self.path, h.offset)?;
-        let block = Block::new(Arc::clone(&data)).at(&self.path, h.offset)?;
-        if let Some(c) = &self.cache
+        let verify = read.verify_checksums.unwrap_or(self.verify_checksums);
+        let cause = read.cause;
+        let count = || self.file.count_block(cause, crate::env::BlockKind::Data);
+        // `lent`: the block is a range of the file's map (not a copy, not decompressed).
+        let (data, lent) = match self.read_shared(h, cause) {
+            Some(shared) => {
+                let shared = shared?;
+                count();
+                decode_shared_block(shared, verify).map(|(d, copied)| (d, !copied))
+            }
+            None => {
+                let buf = read_stored(&self.file, &self.path, h, cause)?;
+                count();
+                decode_block(buf, verify).map(|d| (d, false))
+            }
+        }
+        .at(&self.path, h.offset)?;
+        let block = Block::new(data.clone()).at(&self.path, h.offset)?;
+        if (verify || !(self.verify_checksums || lent))
+            && read.fill_cache
+            && let Some(c) = &self.cache
             && cause != ReadCause::Compaction
         {
+            if !self.cached_any.load(AtomicOrdering::Relaxed) {
+                self.cached_any.store(true, AtomicOrdering::Relaxed);
+            }
             c.insert(self.file_number, h.offset, data);
         }
         Ok(block)
+    }
+
+    /// The stored block and trailer at `h`, lent from the file's map without a copy, when
+    /// the file is mapped; the handle must lie within the file.
+    fn read_shared(&self, h: BlockHandle, cause: ReadCause) -> Option<Result<SharedBytes>> {
+        if !self.file.is_mapped() {
+            return None;
+        }
+        let len = match stored_len(&self.file, &self.path, h) {
+            Ok(len) => len,
+            Err(e) => return Some(Err(e)),
+        };
+        self.file.read_shared(h.offset, len, cause)
     }
 
     /// Attach this table's path to a block decoding failure at `offset`.
@@ -517,8 +568,13 @@ impl Table {
 
 /// Read a block and its trailer; the handle must lie within the file.
 fn read_stored(file: &ReadFile, path: &Path, h: BlockHandle, cause: ReadCause) -> Result<Vec<u8>> {
-    h.check_within(file.len(), "block").at(path, h.offset)?;
-    let len = usize::try_from(h.size + BLOCK_TRAILER_LEN as u64)
-        .map_err(|_| Error::corruption(path, h.offset, "block too large for this machine"))?;
+    let len = stored_len(file, path, h)?;
     file.read_at(h.offset, len, cause)
+}
+
+/// The length of the block at `h` with its trailer, checked to lie within the file.
+fn stored_len(file: &ReadFile, path: &Path, h: BlockHandle) -> Result<usize> {
+    h.check_within(file.len(), "block").at(path, h.offset)?;
+    usize::try_from(h.size + BLOCK_TRAILER_LEN as u64)
+        .map_err(|_| Error::corruption(path, h.offset, "block too large for this machine"))
 }

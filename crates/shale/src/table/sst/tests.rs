@@ -7,6 +7,7 @@ use crate::env::{Env, ReadCause, WriteCause};
 use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQNO, ValueKind, make_internal_key};
 use crate::options::{Compression, TableOptions};
+use crate::table::format::TableRead;
 use crate::table::test_fs::TestFs;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -341,6 +342,62 @@ fn compaction_reads_do_not_fill_the_cache() {
     assert_eq!(cache.usage(), 0);
     assert!(env.io().read(ReadCause::Compaction) > 0);
     collect_forward(&t).unwrap();
+    assert!(cache.usage() > 0);
+}
+
+/// Per-read choices: a read that skips checksums neither fills the cache with its unchecked
+/// blocks (the store checks) nor is refused a damaged block, which a checking read of the
+/// same table reports; `fill_cache` off leaves the cache alone.
+#[test]
+fn per_read_checksums_and_cache_choices_are_honoured() {
+    let (fs, env, path, es) = setup(2000, Compression::None);
+    // A value byte of the first data block flipped: the block still parses.
+    let mut bytes = fs.get(&path);
+    let (first_key, first_value) = es
+        .iter()
+        .find(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    let at = bytes
+        .windows(first_value.len())
+        .position(|w| w == first_value.as_slice())
+        .unwrap();
+    bytes[at] ^= 0x20;
+    fs.set(&path, bytes);
+    let user = key::user_key(&first_key).to_vec();
+    let seek = key::seek_key(&user, MAX_SEQNO);
+    let read = |verify: Option<bool>, fill_cache: bool| TableRead {
+        cause: ReadCause::Get,
+        verify_checksums: verify,
+        fill_cache,
+    };
+
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let t = open(&env, &path, Some(Arc::clone(&cache)), true).unwrap();
+    let (_, v) = t.get(&user, &seek, read(Some(false), true)).unwrap().unwrap();
+    assert_ne!(v, first_value, "the flipped byte is read as it is");
+    assert_eq!(cache.usage(), 0, "an unchecked block is not cached");
+    for verify in [None, Some(true)] {
+        let e = t.get(&user, &seek, read(verify, true)).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+    }
+    assert_eq!(cache.usage(), 0);
+
+    // An intact block: cached by a checking read, unless it asks not to fill the cache.
+    let other = key::user_key(&es[es.len() - 1].0).to_vec();
+    let seek = key::seek_key(&other, MAX_SEQNO);
+    t.get(&other, &seek, read(None, false)).unwrap();
+    assert_eq!(cache.usage(), 0, "fill_cache off");
+    t.get(&other, &seek, read(None, true)).unwrap();
+    assert!(cache.usage() > 0);
+
+    // A store that checks nothing caches what it reads, and a read may still check.
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let t = open(&env, &path, Some(Arc::clone(&cache)), false).unwrap();
+    let seek = key::seek_key(&user, MAX_SEQNO);
+    let e = t.get(&user, &seek, read(Some(true), true)).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    t.get(&user, &seek, read(None, true)).unwrap().unwrap();
     assert!(cache.usage() > 0);
 }
 

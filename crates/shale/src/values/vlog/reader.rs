@@ -93,7 +93,7 @@ pub(crate) fn read_value(
             // spare capacity: no zero-fill of the record first.
             let buf = file.read_grown_at(p.offset, len, cause)?;
             file.count_block(cause, crate::env::BlockKind::Value);
-            Arc::new(buf)
+            SharedBytes::from(buf)
         }
     };
     let rec = if hit {
@@ -122,7 +122,7 @@ pub(crate) fn read_value(
     let range = buf.len() - rec.value.len()..buf.len();
     // Kept once its checksum and key held.
     if !hit {
-        c.insert(p.segment, p.offset, Arc::clone(&buf));
+        c.insert(p.segment, p.offset, buf.clone());
     }
     Ok(ValueBytes::Shared(buf, range))
 }

@@ -348,7 +348,7 @@ pub(super) fn check(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Ve
         if table.properties().num_value_pointers == 0 {
             continue;
         }
-        let mut it = Arc::clone(table).iter(ReadCause::Recovery);
+        let mut it = Arc::clone(table).iter(ReadCause::Recovery.into());
         it.seek_to_first()?;
         while it.valid() {
             let ikey = parse_internal_key(it.key())

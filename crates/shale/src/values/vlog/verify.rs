@@ -102,7 +102,7 @@ fn check_pointers(
     checked: &mut VlogChecked,
 ) -> Result<()> {
     for table in tables {
-        let mut it = Arc::clone(table).iter(ReadCause::Other);
+        let mut it = Arc::clone(table).iter(ReadCause::Other.into());
         it.seek_to_first()?;
         while it.valid() {
             let ikey = parse_internal_key(it.key()).map_err(|d| {
