@@ -57,15 +57,18 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
-    /// Open an existing file that never changes again (an installed table) for reads
-    /// served from a read-only memory map of its first `len` bytes (fewer if the file is
-    /// shorter), so that a read of a page the kernel has cached costs a copy and no system
-    /// call (`Options::mmap_reads`, LevelDB's mmap-ed table reads). The file's
-    /// [`RandomAccessFile::len`] is then the mapped length, and reads past it fail as reads
-    /// past the end of a file do.
+    /// Open an existing file whose first `len` bytes never change again (an installed
+    /// table, a sealed value-log segment) for reads served from a read-only memory map of
+    /// them (fewer if the file is shorter), so that a read of a page the kernel has cached
+    /// costs a copy and no system call (`Options::mmap_reads`, LevelDB's mmap-ed table
+    /// reads). The file's [`RandomAccessFile::len`] is then the mapped length, and reads
+    /// past it fail as reads past the end of a file do. Reads copy the range asked for out
+    /// of the map; no reference to the mapped bytes is ever handed out.
     ///
     /// Only for files nobody truncates or rewrites while the map lives: bytes the map
-    /// covers must stay in the file (bytes after `len` may be cut). Shale never changes an
+    /// covers must stay in the file (bytes after `len` may be cut), and a range may change
+    /// only while no reader copies it (a value-log segment's collected prefix is punched
+    /// out, reading as zeros, once no reader can need it). Shale never changes an
     /// installed table's first `len` bytes (an appendable table only grows past its
     /// committed size); a file cut short under the map by someone else kills the process
     /// with `SIGBUS` on the next read of the lost pages (`UNSAFE.md`).

@@ -4,10 +4,11 @@
 //! log builder become few system calls; [`WritableFile::flush`] hands the buffer to the
 //! kernel and [`WritableFile::sync`] additionally calls `fdatasync`. Reads are positioned
 //! (`pread`), so one open file serves any number of threads without a seek position; a
-//! file opened with [`FileSystem::open_mapped`] (a table, with `Options::mmap_reads`) is
-//! read from a read-only memory map instead (`memmap2`: the one `unsafe` call of the
-//! workspace, argued in `map_read_only` and `UNSAFE.md`), at most [`MAX_MAPPED_FILES`] at
-//! once per process.
+//! file opened with [`FileSystem::open_mapped`] (a table or a sealed value-log segment, with
+//! `Options::mmap_reads`) is read from a read-only memory map instead (`memmap2::MmapRaw`;
+//! reads copy out of it with the one `unsafe` block of the workspace, argued in
+//! `PosixMappedFile::copy_out` and `UNSAFE.md`), at most [`MAX_MAPPED_FILES`] at once per
+//! process.
 //!
 //! Log files ([`FileSystem::create_log`]) write through the same buffer, and on Linux a
 //! background thread per log keeps space reserved ahead of the appends (`fallocate`, which
@@ -736,68 +737,90 @@ impl Drop for MapSlot {
 }
 
 /// A read-only shared map of the first `len` bytes (`len` > 0, at most the file's size) of
-/// `file`.
+/// `file`. A raw map (`memmap2::MmapRaw`): creating it is safe because it hands out no
+/// `&[u8]`, only its address; reads copy out of it in [`PosixMappedFile::copy_out`].
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
-    // SAFETY: `Mmap::map` is unsafe because the mapped bytes may change, or vanish, under
-    // the `&[u8]` it hands out if the file is written or truncated while it is mapped.
-    // Only `FileSystem::open_mapped` calls this, and the engine asks it only for installed
-    // table files (`TableCache`), mapping no more than the committed size the MANIFEST
-    // records (`TableId::size`, at most the file's size, checked by the caller). Those
-    // bytes never change while the store can read them: a table is written in full,
-    // synced and only then named by a version; no code writes into an installed table
-    // (`WritableFile` handles of a table are dropped before its edit commits), and an
-    // appendable table (dtable) is reopened only to append after its committed size, its
-    // `reopen` cutting nothing below it, so a map of an older generation keeps every page
-    // it covers. A table is removed by unlinking, which leaves the mapped inode alive
-    // until the map is dropped. The store's LOCK (`PosixFs::lock`) keeps other Shale
-    // writers out; read-only and secondary handles never write. The map is private to
-    // this process's reads (`PROT_READ`, `MAP_SHARED` of a file opened read-only): no Rust
-    // code can write through it.
-    //
-    // What stays outside Rust's reach is another program (or a person) truncating or
-    // rewriting a table file of a live store, and a device error while a page is read in:
-    // then a read of a lost page raises `SIGBUS` and the process dies instead of getting
-    // an error, and rewritten bytes are read as they are (their block checksums still
-    // catch damage). That is the contract LevelDB (`PosixMmapReadableFile`) and RocksDB
-    // (`allow_mmap_reads`) have for the same reads, and `Options::mmap_reads = false`
-    // keeps `pread`, where both cases are errors. UNSAFE.md records this block.
-    unsafe { memmap2::MmapOptions::new().len(len).map(file) }
+fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::MmapRaw> {
+    memmap2::MmapOptions::new().len(len).map_raw_read_only(file)
 }
 
 /// A file read from a read-only memory map ([`PosixFs::open_mapped`]): a read copies from
 /// the map, with no system call once the pages are mapped.
 #[cfg(target_os = "linux")]
 struct PosixMappedFile {
-    map: memmap2::Mmap,
+    map: memmap2::MmapRaw,
     path: PathBuf,
     _slot: MapSlot,
 }
 
 #[cfg(target_os = "linux")]
 impl PosixMappedFile {
-    /// The mapped bytes `offset..offset + len`, or the error of a read past the end.
-    fn bytes(&self, len: usize, offset: u64) -> Result<&[u8]> {
-        usize::try_from(offset)
+    /// Append the mapped bytes `offset..offset + len` to `out`, or fail as a read past the
+    /// end of the file does (nothing appended).
+    #[allow(unsafe_code)]
+    fn copy_out(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        let start = usize::try_from(offset)
             .ok()
-            .and_then(|start| self.map.get(start..start.checked_add(len)?))
-            .ok_or_else(|| {
-                let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
-                read_error(&self.path, eof, len, offset)
-            })
+            .filter(|s| s.checked_add(len).is_some_and(|e| e <= self.map.len()));
+        let Some(start) = start else {
+            let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+            return Err(read_error(&self.path, eof, len, offset));
+        };
+        out.reserve(len);
+        // SAFETY: the one place bytes leave a map (UNSAFE.md, "reads out of a memory map").
+        // Memory: `start + len <= map.len()` (checked above), so the source lies inside the
+        // mapping, which lives as long as `self`; `reserve` made room for `len` more bytes
+        // after `out.len()`, so the destination is valid for `len` writes, and a fresh heap
+        // buffer cannot overlap a file mapping. `set_len` then covers exactly the bytes just
+        // written.
+        // Stability: no `&[u8]` over the map exists anywhere (the map is `MmapRaw`, never
+        // dereferenced): bytes are only copied, by this raw copy of the caller's range. The
+        // range is not changed while it is copied:
+        // - tables: their mapped bytes never change while the store can read them (a table
+        //   is written and synced before an edit names it; an appendable table only grows
+        //   past its mapped, committed size; removal is an unlink, which keeps the mapped
+        //   inode);
+        // - sealed value-log segments (`Options::mmap_reads`): no byte before the mapped
+        //   end is written again once sealed (the writer has moved on; recovery and repair
+        //   never cut a sealed segment), and the only change is garbage collection punching
+        //   a collected prefix (`fallocate(PUNCH_HOLE)`, pages then read as zeros; no page
+        //   leaves the file, so never `SIGBUS`). A prefix is punched only after every reader
+        //   that could hold a pointer into it is gone (`db/value_jobs.rs::reap`: the
+        //   versions alive when the step committed, snapshots older than it, and the
+        //   prefetch jobs of their iterators, which pin them), so the records read here are
+        //   never in a range being punched.
+        // Outside that contract (another program rewriting or punching the file, a reader
+        // racing a punch through a bug), the copy may see zeros or a mix of old and new
+        // bytes: it is a plain copy of bytes nobody holds a reference to, and every caller
+        // checks them (a table block's checksum, a value record's checksum and key), so the
+        // damage is reported as corruption. A file cut short under the map by another
+        // program raises `SIGBUS` (UNSAFE.md).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.map.as_ptr().add(start),
+                out.as_mut_ptr().add(out.len()),
+                len,
+            );
+            out.set_len(out.len() + len);
+        }
+        Ok(())
     }
 }
 
 #[cfg(target_os = "linux")]
 impl RandomAccessFile for PosixMappedFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        buf.copy_from_slice(self.bytes(buf.len(), offset)?);
+        // Rare for mapped files (their readers use `read_to_vec`): a copy through a buffer.
+        let mut tmp = Vec::new();
+        self.copy_out(buf.len(), offset, &mut tmp)?;
+        buf.copy_from_slice(&tmp);
         Ok(())
     }
 
     fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
-        Ok(self.bytes(len, offset)?.to_vec())
+        let mut out = Vec::new();
+        self.copy_out(len, offset, &mut out)?;
+        Ok(out)
     }
 
     fn len(&self) -> u64 {
@@ -806,6 +829,17 @@ impl RandomAccessFile for PosixMappedFile {
 
     fn is_mapped(&self) -> bool {
         true
+    }
+
+    /// `madvise` over the whole map: `RANDOM` turns off the read-around a page fault does
+    /// otherwise (as `fadvise` does for `pread`), `SEQUENTIAL` reads further ahead. A hint:
+    /// failure changes nothing.
+    fn advise(&self, access: super::Access) {
+        let advice = match access {
+            super::Access::Random => memmap2::Advice::Random,
+            super::Access::Sequential => memmap2::Advice::Sequential,
+        };
+        let _ = self.map.advise(advice);
     }
 }
 
