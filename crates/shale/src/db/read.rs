@@ -115,7 +115,10 @@ pub(crate) fn lookup(
 }
 
 /// Everything an open iterator keeps alive: the memtables and version it reads, and the
-/// snapshot it reads at.
+/// snapshot it reads at. Shared with the iterator's value resolver, so that a prefetch job
+/// still queued or running after the iterator is dropped keeps them too: the value log
+/// frees a collected prefix only once every version and snapshot that may point into it
+/// is gone (`value_jobs::reap`), and such a job still reads a pointer of that version.
 struct Pinned {
     _sv: Arc<SuperVersion>,
     _snapshot: Option<Snapshot>,
@@ -169,7 +172,7 @@ fn table_read(cause: ReadCause, options: ReadOptions) -> TableRead {
 fn prepare(
     inner: &DbInner,
     options: IterOptions,
-) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Pinned, TableRead) {
+) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Arc<Pinned>, TableRead) {
     let read = table_read(ReadCause::Scan, options.read);
     let sv = inner.super_version();
     let seq = match &options.snapshot {
@@ -182,30 +185,36 @@ fn prepare(
         upper_bound: options.upper_bound,
         prefix: options.prefix,
     };
-    let pinned = Pinned {
+    let pinned = Arc::new(Pinned {
         _sv: Arc::clone(&sv),
         _snapshot: options.snapshot,
-    };
+    });
     (seq, sv, opts, pinned, read)
 }
 
-/// The store's value placement as a [`Resolve`].
-#[derive(Debug)]
-struct PlacementResolver(Arc<dyn ValueStore>);
+/// The store's value placement as a [`Resolve`], for one iterator: it pins what the
+/// iterator reads (see [`Pinned`]) for as long as a prefetch job holds it.
+struct PlacementResolver {
+    values: Arc<dyn ValueStore>,
+    _pinned: Arc<Pinned>,
+}
 
 impl Resolve for PlacementResolver {
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>> {
         // The placement checks that the record it reads belongs to `key`. Its reads count
         // as a scan's value reads, apart from point lookups and the scan's table blocks.
         Ok(self
-            .0
+            .values
             .resolve(key, kind, stored, ReadCause::ScanValue)?
             .into_static())
     }
 }
 
-fn resolver(inner: &DbInner) -> Arc<dyn Resolve> {
-    Arc::new(PlacementResolver(Arc::clone(&inner.values)))
+fn resolver(inner: &DbInner, pinned: &Arc<Pinned>) -> Arc<dyn Resolve> {
+    Arc::new(PlacementResolver {
+        values: Arc::clone(&inner.values),
+        _pinned: Arc::clone(pinned),
+    })
 }
 
 pub(crate) fn cursor(
@@ -217,7 +226,7 @@ pub(crate) fn cursor(
     let it = merged(inner, &sv, seq, read)?;
     let (lower, upper) = bound_seeks(&opts);
     Ok(Cursor {
-        it: PrefetchCursor::new(it, opts, resolver(inner), prefetch),
+        it: PrefetchCursor::new(it, opts, resolver(inner, &pinned), prefetch),
         hooks: ReadHooks::new(inner, &sv),
         lower,
         upper,
@@ -329,7 +338,7 @@ pub(crate) fn iter(
     let back = merged(inner, &sv, seq, read)?;
     let (front_seek, back_seek) = bound_seeks(&opts);
     Ok(DbIterator {
-        entries: PrefetchEntries::new(front, back, opts, resolver(inner), prefetch),
+        entries: PrefetchEntries::new(front, back, opts, resolver(inner, &pinned), prefetch),
         front_seek,
         back_seek,
         hooks: ReadHooks::new(inner, &sv),
@@ -348,7 +357,7 @@ pub struct DbIterator {
     /// Where the first step backward seeks, told to the layout on that step.
     back_seek: Option<Vec<u8>>,
     hooks: ReadHooks,
-    _pinned: Pinned,
+    _pinned: Arc<Pinned>,
 }
 
 impl DbIterator {
@@ -393,7 +402,7 @@ pub struct Cursor {
     lower: Option<Vec<u8>>,
     /// Where `seek_to_last` seeks (its upper bound), if anywhere.
     upper: Option<Vec<u8>>,
-    _pinned: Pinned,
+    _pinned: Arc<Pinned>,
 }
 
 impl Cursor {

@@ -360,8 +360,15 @@ impl FileSystem for ReadOnlyFs {
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.inner.open(path).map_err(deleted_by_writer)
     }
-    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_mapped(path, len).map_err(deleted_by_writer)
+    fn open_mapped(
+        &self,
+        path: &Path,
+        len: u64,
+        map_use: crate::env::MapUse,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner
+            .open_mapped(path, len, map_use)
+            .map_err(deleted_by_writer)
     }
     fn rename(&self, _from: &Path, _to: &Path) -> Result<()> {
         self.refuse()

@@ -57,15 +57,18 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
-    /// Open an existing file that never changes again (an installed table) for reads
-    /// served from a read-only memory map of its first `len` bytes (fewer if the file is
-    /// shorter), so that a read of a page the kernel has cached costs a copy and no system
-    /// call (`Options::mmap_reads`, LevelDB's mmap-ed table reads). The file's
-    /// [`RandomAccessFile::len`] is then the mapped length, and reads past it fail as reads
-    /// past the end of a file do.
+    /// Open an existing file whose first `len` bytes never change again (an installed
+    /// table, a sealed value-log segment) for reads served from a read-only memory map of
+    /// them (fewer if the file is shorter), so that a read of a page the kernel has cached
+    /// costs a copy and no system call (`Options::mmap_reads`, LevelDB's mmap-ed table
+    /// reads). The file's [`RandomAccessFile::len`] is then the mapped length, and reads
+    /// past it fail as reads past the end of a file do. Reads copy the range asked for out
+    /// of the map; no reference to the mapped bytes is ever handed out.
     ///
     /// Only for files nobody truncates or rewrites while the map lives: bytes the map
-    /// covers must stay in the file (bytes after `len` may be cut). Shale never changes an
+    /// covers must stay in the file (bytes after `len` may be cut), and a range may change
+    /// only while no reader copies it (a value-log segment's collected prefix is punched
+    /// out, reading as zeros, once no reader can need it). Shale never changes an
     /// installed table's first `len` bytes (an appendable table only grows past its
     /// committed size); a file cut short under the map by someone else kills the process
     /// with `SIGBUS` on the next read of the lost pages (`UNSAFE.md`).
@@ -73,8 +76,13 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// A backend that cannot map, or that has mapped its limit of files, opens the file
     /// as [`FileSystem::open`] does (the default: the in-memory and fault-injecting file
     /// systems keep reading, and injecting faults, as before).
-    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        let _ = len;
+    fn open_mapped(
+        &self,
+        path: &Path,
+        len: u64,
+        map_use: MapUse,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        let _ = (len, map_use);
         self.open(path)
     }
     /// Atomically rename `from` to `to`, replacing `to` if it exists.
@@ -125,6 +133,19 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Take an exclusive lock on `path` (creating it). Fails with [`crate::Error::Locked`] if
     /// any other handle, in this process or another, holds it. Released when dropped.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// What a memory map of a file is for ([`FileSystem::open_mapped`]): how its bytes may
+/// change while it is mapped, and so how reads may use them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapUse {
+    /// The mapped bytes never change (an installed table): ranges of the map may be lent
+    /// to readers with no copy ([`RandomAccessFile::read_shared`]).
+    Immutable,
+    /// A range may be punched out while the map lives, once no reader can need it (a
+    /// sealed value-log segment's collected prefix): reads copy exactly their range out of
+    /// the map, and no reference to the mapped bytes is handed out.
+    Punchable,
 }
 
 /// A file being written sequentially.
@@ -463,8 +484,8 @@ impl Env {
     /// Open a file that never changes again for reads from a memory map of its first
     /// `len` bytes where the backend can map it ([`FileSystem::open_mapped`]); each read
     /// names its cause.
-    pub fn open_mapped(&self, path: &Path, len: u64) -> Result<ReadFile> {
-        let inner = self.fs.open_mapped(path, len)?;
+    pub fn open_mapped(&self, path: &Path, len: u64, map_use: MapUse) -> Result<ReadFile> {
+        let inner = self.fs.open_mapped(path, len, map_use)?;
         Ok(ReadFile {
             inner,
             io: Arc::clone(&self.io),

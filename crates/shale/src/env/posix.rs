@@ -4,10 +4,12 @@
 //! log builder become few system calls; [`WritableFile::flush`] hands the buffer to the
 //! kernel and [`WritableFile::sync`] additionally calls `fdatasync`. Reads are positioned
 //! (`pread`), so one open file serves any number of threads without a seek position; a
-//! file opened with [`FileSystem::open_mapped`] (a table, with `Options::mmap_reads`) is
-//! read from a read-only memory map instead (`memmap2`: the one `unsafe` call of the
-//! workspace, argued in `map_read_only` and `UNSAFE.md`), at most [`MAX_MAPPED_FILES`] at
-//! once per process.
+//! file opened with [`FileSystem::open_mapped`] (a table or a sealed value-log segment, with
+//! `Options::mmap_reads`) is read from a read-only memory map instead, at most
+//! [`MAX_MAPPED_FILES`] at once per process: a table's map (`memmap2::Mmap`, created in
+//! `map_immutable`) lends its blocks with no copy; a segment's (`memmap2::MmapRaw`) is read
+//! by copying a record's range out in `PosixRawMappedFile::copy_out`. Those are the
+//! workspace's two `unsafe` blocks (`UNSAFE.md`).
 //!
 //! Log files ([`FileSystem::create_log`]) write through the same buffer, and on Linux a
 //! background thread per log keeps space reserved ahead of the appends (`fallocate`, which
@@ -27,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, MapUse, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// Appends smaller than this are gathered in user space; larger ones go straight to the OS.
@@ -155,21 +157,41 @@ impl FileSystem for PosixFs {
         }))
     }
 
-    /// A read-only shared map of the file's first `len` bytes (or all of a shorter file).
-    /// An empty file, a spent budget ([`MAX_MAPPED_FILES`]) or a failed `mmap` (no address
+    /// A read-only shared map of the file's first `len` bytes (or all of a shorter file),
+    /// lending ranges ([`MapUse::Immutable`]) or copying them ([`MapUse::Punchable`]). An
+    /// empty file, a spent budget ([`MAX_MAPPED_FILES`]) or a failed `mmap` (no address
     /// space, too many map areas) opens the file for `pread` instead, as
     /// [`FileSystem::open`] does.
     #[cfg(target_os = "linux")]
-    fn open_mapped(&self, path: &Path, len: u64) -> Result<Arc<dyn RandomAccessFile>> {
+    fn open_mapped(
+        &self,
+        path: &Path,
+        len: u64,
+        map_use: MapUse,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
         let (file, file_len) = open_for_reads(path)?;
         let map_len = usize::try_from(len.min(file_len)).unwrap_or(0);
         if map_len > 0 && self.maps().take() {
             let slot = MapSlot(self.maps.clone());
-            if let Ok(map) = map_read_only(&file, map_len) {
-                return Ok(Arc::new(PosixMappedFile {
-                    map: bytes::Bytes::from_owner(MapOwner { map, _slot: slot }),
-                    path: path.to_path_buf(),
-                }));
+            let path = path.to_path_buf();
+            match map_use {
+                MapUse::Immutable => {
+                    if let Ok(map) = map_immutable(&file, map_len) {
+                        return Ok(Arc::new(PosixMappedFile {
+                            map: bytes::Bytes::from_owner(MapOwner { map, _slot: slot }),
+                            path,
+                        }));
+                    }
+                }
+                MapUse::Punchable => {
+                    if let Ok(map) = map_raw(&file, map_len) {
+                        return Ok(Arc::new(PosixRawMappedFile {
+                            map,
+                            path,
+                            _slot: slot,
+                        }));
+                    }
+                }
             }
         }
         Ok(Arc::new(PosixRandomAccessFile {
@@ -735,36 +757,78 @@ impl Drop for MapSlot {
 }
 
 /// A read-only shared map of the first `len` bytes (`len` > 0, at most the file's size) of
-/// `file`.
+/// `file`, for a file whose mapped bytes never change (an installed table,
+/// [`MapUse::Immutable`]): it derefs to `&[u8]`, and ranges of it are lent to readers.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn map_read_only(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
+fn map_immutable(file: &File, len: usize) -> io::Result<memmap2::Mmap> {
     // SAFETY: `Mmap::map` is unsafe because the mapped bytes may change, or vanish, under
     // the `&[u8]` it hands out if the file is written or truncated while it is mapped.
-    // Only `FileSystem::open_mapped` calls this, and the engine asks it only for installed
-    // table files (`TableCache`), mapping no more than the committed size the MANIFEST
-    // records (`TableId::size`, at most the file's size, checked by the caller). Those
-    // bytes never change while the store can read them: a table is written in full,
-    // synced and only then named by a version; no code writes into an installed table
-    // (`WritableFile` handles of a table are dropped before its edit commits), and an
-    // appendable table (dtable) is reopened only to append after its committed size, its
-    // `reopen` cutting nothing below it, so a map of an older generation keeps every page
-    // it covers. A table is removed by unlinking, which leaves the mapped inode alive
-    // until the map is dropped, and the map is dropped only with the last block lent from
-    // it (`MapOwner`, owned by a `bytes::Bytes` that every lent range references). The
-    // store's LOCK (`PosixFs::lock`) keeps other Shale writers out; read-only and
-    // secondary handles never write. The map is private to this process's reads
-    // (`PROT_READ`, `MAP_SHARED` of a file opened read-only): no Rust code can write
-    // through it.
+    // Only `FileSystem::open_mapped` with `MapUse::Immutable` calls this, and the engine
+    // asks that only for installed table files (`TableCache`), mapping no more than the
+    // committed size the MANIFEST records (`TableId::size`, at most the file's size,
+    // checked by the caller). Those bytes never change while the store can read them: a
+    // table is written in full, synced and only then named by a version; no code writes
+    // into an installed table (`WritableFile` handles of a table are dropped before its
+    // edit commits), and an appendable table (dtable) is reopened only to append after its
+    // committed size, its `reopen` cutting nothing below it, so a map of an older
+    // generation keeps every page it covers. Nothing punches holes in a table. A table is
+    // removed by unlinking, which leaves the mapped inode alive until the map is dropped,
+    // and the map is dropped only with the last block lent from it (`MapOwner`, owned by a
+    // `bytes::Bytes` that every lent range references). The store's LOCK
+    // (`PosixFs::lock`) keeps other Shale writers out; read-only and secondary handles
+    // never write. The map is private to this process's reads (`PROT_READ`, `MAP_SHARED`
+    // of a file opened read-only): no Rust code can write through it.
     //
     // What stays outside Rust's reach is another program (or a person) truncating or
     // rewriting a table file of a live store, and a device error while a page is read in:
     // then a read of a lost page raises `SIGBUS` and the process dies instead of getting
-    // an error, and rewritten bytes are read as they are (their block checksums still
-    // catch damage). That is the contract LevelDB (`PosixMmapReadableFile`) and RocksDB
-    // (`allow_mmap_reads`) have for the same reads, and `Options::mmap_reads = false`
-    // keeps `pread`, where both cases are errors. UNSAFE.md records this block.
+    // an error, and rewritten bytes are read as they are (their block checksums, when
+    // checked, catch damage). That is the contract LevelDB (`PosixMmapReadableFile`) and
+    // RocksDB (`allow_mmap_reads`) have for the same reads, and `Options::mmap_reads =
+    // false` keeps `pread`, where both cases are errors. UNSAFE.md records this block.
     unsafe { memmap2::MmapOptions::new().len(len).map(file) }
+}
+
+/// A read-only shared map of the first `len` bytes of `file` for a file a range of which
+/// may be punched out while it is mapped (a sealed value-log segment, [`MapUse::Punchable`]).
+/// A raw map (`memmap2::MmapRaw`): creating it is safe because it hands out no `&[u8]`, only
+/// its address; reads copy out of it in [`PosixRawMappedFile::copy_out`].
+#[cfg(target_os = "linux")]
+fn map_raw(file: &File, len: usize) -> io::Result<memmap2::MmapRaw> {
+    memmap2::MmapOptions::new().len(len).map_raw_read_only(file)
+}
+
+/// The error of a read of `len` bytes at `offset` past the `map_len` mapped bytes of `path`,
+/// or the range read.
+#[cfg(target_os = "linux")]
+fn map_range(
+    path: &Path,
+    map_len: usize,
+    len: usize,
+    offset: u64,
+) -> Result<std::ops::Range<usize>> {
+    usize::try_from(offset)
+        .ok()
+        .and_then(|start| {
+            let end = start.checked_add(len)?;
+            (end <= map_len).then_some(start..end)
+        })
+        .ok_or_else(|| {
+            let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+            read_error(path, eof, len, offset)
+        })
+}
+
+/// `madvise` `access` over a whole map: `RANDOM` turns off the read-around a page fault does
+/// otherwise (as `fadvise` does for `pread`), `SEQUENTIAL` reads further ahead. A hint:
+/// failure changes nothing.
+#[cfg(target_os = "linux")]
+fn map_advice(access: super::Access) -> memmap2::Advice {
+    match access {
+        super::Access::Random => memmap2::Advice::Random,
+        super::Access::Sequential => memmap2::Advice::Sequential,
+    }
 }
 
 /// A map and its place in the budget of mapped files: both live until the last buffer
@@ -784,9 +848,10 @@ impl AsRef<[u8]> for MapOwner {
     }
 }
 
-/// A file read from a read-only memory map ([`PosixFs::open_mapped`]): a read copies from
-/// the map, with no system call once the pages are mapped, and [`RandomAccessFile::read_shared`]
-/// lends a range of the map with no copy at all.
+/// A file whose mapped bytes never change, read from a read-only memory map
+/// ([`PosixFs::open_mapped`], [`MapUse::Immutable`]): a read copies from the map, with no
+/// system call once the pages are mapped, and [`RandomAccessFile::read_shared`] lends a
+/// range of the map with no copy at all.
 #[cfg(target_os = "linux")]
 struct PosixMappedFile {
     /// The whole map, as a shared buffer that owns it ([`MapOwner`]).
@@ -796,23 +861,9 @@ struct PosixMappedFile {
 
 #[cfg(target_os = "linux")]
 impl PosixMappedFile {
-    /// The mapped range `offset..offset + len`, or the error of a read past the end.
-    fn range(&self, len: usize, offset: u64) -> Result<std::ops::Range<usize>> {
-        usize::try_from(offset)
-            .ok()
-            .and_then(|start| {
-                let end = start.checked_add(len)?;
-                (end <= self.map.len()).then_some(start..end)
-            })
-            .ok_or_else(|| {
-                let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
-                read_error(&self.path, eof, len, offset)
-            })
-    }
-
     /// The mapped bytes `offset..offset + len`, or the error of a read past the end.
     fn bytes(&self, len: usize, offset: u64) -> Result<&[u8]> {
-        let r = self.range(len, offset)?;
+        let r = map_range(&self.path, self.map.len(), len, offset)?;
         Ok(&self.map[r])
     }
 }
@@ -837,7 +888,93 @@ impl RandomAccessFile for PosixMappedFile {
     }
 
     fn read_shared(&self, len: usize, offset: u64) -> Option<Result<bytes::Bytes>> {
-        Some(self.range(len, offset).map(|r| self.map.slice(r)))
+        Some(map_range(&self.path, self.map.len(), len, offset).map(|r| self.map.slice(r)))
+    }
+
+    // No `advise`: tables get no access hint (`docs/env.md`), and the map is owned by the
+    // lent buffers.
+}
+
+/// A file a range of which may be punched out while it is mapped, read from a raw read-only
+/// memory map ([`PosixFs::open_mapped`], [`MapUse::Punchable`]): a read copies exactly its
+/// range out of the map, and nothing is lent.
+#[cfg(target_os = "linux")]
+struct PosixRawMappedFile {
+    map: memmap2::MmapRaw,
+    path: PathBuf,
+    _slot: MapSlot,
+}
+
+#[cfg(target_os = "linux")]
+impl PosixRawMappedFile {
+    /// Append the mapped bytes `offset..offset + len` to `out`, or fail as a read past the
+    /// end of the file does (nothing appended).
+    #[allow(unsafe_code)]
+    fn copy_out(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        let start = map_range(&self.path, self.map.len(), len, offset)?.start;
+        out.reserve(len);
+        // SAFETY: how bytes leave a raw map (UNSAFE.md, "reads out of a raw memory map").
+        // Memory: `start + len <= map.len()` (checked above), so the source lies inside the
+        // mapping, which lives as long as `self`; `reserve` made room for `len` more bytes
+        // after `out.len()`, so the destination is valid for `len` writes, and a fresh heap
+        // buffer cannot overlap a file mapping. `set_len` then covers exactly the bytes just
+        // written.
+        // Stability: no `&[u8]` over this map exists anywhere (the map is `MmapRaw`, never
+        // dereferenced): bytes are only copied, by this raw copy of the caller's range. The
+        // range is not changed while it is copied: only sealed value-log segments are mapped
+        // this way (`Options::mmap_reads`), and no byte before the mapped end is written
+        // again once sealed (the writer has moved on; recovery and repair never cut a
+        // sealed segment); the only change is garbage collection punching a collected
+        // prefix (`fallocate(PUNCH_HOLE)`, pages then read as zeros; no page leaves the
+        // file, so never `SIGBUS`). A prefix is punched only after every reader that could
+        // hold a pointer into it is gone (`db/value_jobs.rs::reap`: the versions alive when
+        // the step committed, snapshots older than it, and the prefetch jobs of their
+        // iterators, which pin them), so the records read here are never in a range being
+        // punched.
+        // Outside that contract (another program rewriting or punching the file, a reader
+        // racing a punch through a bug), the copy may see zeros or a mix of old and new
+        // bytes: it is a plain copy of bytes nobody holds a reference to, and every caller
+        // checks them (a value record's checksum and key), so the damage is reported as
+        // corruption. A file cut short under the map by another program raises `SIGBUS`
+        // (UNSAFE.md).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.map.as_ptr().add(start),
+                out.as_mut_ptr().add(out.len()),
+                len,
+            );
+            out.set_len(out.len() + len);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl RandomAccessFile for PosixRawMappedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        // Rare for mapped files (their readers use `read_to_vec`): a copy through a buffer.
+        let mut tmp = Vec::new();
+        self.copy_out(buf.len(), offset, &mut tmp)?;
+        buf.copy_from_slice(&tmp);
+        Ok(())
+    }
+
+    fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.copy_out(len, offset, &mut out)?;
+        Ok(out)
+    }
+
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn is_mapped(&self) -> bool {
+        true
+    }
+
+    fn advise(&self, access: super::Access) {
+        let _ = self.map.advise(map_advice(access));
     }
 }
 
@@ -971,7 +1108,13 @@ mod tests {
     /// end of the file does, naming the file and the offset.
     #[test]
     fn a_mapped_file_reads_as_an_opened_one() {
-        let dir = TempDir::new("mapped");
+        for map_use in [MapUse::Immutable, MapUse::Punchable] {
+            mapped_reads_as_opened(map_use);
+        }
+    }
+
+    fn mapped_reads_as_opened(map_use: MapUse) {
+        let dir = TempDir::new(&format!("mapped-{map_use:?}"));
         let fs = PosixFs::with_map_limit(10);
         let p = dir.path("000007.sst");
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
@@ -981,7 +1124,7 @@ mod tests {
         drop(w);
         let len = data.len() as u64;
         let opened = fs.open(&p).unwrap();
-        let mapped = fs.open_mapped(&p, len).unwrap();
+        let mapped = fs.open_mapped(&p, len, map_use).unwrap();
         assert!(mapped.is_mapped() && !opened.is_mapped());
         assert_eq!(fs.mapped_files(), 1);
         assert_eq!(mapped.len(), opened.len());
@@ -998,12 +1141,18 @@ mod tests {
             mapped.read_exact_at(&mut b, off).unwrap();
             assert_eq!(a, b, "{n} bytes at {off}");
             assert_eq!(mapped.read_to_vec(n, off).unwrap(), a);
+            // Only an immutable file's map lends its bytes.
+            let lent = mapped.read_shared(n, off).map(|r| r.unwrap().to_vec());
+            assert_eq!(lent, (map_use == MapUse::Immutable).then_some(a));
         }
         // Past the end: the same error, naming the file and the offset.
         for (off, n) in [(len - 3, 4usize), (len, 1), (u64::MAX, 1), (1, usize::MAX)] {
             let mut buf = vec![0u8; n.min(8)];
             let want = opened.read_to_vec(n.min(8), off).err();
             let got = mapped.read_to_vec(n, off).unwrap_err();
+            if let Some(lent) = mapped.read_shared(n, off) {
+                assert_eq!(lent.unwrap_err().to_string(), got.to_string());
+            }
             let msg = got.to_string();
             assert!(
                 msg.contains("000007.sst")
@@ -1018,23 +1167,31 @@ mod tests {
             }
         }
         // A map of a prefix (a table's committed size) ends there.
-        let prefix = fs.open_mapped(&p, 100).unwrap();
+        let prefix = fs.open_mapped(&p, 100, map_use).unwrap();
         assert_eq!(prefix.len(), 100);
         assert_eq!(prefix.read_to_vec(100, 0).unwrap(), data[..100]);
         assert!(prefix.read_to_vec(1, 100).is_err());
         // A committed size beyond the file maps the file: its length shows what is missing.
-        let longer = fs.open_mapped(&p, len + 50).unwrap();
+        let longer = fs.open_mapped(&p, len + 50, map_use).unwrap();
         assert_eq!(longer.len(), len);
         assert_eq!(fs.mapped_files(), 3);
+        // A range lent from an immutable map keeps the map, and its place in the budget,
+        // after the file's handle is gone.
+        let lent = mapped.read_shared(4096, 12_345).map(|r| r.unwrap());
         drop((mapped, prefix, longer));
+        if let Some(lent) = lent {
+            assert_eq!(fs.mapped_files(), 1);
+            assert_eq!(lent[..], data[12_345..12_345 + 4096]);
+            drop(lent);
+        }
         assert_eq!(fs.mapped_files(), 0);
         // An empty file, and a missing one, as `open` has them.
         let empty = dir.path("empty");
         drop(fs.create(&empty).unwrap());
-        let e = fs.open_mapped(&empty, 0).unwrap();
+        let e = fs.open_mapped(&empty, 0, map_use).unwrap();
         assert!(!e.is_mapped() && e.is_empty());
-        assert!(fs.open_mapped(&dir.path("none"), 10).is_err());
-        assert!(fs.open_mapped(&dir.0, 10).is_err(), "a directory");
+        assert!(fs.open_mapped(&dir.path("none"), 10, map_use).is_err());
+        assert!(fs.open_mapped(&dir.0, 10, map_use).is_err(), "a directory");
     }
 
     /// Past the budget of mapped files, files open for `pread`; a dropped map gives its
@@ -1047,21 +1204,26 @@ mod tests {
         let mut w = fs.create(&p).unwrap();
         w.append(b"0123456789").unwrap();
         drop(w);
-        let a = fs.open_mapped(&p, 10).unwrap();
-        let b = fs.clone().open_mapped(&p, 10).unwrap();
-        let c = fs.open_mapped(&p, 10).unwrap();
+        let a = fs.open_mapped(&p, 10, MapUse::Immutable).unwrap();
+        let b = fs.clone().open_mapped(&p, 10, MapUse::Punchable).unwrap();
+        let c = fs.open_mapped(&p, 10, MapUse::Immutable).unwrap();
         assert!(a.is_mapped() && b.is_mapped() && !c.is_mapped());
         assert_eq!(fs.mapped_files(), 2);
         assert_eq!(c.read_to_vec(4, 6).unwrap(), b"6789");
         drop(a);
         assert_eq!(fs.mapped_files(), 1);
-        let d = fs.open_mapped(&p, 10).unwrap();
+        let d = fs.open_mapped(&p, 10, MapUse::Punchable).unwrap();
         assert!(d.is_mapped());
         assert_eq!(d.read_to_vec(3, 0).unwrap(), b"012");
         drop((b, c, d));
         assert_eq!(fs.mapped_files(), 0);
         let none = PosixFs::with_map_limit(0);
-        assert!(!none.open_mapped(&p, 10).unwrap().is_mapped());
+        assert!(
+            !none
+                .open_mapped(&p, 10, MapUse::Immutable)
+                .unwrap()
+                .is_mapped()
+        );
     }
 
     #[test]

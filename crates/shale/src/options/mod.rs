@@ -596,16 +596,18 @@ pub struct Options {
     /// with its file metadata once a read has opened it, open or not: see
     /// [`crate::version::PinnedFilter`].)
     pub max_open_files: usize,
-    /// Read table files through a read-only memory map of each (`mmap`) instead of
-    /// positioned reads (`pread`): a block read from the page cache then costs a copy and
-    /// no system call. LevelDB always does this for up to 1000 table files (its POSIX
-    /// `Env`, `PosixMmapReadableFile`); RocksDB's `allow_mmap_reads` (off by default).
-    /// Like LevelDB, at most [`crate::env::posix::MAX_MAPPED_FILES`] tables are mapped at
-    /// once in a process; tables past that, and file systems that cannot map (the
-    /// in-memory ones), are read with `pread`. Only tables are mapped: never the
-    /// write-ahead log, the MANIFEST or the value log.
+    /// Read table files and sealed value-log segments through a read-only memory map of
+    /// each (`mmap`) instead of positioned reads (`pread`): a table block or a separated
+    /// value read from the page cache then costs a copy and no system call. LevelDB always
+    /// does this for up to 1000 table files (its POSIX `Env`, `PosixMmapReadableFile`);
+    /// RocksDB's `allow_mmap_reads` (off by default). Like LevelDB, at most
+    /// [`crate::env::posix::MAX_MAPPED_FILES`] files are mapped at once in a process;
+    /// files past that, and file systems that cannot map (the in-memory ones), are read
+    /// with `pread`. Never mapped: the write-ahead log, the MANIFEST and the value log's
+    /// active segment (each still growing); a segment is mapped (its valid bytes) once the
+    /// writer has rotated out of it or an open replayed it.
     ///
-    /// The catch, the same as LevelDB's and RocksDB's: a table file truncated by another
+    /// The catch, the same as LevelDB's and RocksDB's: a mapped file truncated by another
     /// program while the store is open, or a device error reading a mapped page, kills
     /// the process with `SIGBUS` where `pread` returns an error (`UNSAFE.md`,
     /// `docs/reliability.md`). Default false (RocksDB's default); true in every preset:

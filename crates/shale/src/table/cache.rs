@@ -149,7 +149,7 @@ impl TableCache {
         }
         let path = self.dir.join(table_file_name(id.number));
         let file = if self.mmap_reads {
-            self.env.open_mapped(&path, id.size)?
+            self.env.open_mapped(&path, id.size, crate::env::MapUse::Immutable)?
         } else {
             self.env.open(&path)?
         };

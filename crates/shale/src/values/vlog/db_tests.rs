@@ -799,7 +799,6 @@ fn pointer_reads_advise_random_access_and_collection_sequential() {
 /// before it).
 #[test]
 fn scans_over_many_segments_match_a_model_before_and_after_collection() {
-    use crate::IterOptions;
     use std::collections::BTreeMap;
     for (cache, slow_read) in [(false, 10), (true, 10), (false, 0)] {
         let env = Env::memory();
@@ -810,44 +809,12 @@ fn scans_over_many_segments_match_a_model_before_and_after_collection() {
         let db = Db::open(DIR, o).expect("open");
         let mut model = BTreeMap::new();
         let n = 300;
-        // Written in an order unlike key order, so key-adjacent values are far apart in
-        // the log, as with hashed keys.
-        for j in 0..n {
-            let i = (j * 7919) % n;
-            db.put(&key(i), &value(i, 0)).expect("put");
-            model.insert(key(i), value(i, 0));
-        }
-        db.flush().expect("flush");
-        for i in (0..n).filter(|i| i % 3 != 1) {
-            if i % 3 == 0 {
-                db.delete(&key(i)).expect("delete");
-                model.remove(&key(i));
-            } else {
-                db.put(&key(i), &value(i, 1)).expect("put");
-                model.insert(key(i), value(i, 1));
-            }
-        }
-        db.flush().expect("flush");
+        load_and_churn(&db, &mut model, n, value);
         let before: Vec<(Vec<u8>, Vec<u8>)> =
             model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let check = |db: &Db, want: &[(Vec<u8>, Vec<u8>)], snap: Option<&crate::Snapshot>| {
-            let io = IterOptions {
-                snapshot: snap.cloned(),
-                ..IterOptions::default()
-            };
-            let got: Vec<(Vec<u8>, Vec<u8>)> = db
-                .iter(io.clone())
-                .expect("iter")
-                .map(|e| e.expect("entry"))
-                .collect();
+            let (got, back) = scan_both_ways(db, snap);
             assert_eq!(got, want, "forward, cache {cache} slow_read {slow_read}");
-            let mut back: Vec<(Vec<u8>, Vec<u8>)> = db
-                .iter(io)
-                .expect("iter")
-                .rev()
-                .map(|e| e.expect("entry"))
-                .collect();
-            back.reverse();
             assert_eq!(back, want, "backward, cache {cache} slow_read {slow_read}");
         };
         check(&db, &before, None);
@@ -865,4 +832,55 @@ fn scans_over_many_segments_match_a_model_before_and_after_collection() {
         drop(snap);
         db.close().expect("close");
     }
+}
+
+/// A store's contents in key order.
+pub(super) type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every entry (at `snap`) by a forward scan and by a backward one, both in key order.
+pub(super) fn scan_both_ways(db: &Db, snap: Option<&crate::Snapshot>) -> (Entries, Entries) {
+    let io = crate::IterOptions {
+        snapshot: snap.cloned(),
+        ..crate::IterOptions::default()
+    };
+    let forward: Entries = db
+        .iter(io.clone())
+        .expect("iter")
+        .map(|e| e.expect("entry"))
+        .collect();
+    let mut back: Entries = db
+        .iter(io)
+        .expect("iter")
+        .rev()
+        .map(|e| e.expect("entry"))
+        .collect();
+    back.reverse();
+    (forward, back)
+}
+
+/// Keys `0..n` written in an order unlike key order (so key-adjacent values are far apart in
+/// the log, as with hashed keys) with `value(i, 0)` and flushed; then a third deleted and a
+/// third overwritten with `value(i, 1)`, flushed; `model` follows.
+pub(super) fn load_and_churn(
+    db: &Db,
+    model: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    n: u32,
+    value: impl Fn(u32, u32) -> Vec<u8>,
+) {
+    for j in 0..n {
+        let i = (j * 7919) % n;
+        db.put(&key(i), &value(i, 0)).expect("put");
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().expect("flush");
+    for i in (0..n).filter(|i| i % 3 != 1) {
+        if i % 3 == 0 {
+            db.delete(&key(i)).expect("delete");
+            model.remove(&key(i));
+        } else {
+            db.put(&key(i), &value(i, 1)).expect("put");
+            model.insert(key(i), value(i, 1));
+        }
+    }
+    db.flush().expect("flush");
 }

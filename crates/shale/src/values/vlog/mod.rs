@@ -24,6 +24,8 @@
 
 #[cfg(test)]
 mod db_tests;
+#[cfg(all(test, target_os = "linux"))]
+mod map_tests;
 pub mod format;
 pub mod gc;
 mod pace;
@@ -38,14 +40,14 @@ mod writer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
 pub use format::Pointer;
 
 use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore};
-use crate::env::{Access, Env, ReadFile};
+use crate::env::{Access, Env, MapUse, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
 use crate::manifest::VersionEdit;
@@ -70,6 +72,11 @@ pub(crate) struct Segment {
     pub(crate) garbage: AtomicU64,
     /// Offsets of records a flush superseded since the store opened (see `gc::Superseded`).
     pub(crate) superseded: Mutex<gc::Superseded>,
+    /// Whether the segment is sealed for this process: no byte before `end` is written
+    /// again and `end` no longer moves (a segment the writer rotated out, or one recovery
+    /// replayed: the open starts a new one). Only a sealed segment's handle may be a memory
+    /// map (`Options::mmap_reads`); the active one is read with `pread`.
+    pub(crate) sealed: AtomicBool,
     /// The cached read handle, opened on first use.
     handle: RwLock<Option<ReadFile>>,
 }
@@ -88,6 +95,7 @@ impl Segment {
             punched: AtomicU64::new(0),
             garbage: AtomicU64::new(garbage),
             superseded: Mutex::new(gc::Superseded::default()),
+            sealed: AtomicBool::new(false),
             handle: RwLock::new(handle),
         }
     }
@@ -168,6 +176,9 @@ pub struct VlogPlacement {
     cache: std::sync::OnceLock<Arc<crate::cache::block_cache::BlockCache>>,
     /// What repair's first step found, for its second (`salvage.rs`).
     salvage_scan: Mutex<Option<salvage::Scan>>,
+    /// Read sealed segments through a memory map of their valid bytes
+    /// (`Options::mmap_reads`).
+    mmap_reads: bool,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -223,6 +234,7 @@ impl VlogPlacement {
             cache: std::sync::OnceLock::new(),
             pin_limit: options.max_open_files,
             salvage_scan: Mutex::new(None),
+            mmap_reads: options.mmap_reads,
         }
     }
 
@@ -267,12 +279,22 @@ impl VlogPlacement {
     /// The handle serves pointer reads, which land anywhere in the segment: it is opened
     /// with [`Access::Random`], so a read that misses the page cache reads the record's
     /// pages and not a read-ahead window around them (issue 19).
+    ///
+    /// With `Options::mmap_reads`, a sealed segment's handle is a read-only memory map of
+    /// its valid bytes (`Env::open_mapped`, within the process's map budget; `pread` past
+    /// it): a value read from the page cache then costs a copy and no system call, as a
+    /// table block read does. The active segment keeps `pread` (it grows under the
+    /// handle); its cached handle is closed when it is sealed, so the next read maps it.
     pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
         if let Some(f) = seg.handle.read().as_ref() {
             return Ok(f.clone());
         }
+        // Sealed before `end` is read: a sealed segment's end is final (stored before the
+        // flag is set, `seal_segment`).
+        let map_len = (self.mmap_reads && seg.sealed.load(Ordering::Acquire))
+            .then(|| seg.end.load(Ordering::Acquire));
         // Opened without the segment's lock held: closing handles takes other segments'.
-        let f = self.open_segment(seg.number)?;
+        let f = self.open_segment(seg.number, map_len)?;
         f.advise(Access::Random);
         {
             let mut h = seg.handle.write();
@@ -289,16 +311,32 @@ impl VlogPlacement {
         Ok(f)
     }
 
-    /// A new read handle of segment `number`, not cached; when the process is out of file
+    /// A new read handle of segment `number`, not cached: a memory map of its first
+    /// `mapped` bytes where given (a sealed segment's valid bytes, see
+    /// [`VlogPlacement::handle`]), else for `pread`. When the process is out of file
     /// descriptors the cached ones are closed and the open is tried once more.
-    fn open_segment(&self, number: u64) -> Result<ReadFile> {
+    fn open_segment(&self, number: u64, mapped: Option<u64>) -> Result<ReadFile> {
         let path = self.segment_path(number);
-        match self.env.open(&path) {
+        let open = || match mapped {
+            Some(len) => self.env.open_mapped(&path, len, MapUse::Punchable),
+            None => self.env.open(&path),
+        };
+        match open() {
             Err(e) if out_of_descriptors(&e) => {
                 self.close_handles(0);
-                self.env.open(&path)
+                open()
             }
             r => r,
+        }
+    }
+
+    /// Mark `seg` sealed (its `end` final, nothing before it written again) and close its
+    /// cached `pread` handle, so that with `Options::mmap_reads` the next read maps it. A
+    /// reader holding the old handle keeps it until done.
+    fn seal_segment(&self, seg: &Segment) {
+        seg.sealed.store(true, Ordering::Release);
+        if self.mmap_reads && seg.handle.write().take().is_some() {
+            self.open_handles.lock().retain(|&n| n != seg.number);
         }
     }
 
@@ -306,7 +344,7 @@ impl VlogPlacement {
     /// own, opened with [`Access::Sequential`] (read-ahead on, and larger), not the cached
     /// handle whose pointer reads want none; dropped when the pass ends.
     pub(crate) fn scan_handle(&self, seg: &Segment) -> Result<ReadFile> {
-        let f = self.open_segment(seg.number)?;
+        let f = self.open_segment(seg.number, None)?;
         f.advise(Access::Sequential);
         Ok(f)
     }
@@ -341,6 +379,11 @@ impl VlogPlacement {
             if w.len() >= self.segment_size {
                 let next = self.file_numbers.fetch_add(1, Ordering::Relaxed);
                 let sealed = w.rotate(&self.env, &self.dir, next)?;
+                // Its end was stored by its last append, and `rotate` cut the space
+                // reserved after it (`WriteFile::finish`): nothing changes below the end.
+                if let Some(old) = self.segment(sealed.number) {
+                    self.seal_segment(&old);
+                }
                 self.sealer.push(sealed);
                 self.segments
                     .write()

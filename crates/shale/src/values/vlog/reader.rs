@@ -429,6 +429,13 @@ pub(crate) fn replay(
         }
         let handle = pin.then(|| file.clone());
         let seg = Segment::with_handle(number, end, garbage, handle);
+        // Never appended to again in this process: a read-write open starts a new segment,
+        // and a read-only one takes no writes. A read-only open shares the directory with
+        // a writer in another process, whose active segment may still grow: there only
+        // segments the MANIFEST records sealed count as sealed.
+        if !read_only || recorded.is_some() {
+            seg.sealed.store(true, std::sync::atomic::Ordering::Release);
+        }
         // A prefix garbage collection committed is never read: no reader of this process
         // can hold a pointer into it (it may have been punched out already, or will be).
         if let Some(&c) = state.collected.get(&number) {

@@ -1,0 +1,266 @@
+//! Value-log reads through memory maps of sealed segments (`Options::mmap_reads`) on the
+//! real file system: the same answers as `pread` across collection, punching and reopen;
+//! damage found and named; maps released with their segments.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a test helper's failure is a test failure"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::db::testutil::settle;
+use crate::env::Env;
+use crate::env::posix::PosixFs;
+use crate::options::Options;
+use crate::values::vlog::db_tests::{Entries, load_and_churn, scan_both_ways};
+use crate::values::vlog::format::{HEADER_LEN, record_len, segment_file_name};
+use crate::{Db, Error, IterOptions};
+
+/// A fresh directory for one test.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shale-vmap-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The value-log segments of `dir` this process has mapped now, from `/proc/self/maps`
+/// (one line per mapping; a deleted file's line ends in `(deleted)`).
+fn segment_maps(dir: &Path) -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    let dir = dir.to_string_lossy().into_owned();
+    maps.lines()
+        .filter(|l| l.contains(&dir) && l.contains(".vlog"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Options over `fs` with small segments, no block cache (every value read reaches its
+/// segment) and collection driven by hand.
+fn opts(fs: &PosixFs, mmap: bool, segment: u64) -> Options {
+    let mut o = Options::preset("wisckey").expect("preset");
+    o.env = Env::new(Arc::new(fs.clone()));
+    o.mmap_reads = mmap;
+    o.block_cache_bytes = 0;
+    o.write_buffer_size = 4 << 20;
+    o.vlog_segment_size = segment;
+    o.min_separated_value_size = 64;
+    o.vlog_gc = false;
+    o.vlog_gc_ratio = 0.3;
+    o.vlog_gc_bytes_per_sec = 0;
+    // Every sequential scan hands its pointers to the prefetch pool too.
+    o.scan_prefetch_slow_read_micros = 0;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn value(i: u32, round: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("v{i}-{round}-").into_bytes();
+    v.resize(len + (i as usize % 7) * 50, b'a' + (round % 26) as u8);
+    v
+}
+
+/// Every key of `0..n` by get, and the whole store by a forward and a backward scan (and
+/// at `snap`), against `model`.
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, n: u32, snap: Option<&crate::Snapshot>) {
+    for i in 0..n {
+        let got = match snap {
+            Some(s) => db.get_at(&key(i), s),
+            None => db.get(&key(i)),
+        };
+        assert_eq!(got.expect("get").as_ref(), model.get(&key(i)), "key {i}");
+    }
+    let want: Entries = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let (got, back) = scan_both_ways(db, snap);
+    assert_eq!(got, want, "forward scan");
+    assert_eq!(back, want, "backward scan");
+}
+
+/// One run of the model workload over a fresh store: several sealed segments, overwrites
+/// and deletes, forced collection (at a snapshot taken before it, too), a reopen. Returns
+/// what each stage read and how many segment maps were seen while the store was open.
+fn model_run(name: &str, mmap: bool, map_limit: usize) -> (Vec<Entries>, usize) {
+    let dir = temp_dir(name);
+    let fs = PosixFs::with_map_limit(map_limit);
+    let o = opts(&fs, mmap, 64 << 10);
+    let n = 400;
+    let mut model = BTreeMap::new();
+    let mut seen = Vec::new();
+    let mut most_maps = 0;
+    let db = Db::open(&dir, o.clone()).expect("open");
+    load_and_churn(&db, &mut model, n, |i, round| value(i, round, 1000 - 100 * round as usize));
+    assert!(db.stats().placement.segments.len() >= 6, "several segments");
+    check(&db, &model, n, None);
+    most_maps = most_maps.max(segment_maps(&dir).len());
+    assert!(fs.mapped_files() <= map_limit, "the budget holds");
+    seen.push(model.clone());
+    let snap = db.snapshot();
+    let before = model.clone();
+    let mut collected = 0;
+    while let k @ 1.. = db.run_value_job(true).expect("gc") {
+        collected += k;
+    }
+    assert!(collected > 0, "collection dropped segments");
+    check(&db, &model, n, None);
+    check(&db, &before, n, Some(&snap));
+    drop(snap);
+    db.flush().expect("flush");
+    settle(&db);
+    while db.run_value_job(true).expect("gc") > 0 {}
+    check(&db, &model, n, None);
+    most_maps = most_maps.max(segment_maps(&dir).len());
+    // Segments collection dropped are deleted and their maps released: no mapping of a
+    // deleted segment file stays (a held map would show as "(deleted)").
+    let live: Vec<String> = db
+        .stats()
+        .placement
+        .segments
+        .iter()
+        .map(|s| segment_file_name(s.0))
+        .collect();
+    for line in segment_maps(&dir) {
+        assert!(!line.ends_with("(deleted)"), "a dropped segment is still mapped: {line}");
+        assert!(live.iter().any(|l| line.contains(l.as_str())), "{line}");
+    }
+    seen.push(model.clone());
+    db.close().expect("close");
+    assert_eq!(segment_maps(&dir), Vec::<String>::new(), "closing unmaps");
+    assert_eq!(fs.mapped_files(), 0, "closing gives the budget back");
+    let db = Db::open(&dir, o).expect("reopen");
+    check(&db, &model, n, None);
+    most_maps = most_maps.max(segment_maps(&dir).len());
+    seen.push(model.clone());
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+    let seen = seen
+        .into_iter()
+        .map(|m| m.into_iter().collect())
+        .collect();
+    (seen, most_maps)
+}
+
+#[test]
+fn value_reads_through_maps_give_what_pread_gives_across_collection_and_reopen() {
+    let (pread, no_maps) = model_run("pread", false, 1000);
+    assert_eq!(no_maps, 0, "mmap_reads off maps no segment");
+    let (mapped, maps) = model_run("mapped", true, 1000);
+    assert!(maps >= 2, "sealed segments are read through maps ({maps} seen)");
+    assert_eq!(mapped, pread);
+    // A budget of one map: the rest are read with pread, with the same answers.
+    let (tight, maps) = model_run("tight", true, 1);
+    assert!(maps <= 1, "{maps}");
+    assert_eq!(tight, pread);
+}
+
+/// Bytes a file takes on disk (`st_blocks` is in 512-byte units).
+fn disk_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("stat").blocks() * 512
+}
+
+#[test]
+fn collection_punches_the_prefix_of_a_mapped_segment_while_its_rest_is_read_through_the_map() {
+    let dir = temp_dir("punch");
+    let fs = PosixFs::with_map_limit(1000);
+    // Collection steps of 1 MiB (a quarter of a segment, at least `gc::MIN_STEP`).
+    let o = opts(&fs, true, 4 << 20);
+    let big = |i: u32, round: u32| value(i, round, 4200);
+    let n = 500;
+    let db = Db::open(&dir, o).expect("open");
+    // The first segment: keys 0..n, then n..2n (the live rest), past the segment size;
+    // then the first half overwritten in the next segment: the first segment's prefix is
+    // dead.
+    for i in 0..2 * n {
+        db.put(&key(i), &big(i, 0)).expect("put");
+    }
+    for i in 0..n {
+        db.put(&key(i), &big(i, 1)).expect("put");
+    }
+    db.flush().expect("flush");
+    let first = db.stats().placement.segments[0].0;
+    let name = segment_file_name(first);
+    let path = dir.join(&name);
+    let check_all = |db: &Db| {
+        for i in 0..2 * n {
+            let round = u32::from(i < n);
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i, round)), "{i}");
+        }
+        assert_eq!(
+            db.iter(IterOptions::default()).expect("iter").count(),
+            2 * n as usize
+        );
+    };
+    // Reads of the live rest map the first segment before collection starts.
+    check_all(&db);
+    let mapped = |dir: &Path| segment_maps(dir).iter().filter(|l| l.contains(&name)).count();
+    assert_eq!(mapped(&dir), 1, "the sealed first segment is read through a map");
+    let before = disk_bytes(&path);
+    // Automatic collection takes the dead prefix step by step and punches it out of the
+    // mapped file; the live rest stays in place.
+    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert!(db.stats().placement.gc_steps >= 1);
+    settle(&db);
+    let after = disk_bytes(&path);
+    if after >= before {
+        eprintln!("skipped: the file system did not punch ({before} -> {after} bytes)");
+        db.close().expect("close");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    // The same map (never dropped: the handle is cached) serves the rest after the punch.
+    assert_eq!(mapped(&dir), 1);
+    check_all(&db);
+    // The punched pages read as zeros (through the file; the map is never read there).
+    let bytes = std::fs::read(&path).expect("read");
+    assert!(bytes[4096..1 << 20].iter().all(|&b| b == 0), "the prefix was punched");
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_flipped_bit_in_a_mapped_segment_is_corruption_naming_the_segment_and_offset() {
+    let dir = temp_dir("flip");
+    let fs = PosixFs::with_map_limit(1000);
+    let o = opts(&fs, true, 16 << 10);
+    let n = 40;
+    let db = Db::open(&dir, o.clone()).expect("open");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0, 1000)).expect("put");
+    }
+    db.flush().expect("flush");
+    let first = db.stats().placement.segments[0].0;
+    db.close().expect("close");
+    // The first record of the first segment is key 0's; its value is the record's tail.
+    let path = dir.join(segment_file_name(first));
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = HEADER_LEN as usize + record_len(&key(0), &value(0, 0, 1000)) - 1;
+    bytes[last] ^= 0x10;
+    std::fs::write(&path, &bytes).expect("write");
+    let db = Db::open(&dir, o).expect("reopen");
+    match db.get(&key(0)) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!(file, path);
+            assert_eq!(offset, HEADER_LEN);
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(
+        segment_maps(&dir)
+            .iter()
+            .filter(|l| l.contains(&segment_file_name(first)))
+            .count(),
+        1,
+        "read through the segment's map"
+    );
+    // Its neighbours read fine.
+    assert_eq!(db.get(&key(1)).expect("get"), Some(value(1, 0, 1000)));
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+}
