@@ -628,7 +628,7 @@ impl Db {
         write::check_entry(key, value)?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, value));
         b.put(key, value);
-        self.write_opt(b, options)
+        write::write_entry(&self.inner(), b, key, value, options.sync)
     }
 
     /// Delete `key` (a no-op if it is absent).
@@ -647,7 +647,7 @@ impl Db {
         write::check_entry(key, &[])?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, &[]));
         b.delete(key);
-        self.write_opt(b, options)
+        write::write_entry(&self.inner(), b, key, &[], options.sync)
     }
 
     /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`). It writes
