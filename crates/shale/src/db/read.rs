@@ -468,3 +468,37 @@ impl Cursor {
         self.it.value()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used, reason = "a test's failure is a test failure")]
+
+    use std::sync::Arc;
+
+    use super::{prepare, resolver};
+    use crate::{Db, IterOptions, Options};
+
+    /// A prefetch job holds the iterator's resolver, and may run on after the iterator is
+    /// dropped: the resolver must keep the iterator's version alive (the value log punches
+    /// or deletes what a retired version may point into only once it is gone).
+    #[test]
+    fn an_iterators_resolver_keeps_its_version_after_the_iterator_is_dropped() {
+        let mut o = Options::preset("wisckey").expect("preset");
+        o.env = crate::env::Env::memory();
+        let db = Db::open("/db", o).expect("open");
+        db.put(b"k", &[7u8; 1000]).expect("put");
+        db.flush().expect("flush");
+        let inner = db.inner().into_owned();
+        let (_, sv, _, pinned) = prepare(&inner, IterOptions::default());
+        let job_store = resolver(&inner, &pinned);
+        let version = Arc::downgrade(&sv.version);
+        // A newer version replaces the iterator's; then the iterator goes.
+        db.put(b"k2", &[8u8; 1000]).expect("put");
+        db.flush().expect("flush");
+        drop((sv, pinned));
+        assert!(version.upgrade().is_some(), "the job's resolver pins the version");
+        drop(job_store);
+        assert!(version.upgrade().is_none(), "and only it did");
+        db.close().expect("close");
+    }
+}
