@@ -489,7 +489,7 @@ mod tests {
         db.put(b"k", &[7u8; 1000]).expect("put");
         db.flush().expect("flush");
         let inner = db.inner().into_owned();
-        let (_, sv, _, pinned) = prepare(&inner, IterOptions::default());
+        let (_, sv, _, pinned, _) = prepare(&inner, IterOptions::default());
         let job_store = resolver(&inner, &pinned);
         let version = Arc::downgrade(&sv.version);
         // A newer version replaces the iterator's; then the iterator goes.
