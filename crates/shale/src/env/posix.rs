@@ -921,9 +921,11 @@ impl PosixRawMappedFile {
         // written.
         // Stability: no `&[u8]` over this map exists anywhere (the map is `MmapRaw`, never
         // dereferenced): bytes are only copied, by this raw copy of the caller's range. The
-        // range is not changed while it is copied: only sealed value-log segments are mapped
-        // this way (`Options::mmap_reads`), and no byte before the mapped end is written
-        // again once sealed (the writer has moved on; recovery and repair never cut a
+        // range is not changed while it is copied: only value-log segments are mapped this
+        // way (`Options::mmap_reads`), and readers copy only records below the segment's
+        // valid end, which no byte is written below again (a sealed segment's writer has
+        // moved on; the segment being appended to grows only after its end, and its
+        // reserved tail, cut at the seal, lies after it too; recovery and repair never cut a
         // sealed segment); the only change is garbage collection punching a collected
         // prefix (`fallocate(PUNCH_HOLE)`, pages then read as zeros; no page leaves the
         // file, so never `SIGBUS`). A prefix is punched only after every reader that could

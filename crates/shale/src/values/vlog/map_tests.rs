@@ -264,3 +264,40 @@ fn a_flipped_bit_in_a_mapped_segment_is_corruption_naming_the_segment_and_offset
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The segment being appended to is read through a map of its file as it stands, mapped
+/// again when reads reach records appended since; a store smaller than one segment (all
+/// its values in the active segment) reads no value with `pread`.
+#[test]
+fn the_segment_being_appended_to_is_read_through_a_map_that_follows_it() {
+    let dir = temp_dir("active");
+    let fs = PosixFs::with_map_limit(1000);
+    let o = opts(&fs, true, 256 << 20);
+    let db = Db::open(&dir, o).expect("open");
+    let big = |i: u32| value(i, 0, 4000);
+    let mut n = 0;
+    // Rounds of writes, each read back whole: later rounds run past the file's end (and
+    // its reserved space) as it was when it was last mapped.
+    for round in 0..4 {
+        for _ in 0..1500 {
+            db.put(&key(n), &big(n)).expect("put");
+            n += 1;
+        }
+        for i in 0..n {
+            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i)), "round {round} key {i}");
+        }
+        let it = db.iter(IterOptions::default()).expect("iter");
+        assert_eq!(it.count(), n as usize);
+        assert_eq!(db.stats().placement.segments.len(), 1, "one segment, still active");
+        let maps = segment_maps(&dir);
+        assert!(
+            !maps.is_empty() && maps.iter().all(|l| !l.ends_with("(deleted)")),
+            "the active segment is read through a map: {maps:?}"
+        );
+    }
+    let io = db.stats();
+    assert!(io.blocks_read_for(crate::env::ReadCause::Get, crate::env::BlockKind::Value) > 0);
+    db.close().expect("close");
+    assert_eq!(fs.mapped_files(), 0, "closing gives the budget back");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -74,16 +74,25 @@ pub(crate) struct Segment {
     pub(crate) superseded: Mutex<gc::Superseded>,
     /// Whether the segment is sealed for this process: no byte before `end` is written
     /// again and `end` no longer moves (a segment the writer rotated out, or one recovery
-    /// replayed: the open starts a new one). Only a sealed segment's handle may be a memory
-    /// map (`Options::mmap_reads`); the active one is read with `pread`.
+    /// replayed: the open starts a new one).
     pub(crate) sealed: AtomicBool,
+    /// Whether this process's writer appends to it (it was started here). With
+    /// `Options::mmap_reads` its handle maps the whole file as it stands, reserved space
+    /// included, and maps it again when a read needs bytes appended since
+    /// ([`VlogPlacement::handle_through`]); a segment another process may be appending to
+    /// (a read-only open's newest) is read with `pread` until sealed.
+    written_here: bool,
     /// The cached read handle, opened on first use.
     handle: RwLock<Option<ReadFile>>,
 }
 
 impl Segment {
-    fn new(number: u64, end: u64, garbage: u64) -> Segment {
-        Segment::with_handle(number, end, garbage, None)
+    /// A segment this process's writer starts (empty but for its header).
+    fn active(number: u64) -> Segment {
+        Segment {
+            written_here: true,
+            ..Segment::with_handle(number, format::HEADER_LEN, 0, None)
+        }
     }
 
     /// A segment whose read handle is already open (`None`: opened on first use).
@@ -96,6 +105,7 @@ impl Segment {
             garbage: AtomicU64::new(garbage),
             superseded: Mutex::new(gc::Superseded::default()),
             sealed: AtomicBool::new(false),
+            written_here: false,
             handle: RwLock::new(handle),
         }
     }
@@ -283,16 +293,16 @@ impl VlogPlacement {
     /// With `Options::mmap_reads`, a sealed segment's handle is a read-only memory map of
     /// its valid bytes (`Env::open_mapped`, within the process's map budget; `pread` past
     /// it): a value read from the page cache then costs a copy and no system call, as a
-    /// table block read does. The active segment keeps `pread` (it grows under the
-    /// handle); its cached handle is closed when it is sealed, so the next read maps it.
+    /// table block read does. The segment this process's writer appends to is mapped
+    /// whole, as the file stands (records and the space reserved after them), and mapped
+    /// again when a read needs more ([`VlogPlacement::handle_through`]); its cached handle
+    /// is closed when it is sealed, so the next read maps its final extent. Other unsealed
+    /// segments (a read-only open's newest) keep `pread`.
     pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
         if let Some(f) = seg.handle.read().as_ref() {
             return Ok(f.clone());
         }
-        // Sealed before `end` is read: a sealed segment's end is final (stored before the
-        // flag is set, `seal_segment`).
-        let map_len = (self.mmap_reads && seg.sealed.load(Ordering::Acquire))
-            .then(|| seg.end.load(Ordering::Acquire));
+        let map_len = self.map_len(seg);
         // Opened without the segment's lock held: closing handles takes other segments'.
         let f = self.open_segment(seg.number, map_len)?;
         f.advise(Access::Random);
@@ -309,6 +319,45 @@ impl VlogPlacement {
         drop(open);
         self.close_handles(keep);
         Ok(f)
+    }
+
+    /// How much of `seg` a new handle maps (`None`: read with `pread`). A sealed segment's
+    /// valid bytes (sealed before `end` is read: a sealed segment's end is final, stored
+    /// before the flag is set, `seal_segment`); the whole file of the segment this process
+    /// appends to. Reads copy only below `end`, which nothing writes again: the writer
+    /// appends after it, and cutting the reservation at the seal (`finish`) removes pages
+    /// past it only (`UNSAFE.md`).
+    fn map_len(&self, seg: &Segment) -> Option<u64> {
+        if !self.mmap_reads {
+            None
+        } else if seg.sealed.load(Ordering::Acquire) {
+            Some(seg.end.load(Ordering::Acquire))
+        } else if seg.written_here {
+            Some(u64::MAX)
+        } else {
+            None
+        }
+    }
+
+    /// [`VlogPlacement::handle`] for a read that ends at byte `end` of `seg`: a mapped
+    /// handle of the segment being appended to that ends before `end` (records were
+    /// appended since it was mapped) is replaced by a new map of the file as it stands.
+    pub(crate) fn handle_through(&self, seg: &Segment, end: u64) -> Result<ReadFile> {
+        let f = self.handle(seg)?;
+        if !f.is_mapped() || f.len() >= end {
+            return Ok(f);
+        }
+        let fresh = self.open_segment(seg.number, self.map_len(seg))?;
+        fresh.advise(Access::Random);
+        let mut h = seg.handle.write();
+        match h.as_ref() {
+            // Another reader mapped it again first.
+            Some(cur) if !cur.is_mapped() || cur.len() >= end => return Ok(cur.clone()),
+            Some(_) => *h = Some(fresh.clone()),
+            // Sealed (or closed) meanwhile: the next read opens the handle to cache.
+            None => {}
+        }
+        Ok(fresh)
     }
 
     /// A new read handle of segment `number`, not cached: a memory map of its first
@@ -387,7 +436,7 @@ impl VlogPlacement {
                 self.sealer.push(sealed);
                 self.segments
                     .write()
-                    .insert(next, Arc::new(Segment::new(next, format::HEADER_LEN, 0)));
+                    .insert(next, Arc::new(Segment::active(next)));
             }
             if sync {
                 // Before this group is synced, every older segment must be.
@@ -529,10 +578,9 @@ impl ValueStore for VlogPlacement {
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
         let w = SegmentWriter::create(&self.env, &self.dir, number, ctx.store_id)?;
         let _ = self.store_id.set(ctx.store_id);
-        self.segments.write().insert(
-            number,
-            Arc::new(Segment::new(number, format::HEADER_LEN, 0)),
-        );
+        self.segments
+            .write()
+            .insert(number, Arc::new(Segment::active(number)));
         *self.writer.lock() = Some(w);
         VlogRecord::Head(number, format::HEADER_LEN).push(edit);
         // The engine continues after the larger of the two (`db::open`).

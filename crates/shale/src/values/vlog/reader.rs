@@ -86,7 +86,7 @@ pub(crate) fn read_value(
     let buf: SharedBytes = match cached {
         Some(b) => b,
         None => {
-            let file = vlog.handle(&seg)?;
+            let file = vlog.handle_through(&seg, p.offset + len as u64)?;
             // Not `read_at`: the segment may have grown since this handle was opened, and
             // `read_at` checks the length the handle saw (the pointer was checked above, so
             // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
