@@ -38,7 +38,10 @@ pub struct ReadOptions {
     /// for this read, `None` (the default) keeps the store's `Options::verify_checksums`
     /// (on by default, as RocksDB's `verify_checksums`; LevelDB and plyvel default to off).
     /// A block in the block cache was checked when it was read, unless the store checks
-    /// none. Metadata (footers, indexes, filters), logs and value-log records are always
+    /// none: a read that skips the check but fills the cache checks each block it would
+    /// keep on the side (a block that fails is returned as read, unchecked, and not kept),
+    /// except an uncompressed block lent from a memory map, which is used in place and not
+    /// cached. Metadata (footers, indexes, filters), logs and value-log records are always
     /// checked.
     pub verify_checksums: Option<bool>,
     /// Keep the table blocks the read brings in in the block cache. Default true; a one-off

@@ -57,18 +57,21 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     }
     /// Open an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
-    /// Open an existing file whose first `len` bytes never change again (an installed
-    /// table, a sealed value-log segment) for reads served from a read-only memory map of
-    /// them (fewer if the file is shorter), so that a read of a page the kernel has cached
-    /// costs a copy and no system call (`Options::mmap_reads`, LevelDB's mmap-ed table
-    /// reads). The file's [`RandomAccessFile::len`] is then the mapped length, and reads
-    /// past it fail as reads past the end of a file do. Reads copy the range asked for out
-    /// of the map; no reference to the mapped bytes is ever handed out.
+    /// Open an existing file for reads served from a read-only memory map of its first
+    /// `len` bytes (fewer if the file is shorter), so that a read of a page the kernel has
+    /// cached costs no system call (`Options::mmap_reads`, LevelDB's mmap-ed table reads).
+    /// The file's [`RandomAccessFile::len`] is then the mapped length, and reads past it
+    /// fail as reads past the end of a file do. `map_use` says how the mapped bytes may
+    /// change, and so how they may be read ([`MapUse`]): an installed table's never change,
+    /// and its file lends ranges of the map ([`RandomAccessFile::read_shared`]); a
+    /// value-log segment's reads copy exactly their range out, and no reference to its
+    /// mapped bytes is handed out.
     ///
-    /// Only for files nobody truncates or rewrites while the map lives: bytes the map
-    /// covers must stay in the file (bytes after `len` may be cut), and a range may change
-    /// only while no reader copies it (a value-log segment's collected prefix is punched
-    /// out, reading as zeros, once no reader can need it). Shale never changes an
+    /// Only for files nobody truncates or rewrites while the map lives where readers read:
+    /// bytes the map covers must stay in the file (bytes after `len` may be cut), and a
+    /// range may change only while no reader copies it (a value-log segment's collected
+    /// prefix is punched out, reading as zeros, once no reader can need it; the segment
+    /// being appended to changes only after its valid end). Shale never changes an
     /// installed table's first `len` bytes (an appendable table only grows past its
     /// committed size); a file cut short under the map by someone else kills the process
     /// with `SIGBUS` on the next read of the lost pages (`UNSAFE.md`).
@@ -142,8 +145,9 @@ pub enum MapUse {
     /// The mapped bytes never change (an installed table): ranges of the map may be lent
     /// to readers with no copy ([`RandomAccessFile::read_shared`]).
     Immutable,
-    /// A range may be punched out while the map lives, once no reader can need it (a
-    /// sealed value-log segment's collected prefix): reads copy exactly their range out of
+    /// A range may change while the map lives where no reader reads (a value-log segment:
+    /// its collected prefix is punched out once no reader can need it, and the segment
+    /// being appended to grows after its valid end): reads copy exactly their range out of
     /// the map, and no reference to the mapped bytes is handed out.
     Punchable,
 }

@@ -603,9 +603,11 @@ pub struct Options {
     /// RocksDB's `allow_mmap_reads` (off by default). Like LevelDB, at most
     /// [`crate::env::posix::MAX_MAPPED_FILES`] files are mapped at once in a process;
     /// files past that, and file systems that cannot map (the in-memory ones), are read
-    /// with `pread`. Never mapped: the write-ahead log, the MANIFEST and the value log's
-    /// active segment (each still growing); a segment is mapped (its valid bytes) once the
-    /// writer has rotated out of it or an open replayed it.
+    /// with `pread`. Never mapped: the write-ahead log and the MANIFEST. A value-log
+    /// segment is mapped to its valid bytes once the writer has rotated out of it or an
+    /// open replayed it; the one this process's writer appends to is mapped as its file
+    /// stands, and mapped again when a read needs records appended since. Table blocks
+    /// are lent from the map with no copy; value-log records are copied out of it.
     ///
     /// The catch, the same as LevelDB's and RocksDB's: a mapped file truncated by another
     /// program while the store is open, or a device error reading a mapped page, kills

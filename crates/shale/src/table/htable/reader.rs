@@ -490,9 +490,10 @@ impl HTable {
 
     /// Read bucket `b` through the block cache, its crc checked if `verify`. The cache
     /// rules are those of table blocks (`sst::Table::read_block`): only checked buckets, or
-    /// any when the store checks none, go into the cache, and neither compaction reads nor
-    /// reads with `fill_cache` off fill it. A file read through a memory map lends the
-    /// bucket from the map with no copy; an unchecked lent bucket is not cached.
+    /// any when the store checks none, go into the cache (one read without the check is
+    /// checked on the side before it is cached), and neither compaction reads nor reads
+    /// with `fill_cache` off fill it. A file read through a memory map lends the bucket
+    /// from the map with no copy; a lent bucket read without the check is not cached.
     fn read_bucket(&self, b: u64, read: TableRead, verify: bool) -> Result<SharedBytes> {
         let cause = read.cause;
         let off = b * self.bucket_size as u64;
@@ -513,10 +514,12 @@ impl HTable {
         if verify {
             self.check_bucket(&data, off)?;
         }
-        if (verify || !(self.verify_checksums || lent))
-            && read.fill_cache
+        let fills = read.fill_cache && self.cache.is_some() && cause != ReadCause::Compaction;
+        let checked = verify
+            || (fills && !lent && self.verify_checksums && self.check_bucket(&data, off).is_ok());
+        if fills
+            && (checked || !(self.verify_checksums || lent))
             && let Some(c) = &self.cache
-            && cause != ReadCause::Compaction
         {
             if !self.cached_any.load(AtomicOrdering::Relaxed) {
                 self.cached_any.store(true, AtomicOrdering::Relaxed);

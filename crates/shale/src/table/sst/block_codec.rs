@@ -107,6 +107,21 @@ pub fn decode_shared_block(
     Ok((decompress_stored(&stored[..size], ty)?, true))
 }
 
+/// Whether `buf` (a stored block followed by its trailer) matches its checksum: for a read
+/// that did not ask for the check but keeps the block in the block cache, which holds only
+/// checked blocks.
+pub fn checksum_holds(buf: &[u8]) -> bool {
+    check_trailer(buf, true).is_ok()
+}
+
+/// Whether `buf` (a stored block followed by its trailer) is stored compressed.
+pub fn is_compressed(buf: &[u8]) -> bool {
+    buf.len()
+        .checked_sub(BLOCK_TRAILER_LEN)
+        .and_then(|i| buf.get(i))
+        .is_some_and(|&ty| ty != Compression::None as u8)
+}
+
 /// The stored length (before the trailer) and compression type of `buf`, a stored block
 /// followed by its trailer, with the checksum checked when `verify` is set.
 fn check_trailer(buf: &[u8], verify: bool) -> std::result::Result<(usize, u8), String> {

@@ -20,7 +20,7 @@ use crate::key;
 use crate::table::block::{Block, BlockCursor, BlockIter};
 use crate::table::bloom::BloomFilter;
 
-use super::block_codec::{decode_block, decode_shared_block};
+use super::block_codec::{checksum_holds, decode_block, decode_shared_block, is_compressed};
 use super::footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
 use super::index::IndexSearch;
 use super::iter::TableIter;
@@ -501,14 +501,16 @@ impl Table {
     ///
     /// The block cache holds only blocks whose checksum was checked, or any block when the
     /// store does not check checksums: a read that checks never gets an unchecked block
-    /// from the cache. Compaction reads, and reads with `fill_cache` off, do not fill it:
-    /// they touch each block once and would push out blocks that readers reuse.
+    /// from the cache. A read that skips the check but fills the cache checks the block on
+    /// the side before it is cached (a block that fails is returned as read, unchecked, and
+    /// not cached). Compaction reads, and reads with `fill_cache` off, do not fill it: they
+    /// touch each block once and would push out blocks that readers reuse.
     ///
     /// A table read through a memory map (`Options::mmap_reads`) lends its uncompressed
     /// blocks straight from the map, with no copy. One whose checksum was checked is cached
-    /// (a later read then skips the check); an unchecked one is not (LevelDB's `ReadBlock`
-    /// for a mapped file: "do not double-cache"), and a table with no block in the cache
-    /// does not look there.
+    /// (a later read then skips the check); one read without the check is used in place and
+    /// not cached (LevelDB's `ReadBlock` for a mapped file: "do not double-cache"), and a
+    /// table with no block in the cache does not look there.
     pub(super) fn read_block(&self, h: BlockHandle, read: TableRead) -> Result<Block> {
         if let Some(c) = &self.cache
             && (!self.file.is_mapped() || self.cached_any.load(AtomicOrdering::Relaxed))
@@ -518,26 +520,34 @@ impl Table {
         }
         let verify = read.verify_checksums.unwrap_or(self.verify_checksums);
         let cause = read.cause;
+        let fills = read.fill_cache && self.cache.is_some() && cause != ReadCause::Compaction;
+        // A block the cache would keep, read without the check in a store that checks, is
+        // checked on the side first: the cache holds only checked blocks.
+        let checked_for_cache =
+            |stored: &[u8]| !verify && fills && self.verify_checksums && checksum_holds(stored);
         let count = || self.file.count_block(cause, crate::env::BlockKind::Data);
-        // `lent`: the block is a range of the file's map (not a copy, not decompressed).
-        let (data, lent) = match self.read_shared(h, cause) {
+        // `lent`: the block is a range of the file's map (not a copy, not decompressed);
+        // `checked`: its checksum held.
+        let (data, lent, checked) = match self.read_shared(h, cause) {
             Some(shared) => {
                 let shared = shared?;
                 count();
-                decode_shared_block(shared, verify).map(|(d, copied)| (d, !copied))
+                // A lent block read without the check is used in place, never cached.
+                let checked = verify || (is_compressed(&shared) && checked_for_cache(&shared));
+                decode_shared_block(shared, verify).map(|(d, copied)| (d, !copied, checked))
             }
             None => {
                 let buf = read_stored(&self.file, &self.path, h, cause)?;
                 count();
-                decode_block(buf, verify).map(|d| (d, false))
+                let checked = verify || checked_for_cache(&buf);
+                decode_block(buf, verify).map(|d| (d, false, checked))
             }
         }
         .at(&self.path, h.offset)?;
         let block = Block::new(data.clone()).at(&self.path, h.offset)?;
-        if (verify || !(self.verify_checksums || lent))
-            && read.fill_cache
+        if fills
+            && (checked || !(self.verify_checksums || lent))
             && let Some(c) = &self.cache
-            && cause != ReadCause::Compaction
         {
             if !self.cached_any.load(AtomicOrdering::Relaxed) {
                 self.cached_any.store(true, AtomicOrdering::Relaxed);

@@ -345,9 +345,9 @@ fn compaction_reads_do_not_fill_the_cache() {
     assert!(cache.usage() > 0);
 }
 
-/// Per-read choices: a read that skips checksums neither fills the cache with its unchecked
-/// blocks (the store checks) nor is refused a damaged block, which a checking read of the
-/// same table reports; `fill_cache` off leaves the cache alone.
+/// Per-read choices: a read that skips checksums is not refused a damaged block, which a
+/// checking read of the same table reports, and caches only blocks whose checksum holds
+/// (checked on the side: the store checks); `fill_cache` off leaves the cache alone.
 #[test]
 fn per_read_checksums_and_cache_choices_are_honoured() {
     let (fs, env, path, es) = setup(2000, Compression::None);
@@ -376,7 +376,7 @@ fn per_read_checksums_and_cache_choices_are_honoured() {
     let t = open(&env, &path, Some(Arc::clone(&cache)), true).unwrap();
     let (_, v) = t.get(&user, &seek, read(Some(false), true)).unwrap().unwrap();
     assert_ne!(v, first_value, "the flipped byte is read as it is");
-    assert_eq!(cache.usage(), 0, "an unchecked block is not cached");
+    assert_eq!(cache.usage(), 0, "a block whose checksum fails is not cached");
     for verify in [None, Some(true)] {
         let e = t.get(&user, &seek, read(verify, true)).unwrap_err();
         assert!(e.is_corruption(), "{e}");
@@ -387,9 +387,15 @@ fn per_read_checksums_and_cache_choices_are_honoured() {
     let other = key::user_key(&es[es.len() - 1].0).to_vec();
     let seek = key::seek_key(&other, MAX_SEQNO);
     t.get(&other, &seek, read(None, false)).unwrap();
+    t.get(&other, &seek, read(Some(false), false)).unwrap();
     assert_eq!(cache.usage(), 0, "fill_cache off");
-    t.get(&other, &seek, read(None, true)).unwrap();
-    assert!(cache.usage() > 0);
+    t.get(&other, &seek, read(Some(false), true)).unwrap();
+    assert!(cache.usage() > 0, "checked on the side, then cached");
+    let used = cache.usage();
+    let third = key::user_key(&es[es.len() / 2].0).to_vec();
+    t.get(&third, &key::seek_key(&third, MAX_SEQNO), read(None, true))
+        .unwrap();
+    assert!(cache.usage() > used);
 
     // A store that checks nothing caches what it reads, and a read may still check.
     let cache = Arc::new(BlockCache::new(1 << 20));

@@ -296,8 +296,10 @@ impl VlogPlacement {
     /// table block read does. The segment this process's writer appends to is mapped
     /// whole, as the file stands (records and the space reserved after them), and mapped
     /// again when a read needs more ([`VlogPlacement::handle_through`]); its cached handle
-    /// is closed when it is sealed, so the next read maps its final extent. Other unsealed
-    /// segments (a read-only open's newest) keep `pread`.
+    /// is closed when it is sealed, so that the next read maps its final extent (a handle
+    /// opened just before the seal may be cached after it: a map of the file before the
+    /// seal cut its reserved tail, harmless, since reads stay below the valid end). Other
+    /// unsealed segments (a read-only open's newest) keep `pread`.
     pub(crate) fn handle(&self, seg: &Segment) -> Result<ReadFile> {
         if let Some(f) = seg.handle.read().as_ref() {
             return Ok(f.clone());
