@@ -485,9 +485,9 @@ impl Env {
             path: Arc::from(path),
         })
     }
-    /// Open a file that never changes again for reads from a memory map of its first
-    /// `len` bytes where the backend can map it ([`FileSystem::open_mapped`]); each read
-    /// names its cause.
+    /// Open a file for reads from a memory map of its first `len` bytes, used as `map_use`
+    /// says, where the backend can map it ([`FileSystem::open_mapped`]); each read names
+    /// its cause.
     pub fn open_mapped(&self, path: &Path, len: u64, map_use: MapUse) -> Result<ReadFile> {
         let inner = self.fs.open_mapped(path, len, map_use)?;
         Ok(ReadFile {
