@@ -19,6 +19,9 @@ pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
 /// tuned presets ([`Options::preset`]) use 64 MiB, RocksDB's size.
 pub const PRESET_WRITE_BUFFER_SIZE: usize = 4 << 20;
 
+/// [`Options::memtable_bloom_ratio`] of the tuned presets.
+pub const TUNED_MEMTABLE_BLOOM_RATIO: f64 = 0.02;
+
 /// Block compression of table files.
 ///
 /// On-disk: the numeric values are stored in every block trailer. Never renumber.
@@ -581,10 +584,11 @@ pub struct Options {
     /// `memtable_whole_key_filtering`): a get for a key the memtable does not hold then
     /// skips the skiplist search, which in a full 64 MiB memtable reads about 17 nodes, most
     /// of them cache misses. The filter counts in the memtable's size. In `[0, 0.25]`;
-    /// default 0 (none, as RocksDB and LevelDB) in every preset too: 0.02 (1.28 MiB of a
-    /// 64 MiB memtable, 37-60 bits per key for entries of 100-300 bytes) made gets after a
-    /// load 1.09x-1.26x faster and the load 0.93x as fast on the benchmark machine
-    /// (`docs/benchmarks.md` [S18q]). The `flodb` memory component ignores it.
+    /// default 0 (none, as RocksDB and LevelDB) and in the paper presets;
+    /// [`TUNED_MEMTABLE_BLOOM_RATIO`] (0.02: 1.28 MiB of a 64 MiB memtable, 37-60 bits per
+    /// key for entries of 100-300 bytes) in the tuned presets, where it makes gets after a
+    /// load faster at no measurable cost to the load (`docs/benchmarks.md` [S20q]). The
+    /// `flodb` memory component ignores it.
     pub memtable_bloom_ratio: f64,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
     pub max_immutable_memtables: usize,
@@ -986,8 +990,12 @@ impl Options {
                 mmap_reads: true,
                 ..Options::default()
             },
+            // A memtable bloom filter of 2 % (RocksDB's `memtable_prefix_bloom_size_ratio`
+            // with whole-key filtering): a get right after a load no longer searches a full
+            // 64 MiB memtable for keys it does not hold (docs/benchmarks.md [S20q]).
             PresetSettings::Tuned => Options {
                 mmap_reads: true,
+                memtable_bloom_ratio: TUNED_MEMTABLE_BLOOM_RATIO,
                 ..Options::default()
             },
         };
@@ -1316,6 +1324,11 @@ mod tests {
                 tuned.mmap_reads && paper.mmap_reads,
                 "{name} reads tables as LevelDB does"
             );
+            assert_eq!(
+                tuned.memtable_bloom_ratio, TUNED_MEMTABLE_BLOOM_RATIO,
+                "{name}"
+            );
+            assert_eq!(paper.memtable_bloom_ratio, 0.0, "{name}: LevelDB has none");
             // The settings change sizes only: the same axes and mechanisms.
             assert_eq!(tuned.axes(), paper.axes(), "{name}");
             assert_eq!(tuned.leveled, paper.leveled, "{name}");
