@@ -1007,11 +1007,28 @@ mod tests {
                 .join("\n")
                 .contains("bloom filter of 0.05 of each skiplist memtable"),
         );
+        // The tuned preset's own filter, none in the paper settings or when turned off.
         assert!(
-            !shale_settings(&shale_options(&c).unwrap())
+            shale_settings(&shale_options(&c).unwrap())
                 .join("\n")
-                .contains("bloom filter of")
+                .contains("bloom filter of 0.02 of each skiplist memtable")
         );
+        for c in [
+            EngineConfig {
+                settings: shale::PresetSettings::Paper,
+                ..c.clone()
+            },
+            EngineConfig {
+                memtable_bloom_ratio: Some(0.0),
+                ..c.clone()
+            },
+        ] {
+            assert!(
+                !shale_settings(&shale_options(&c).unwrap())
+                    .join("\n")
+                    .contains("bloom filter of")
+            );
+        }
         assert_eq!(on_off("on"), Ok(true));
         assert_eq!(on_off("0"), Ok(false));
         assert!(on_off("maybe").is_err());
