@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 /// At most this many shards: enough that 2-16 reader threads rarely meet on one mutex.
 const MAX_SHARDS: usize = 16;
+const _: () = assert!(MAX_SHARDS.is_power_of_two(), "`BlockCache::shard` masks");
 /// A shard gets at least this much budget, or the cache uses fewer shards.
 pub const MIN_SHARD_BYTES: usize = 512 * 1024;
 /// Bytes charged per entry on top of the block: node, map slot and `Arc` header, roughly.
@@ -259,18 +260,17 @@ impl BlockCache {
     }
 
     fn shard(&self, file_number: u64, offset: u64) -> &Mutex<Shard> {
-        // There is at least one shard, so the remainder is always a valid index.
-        let i = shard_hash(file_number, offset) as usize % self.shards.len();
+        // The number of shards is a power of two (`new` halves from `MAX_SHARDS`), so a
+        // mask takes the remainder without a division (this runs for every block and every
+        // cached value a scan reads); there is at least one shard.
+        let i = shard_hash(file_number, offset) as usize & (self.shards.len() - 1);
         &self.shards[i]
     }
 
     /// The block of `file_number` at `offset`, if cached; marks it read, so that eviction
     /// passes over it once.
     pub fn get(&self, file_number: u64, offset: u64) -> Option<SharedBytes> {
-        let found = self
-            .shard(file_number, offset)
-            .lock()
-            .get((file_number, offset));
+        let found = self.get_uncounted(file_number, offset);
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -278,6 +278,25 @@ impl BlockCache {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         found
+    }
+
+    /// [`BlockCache::get`] without counting the hit or miss: for a caller that counts its
+    /// lookups itself and adds them with [`BlockCache::count`] (a scan's value reads, one
+    /// shared counter update per many lookups instead of one per lookup).
+    pub fn get_uncounted(&self, file_number: u64, offset: u64) -> Option<SharedBytes> {
+        self.shard(file_number, offset)
+            .lock()
+            .get((file_number, offset))
+    }
+
+    /// Add `hits` and `misses` of [`BlockCache::get_uncounted`] lookups to the counters.
+    pub fn count(&self, hits: u64, misses: u64) {
+        if hits > 0 {
+            self.hits.fetch_add(hits, Ordering::Relaxed);
+        }
+        if misses > 0 {
+            self.misses.fetch_add(misses, Ordering::Relaxed);
+        }
     }
 
     /// Cache `block` as the block of `file_number` at `offset`, replacing any previous entry

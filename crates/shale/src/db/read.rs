@@ -27,7 +27,7 @@ use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
 use crate::table::format::TableRead;
-use crate::values::{ValueBytes, ValueStore};
+use crate::values::{ResolveMemo, ValueBytes, ValueStore};
 
 pub(crate) fn get(
     inner: &DbInner,
@@ -206,6 +206,19 @@ impl Resolve for PlacementResolver {
         Ok(self
             .values
             .resolve(key, kind, stored, ReadCause::ScanValue)?
+            .into_static())
+    }
+
+    fn resolve_in(
+        &self,
+        memo: &mut ResolveMemo,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &[u8],
+    ) -> Result<ValueBytes<'static>> {
+        Ok(self
+            .values
+            .resolve_in(memo, key, kind, stored, ReadCause::ScanValue)?
             .into_static())
     }
 }

@@ -10,8 +10,10 @@ pub mod db_iter;
 pub mod merging;
 pub mod prefetch;
 pub mod two_ended;
+mod resolve_memo;
 mod value_bytes;
 
+pub use resolve_memo::ResolveMemo;
 pub use value_bytes::ValueBytes;
 
 /// A positioned cursor over internal entries in internal-key order.

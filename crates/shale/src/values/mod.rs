@@ -28,7 +28,7 @@ use crate::key::{SeqNo, ValueKind};
 use crate::manifest::{AxisState, VersionEdit};
 use crate::wal::WriteBatch;
 
-pub use crate::iter::ValueBytes;
+pub use crate::iter::{ResolveMemo, ValueBytes};
 pub use inline::InlinePlacement;
 pub use vlog::VlogPlacement;
 
@@ -388,6 +388,22 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         stored: &'a [u8],
         cause: crate::env::ReadCause,
     ) -> Result<ValueBytes<'a>>;
+
+    /// [`ValueStore::resolve`] for one of a scan's entries: `memo` is the scan's own (one
+    /// per cursor, kept between its entries), where the placement may keep what the next
+    /// entry would look up again (the value log: the segment of the last pointer). The
+    /// checks and the result are `resolve`'s. Default: `resolve`.
+    fn resolve_in<'a>(
+        &self,
+        memo: &mut ResolveMemo,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>> {
+        let _ = memo;
+        self.resolve(key, kind, stored, cause)
+    }
 
     /// Counters for `Db::stats()`.
     fn stats(&self) -> PlacementStats {

@@ -39,7 +39,7 @@ use super::InternalIterator;
 use super::db_iter::{DbIter, DbIterOptions};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
-use super::ValueBytes;
+use super::{ResolveMemo, ValueBytes};
 
 /// What a scan needs of a value placement: turning a stored value into the user's. A
 /// placement is one (`db/read.rs` wraps it); tests plug in an in-memory store.
@@ -48,6 +48,19 @@ pub trait Resolve: Send + Sync {
     /// (never [`ValueKind::Value`]: inline values are not resolved). A value the store holds
     /// in memory may come back shared rather than copied.
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>>;
+
+    /// [`Resolve::resolve`] by the cursor itself, with its own `memo` (kept between its
+    /// entries: [`crate::values::ValueStore::resolve_in`]). Default: `resolve`.
+    fn resolve_in(
+        &self,
+        memo: &mut ResolveMemo,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &[u8],
+    ) -> Result<ValueBytes<'static>> {
+        let _ = memo;
+        self.resolve(key, kind, stored)
+    }
 }
 
 /// Steps in one direction after a seek before a cursor looks ahead, by default
@@ -166,6 +179,8 @@ pub struct PrefetchCursor<I: InternalIterator> {
     read_time: Option<Duration>,
     /// Resolves run on this thread so far (which of them to time).
     resolves: u32,
+    /// What the placement keeps between this cursor's resolves on its own thread.
+    memo: ResolveMemo,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
@@ -193,6 +208,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             limit: Limit::None,
             read_time: None,
             resolves: 0,
+            memo: ResolveMemo::default(),
         }
     }
 
@@ -216,7 +232,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         stored: &[u8],
     ) -> Result<ValueBytes<'static>> {
         let start = self.time_this_one().then(Instant::now);
-        let r = self.values.resolve(key, kind, stored);
+        let r = self.values.resolve_in(&mut self.memo, key, kind, stored);
         if let Some(s) = start {
             self.note_read_time(s.elapsed());
         }
@@ -373,7 +389,9 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         }
         if pointer {
             let start = timed.then(Instant::now);
-            let r = self.values.resolve(key, kind, self.inner.value());
+            let r = self
+                .values
+                .resolve_in(&mut self.memo, key, kind, self.inner.value());
             self.saw_pointer = true;
             self.resolves = self.resolves.wrapping_add(1);
             if let Some(s) = start {

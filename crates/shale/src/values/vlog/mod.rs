@@ -805,6 +805,20 @@ impl ValueStore for VlogPlacement {
         }
     }
 
+    fn resolve_in<'a>(
+        &self,
+        memo: &mut crate::values::ResolveMemo,
+        key: &[u8],
+        kind: ValueKind,
+        stored: &'a [u8],
+        cause: crate::env::ReadCause,
+    ) -> Result<ValueBytes<'a>> {
+        match kind {
+            ValueKind::ValuePointer => reader::read_value_in(self, memo, key, stored, cause),
+            _ => self.resolve(key, kind, stored, cause),
+        }
+    }
+
     fn stats(&self) -> PlacementStats {
         let segments = self
             .segments

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 
 use super::format::{self, HEADER_LEN, Pointer, RECORD_HEADER_LEN};
 use super::{Segment, VlogPlacement, parse_segment_name};
-use crate::cache::block_cache::SharedBytes;
+use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
-use crate::values::{Apply, RecoverContext, ValueBytes};
+use crate::values::{Apply, RecoverContext, ResolveMemo, ValueBytes};
 
 /// Records up to this many bytes are kept in the block cache once read; a larger value is
 /// read from its segment each time (it would push many table blocks out for one value).
@@ -29,11 +29,133 @@ pub(crate) fn read_value(
     stored: &[u8],
     cause: ReadCause,
 ) -> Result<ValueBytes<'static>> {
-    // The path is built only for an error: it is a formatted name, not free per read.
-    let bad = |segment: u64, offset: u64, m: String| {
-        Error::corruption(vlog.segment_path(segment), offset, m)
+    let p = decode_pointer(vlog, key, stored)?;
+    read_value_of(vlog, p, key, cause)
+}
+
+/// What a scan keeps between the values it resolves ([`read_value_in`]): the segments of
+/// its last pointers (up to [`MEMO_SEGMENTS`]), so that values of the same few segments
+/// look their segment up once (no lock on the segment map, no reference count per value),
+/// and the block-cache hits not counted yet (added to the cache's counter every
+/// [`HITS_PER_COUNT`] hits and when the scan ends).
+///
+/// Holding a segment is what looking it up would give: a cursor pins the segments its
+/// tables point into for its whole life (the memo's), so a segment live at the first
+/// lookup is not removed while the memo holds it; its valid range (`start`, `end`) is
+/// still read at every value.
+struct ScanMemo {
+    segments: [Option<Arc<Segment>>; MEMO_SEGMENTS],
+    /// The slot the next segment looked up replaces.
+    next: usize,
+    cache: Option<Arc<BlockCache>>,
+    hits: u64,
+}
+
+/// Segments a scan's memo holds. A scan of keys written in another order than their key
+/// order (hashed keys, as YCSB's) meets every segment in turn: a store of a few segments
+/// then looks each up once per scan, a larger one about as often as without a memo.
+pub(super) const MEMO_SEGMENTS: usize = 8;
+
+/// A scan adds its block-cache hits to the cache's counter once per this many.
+pub(super) const HITS_PER_COUNT: u64 = 64;
+
+impl ScanMemo {
+    fn count_hits(&mut self) {
+        if let Some(c) = &self.cache {
+            c.count(std::mem::take(&mut self.hits), 0);
+        }
+    }
+
+    /// [`read_record`] of `p`, its segment taken from the memo (looked up and kept when
+    /// not there), counting a cache hit in the memo. Inlined, as [`read_record`] and
+    /// [`decode_pointer`] are into it: a scan runs it once per value, and each call would
+    /// move the result (a value of some 60 bytes) once more.
+    #[inline(always)]
+    fn read(
+        &mut self,
+        vlog: &VlogPlacement,
+        p: Pointer,
+        key: &[u8],
+        cause: ReadCause,
+    ) -> Result<ValueBytes<'static>> {
+        let i = match self
+            .segments
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.number == p.segment))
+        {
+            Some(i) => i,
+            None => {
+                let i = self.next % MEMO_SEGMENTS;
+                let seg = live_segment(vlog, &p)?;
+                if let Some(slot) = self.segments.get_mut(i) {
+                    *slot = Some(seg);
+                }
+                self.next = i + 1;
+                i
+            }
+        };
+        let Some(Some(seg)) = self.segments.get(i) else {
+            // Filled just above.
+            return read_value_of(vlog, p, key, cause);
+        };
+        let r = read_record(vlog, seg, p, key, cause, Some(&mut self.hits));
+        if self.hits >= HITS_PER_COUNT {
+            self.count_hits();
+        }
+        r
+    }
+}
+
+impl Drop for ScanMemo {
+    fn drop(&mut self) {
+        self.count_hits();
+    }
+}
+
+/// [`read_value`] for one value of a scan, with the scan's `memo` (see [`ScanMemo`]):
+/// the same checks, the same result.
+pub(crate) fn read_value_in(
+    vlog: &VlogPlacement,
+    memo: &mut ResolveMemo,
+    key: &[u8],
+    stored: &[u8],
+    cause: ReadCause,
+) -> Result<ValueBytes<'static>> {
+    let p = decode_pointer(vlog, key, stored)?;
+    if let Some(m) = memo.get_mut::<ScanMemo>() {
+        return m.read(vlog, p, key, cause);
+    }
+    let mut m = ScanMemo {
+        segments: Default::default(),
+        next: 0,
+        cache: vlog.cache().cloned(),
+        hits: 0,
     };
-    let p = Pointer::decode(stored).map_err(|d| {
+    let r = m.read(vlog, p, key, cause);
+    memo.set(m);
+    r
+}
+
+/// [`read_value`] of a decoded pointer.
+fn read_value_of(
+    vlog: &VlogPlacement,
+    p: Pointer,
+    key: &[u8],
+    cause: ReadCause,
+) -> Result<ValueBytes<'static>> {
+    let seg = live_segment(vlog, &p)?;
+    read_record(vlog, &seg, p, key, cause, None)
+}
+
+/// Decode a stored pointer; a bad one is corruption (of the tree: no segment to name).
+#[inline(always)]
+fn decode_pointer(vlog: &VlogPlacement, key: &[u8], stored: &[u8]) -> Result<Pointer> {
+    // Every pointer a store writes takes the short decoder; the general one describes the
+    // rest.
+    if let Some(p) = Pointer::decode_short(stored) {
+        return Ok(p);
+    }
+    Pointer::decode(stored).map_err(|d| {
         Error::corruption(
             &vlog.dir,
             0,
@@ -42,16 +164,37 @@ pub(crate) fn read_value(
                 String::from_utf8_lossy(key)
             ),
         )
-    })?;
-    let Some(seg) = vlog.segment(p.segment) else {
-        return Err(bad(
-            p.segment,
+    })
+}
+
+/// The live segment `p` names; a segment that is not live is a dangling pointer.
+fn live_segment(vlog: &VlogPlacement, p: &Pointer) -> Result<Arc<Segment>> {
+    vlog.segment(p.segment).ok_or_else(|| {
+        Error::corruption(
+            vlog.segment_path(p.segment),
             p.offset,
             format!(
                 "a value pointer names segment {}, which is not live",
                 p.segment
             ),
-        ));
+        )
+    })
+}
+
+/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `hits`:
+/// count a block-cache hit there instead of in the cache's counter (a scan's memo).
+#[inline(always)]
+fn read_record(
+    vlog: &VlogPlacement,
+    seg: &Segment,
+    p: Pointer,
+    key: &[u8],
+    cause: ReadCause,
+    hits: Option<&mut u64>,
+) -> Result<ValueBytes<'static>> {
+    // The path is built only for an error: it is a formatted name, not free per read.
+    let bad = |segment: u64, offset: u64, m: String| {
+        Error::corruption(vlog.segment_path(segment), offset, m)
     };
     let len = p.length as usize;
     if p.offset < seg.start.load(Ordering::Acquire) {
@@ -79,52 +222,69 @@ pub(crate) fn read_value(
         ));
     }
     let cache = vlog.cache().filter(|_| len <= CACHED_RECORD_MAX);
-    let cached = cache
-        .and_then(|c| c.get(p.segment, p.offset))
-        .filter(|b| b.len() == len);
-    let hit = cached.is_some();
-    let buf: SharedBytes = match cached {
-        Some(b) => b,
-        None => {
-            let file = vlog.handle_through(&seg, p.offset + len as u64)?;
-            // Not `read_at`: the segment may have grown since this handle was opened, and
-            // `read_at` checks the length the handle saw (the pointer was checked above, so
-            // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
-            // spare capacity: no zero-fill of the record first.
-            let buf = file.read_grown_at(p.offset, len, cause)?;
-            file.count_block(cause, crate::env::BlockKind::Value);
-            SharedBytes::from(buf)
+    let cached = match (cache, hits) {
+        (None, _) => None,
+        (Some(c), None) => c.get(p.segment, p.offset),
+        (Some(c), Some(hits)) => {
+            let found = c.get_uncounted(p.segment, p.offset);
+            match found {
+                Some(_) => *hits += 1,
+                None => c.count(0, 1),
+            }
+            found
         }
-    };
-    let rec = if hit {
-        format::decode_checked_record(&buf)
-    } else {
-        format::decode_record(&buf)
     }
-    .map_err(|d| bad(p.segment, p.offset, d))?;
-    if rec.key != key || rec.kind != ValueKind::Value {
-        return Err(bad(
-            p.segment,
-            p.offset,
-            format!(
-                "the record a pointer names holds key {:?} ({:?}), not {:?}",
-                String::from_utf8_lossy(rec.key),
-                rec.kind,
-                String::from_utf8_lossy(key)
-            ),
-        ));
+    .filter(|b| b.len() == len);
+    if let Some(buf) = cached {
+        // The common case of a scan over cached values: a value of `key`, checked without
+        // building the general decoder's result or error.
+        if let Some(range) = format::cached_value_range(&buf, key) {
+            return Ok(ValueBytes::Shared(buf, range));
+        }
+        let range = checked_value(&buf, key, true).map_err(|m| bad(p.segment, p.offset, m))?;
+        return Ok(ValueBytes::Shared(buf, range));
     }
+    let file = vlog.handle_through(seg, p.offset + len as u64)?;
+    // Not `read_at`: the segment may have grown since this handle was opened, and
+    // `read_at` checks the length the handle saw (the pointer was checked above, so
+    // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
+    // spare capacity: no zero-fill of the record first.
+    let buf = file.read_grown_at(p.offset, len, cause)?;
+    file.count_block(cause, crate::env::BlockKind::Value);
+    let range = checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?;
     let Some(c) = cache else {
         // Too large to cache: copied out, and the record's buffer freed.
-        return Ok(ValueBytes::Owned(rec.value.to_vec()));
+        return Ok(ValueBytes::Owned(buf.get(range).unwrap_or_default().to_vec()));
     };
-    // The value is the record's tail (`format::decode_record`).
-    let range = buf.len() - rec.value.len()..buf.len();
+    let buf = SharedBytes::from(buf);
     // Kept once its checksum and key held.
-    if !hit {
-        c.insert(p.segment, p.offset, buf.clone());
-    }
+    c.insert(p.segment, p.offset, buf.clone());
     Ok(ValueBytes::Shared(buf, range))
+}
+
+/// The range of the value in `buf`, a whole record (its checksum checked unless
+/// `checked`, i.e. it held when the record was read), if it is a value of `key`; else what
+/// is wrong with it.
+fn checked_value(
+    buf: &[u8],
+    key: &[u8],
+    checked: bool,
+) -> std::result::Result<std::ops::Range<usize>, String> {
+    let rec = if checked {
+        format::decode_checked_record(buf)
+    } else {
+        format::decode_record(buf)
+    }?;
+    if rec.key != key || rec.kind != ValueKind::Value {
+        return Err(format!(
+            "the record a pointer names holds key {:?} ({:?}), not {:?}",
+            String::from_utf8_lossy(rec.key),
+            rec.kind,
+            String::from_utf8_lossy(key)
+        ));
+    }
+    // The value is the record's tail (`format::decode_record`).
+    Ok(buf.len() - rec.value.len()..buf.len())
 }
 
 /// One record found by a scan: where it is, and its decoded contents.

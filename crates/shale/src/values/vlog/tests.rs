@@ -21,6 +21,16 @@ fn view(edit: &VersionEdit) -> VlogState {
 }
 
 fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
+    placement_in(env, min_separated, None)
+}
+
+/// A placement for `/v` (4 KiB segments), recovered empty, keeping the records it reads in
+/// `cache` when given (as a store's placement does).
+fn placement_in(
+    env: &Env,
+    min_separated: usize,
+    cache: Option<&Arc<crate::cache::block_cache::BlockCache>>,
+) -> VlogPlacement {
     let mut o = Options::preset("wisckey").unwrap().with_env(env.clone());
     o.min_separated_value_size = min_separated;
     o.vlog_segment_size = 4096;
@@ -34,7 +44,7 @@ fn placement(env: &Env, min_separated: usize) -> VlogPlacement {
         names: &[],
         last_sequence: 0,
         store_id: 1,
-        block_cache: None,
+        block_cache: cache,
         wal_recovery_mode: Default::default(),
     };
     let mut edit = VersionEdit::default();
@@ -77,6 +87,30 @@ fn small_values_stay_inline_and_large_ones_are_pointers() {
     );
 }
 
+/// Pointers into `q`'s segment that name no whole record: into the middle of one, past the
+/// valid end, too long, too short, over the header.
+fn misplaced(q: Pointer) -> [Pointer; 5] {
+    [
+        Pointer {
+            offset: q.offset + 1,
+            ..q
+        },
+        Pointer {
+            offset: 1 << 20,
+            ..q
+        },
+        Pointer {
+            length: q.length + 1,
+            ..q
+        },
+        Pointer {
+            length: q.length - 1,
+            ..q
+        },
+        Pointer { offset: 0, ..q },
+    ]
+}
+
 #[test]
 fn a_pointer_never_yields_another_keys_value() {
     let env = Env::memory();
@@ -95,22 +129,7 @@ fn a_pointer_never_yields_another_keys_value() {
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     // A pointer past the valid end, into a missing segment, or into the middle of a record.
     let mut q = Pointer::decode(ptr1).unwrap();
-    for bad in [
-        Pointer {
-            offset: q.offset + 1,
-            ..q
-        },
-        Pointer { segment: 99, ..q },
-        Pointer {
-            offset: 1 << 20,
-            ..q
-        },
-        Pointer {
-            length: q.length + 1,
-            ..q
-        },
-        Pointer { offset: 0, ..q },
-    ] {
+    for bad in misplaced(q).into_iter().chain([Pointer { segment: 99, ..q }]) {
         let e = p
             .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get)
             .unwrap_err();
@@ -495,4 +514,167 @@ fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
         }
         e => panic!("expected corruption, got {e}"),
     }
+}
+
+/// [`placement`] with a block cache, as a store opens it (value records are kept there).
+fn placement_with_cache(env: &Env) -> (VlogPlacement, Arc<crate::cache::block_cache::BlockCache>) {
+    let cache = Arc::new(crate::cache::block_cache::BlockCache::new(1 << 20));
+    (placement_in(env, 0, Some(&cache)), cache)
+}
+
+/// What a scan's resolve of `key` through `memo` gives: the value, or the corruption's file,
+/// offset and detail.
+fn resolve_in(
+    p: &VlogPlacement,
+    memo: &mut crate::values::ResolveMemo,
+    key: &[u8],
+    stored: &[u8],
+) -> std::result::Result<Vec<u8>, (std::path::PathBuf, u64, String)> {
+    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue) {
+        Ok(v) => Ok(v.to_vec()),
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => Err((file, offset, detail)),
+        Err(e) => panic!("expected a value or corruption, got {e}"),
+    }
+}
+
+#[test]
+fn a_scans_resolves_check_what_a_lookup_checks() {
+    // A scan resolves through its memo (the segment kept between values, the cached
+    // record's key and kind checked without the general decoder): every wrong pointer is
+    // still corruption naming the segment file and the pointer's offset, cached or not.
+    let env = Env::memory();
+    let (p, _cache) = placement_with_cache(&env);
+    let got = append(&p, 1, &[(b"k1", b"value one"), (b"k2", b"value two")]);
+    let (ptr1, ptr2) = (&got[0].2, &got[1].2);
+    let q = Pointer::decode(ptr1).unwrap();
+    let file = Path::new("/v").join(format::segment_file_name(q.segment));
+    let mut memo = crate::values::ResolveMemo::default();
+    // A miss, then a hit (the record kept in the cache), through the same memo.
+    for _ in 0..2 {
+        assert_eq!(resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(), b"value one");
+        assert_eq!(resolve_in(&p, &mut memo, b"k2", ptr2).unwrap(), b"value two");
+    }
+    // k1 handed k2's (cached) record: the fast check refuses it, the general one says why.
+    let (f, at, d) = resolve_in(&p, &mut memo, b"k1", ptr2).unwrap_err();
+    assert_eq!((f, at), (file.clone(), Pointer::decode(ptr2).unwrap().offset));
+    assert!(d.contains("holds key"), "{d}");
+    // A key of the same length: the bytes are compared, not only the lengths.
+    let (_, _, d) = resolve_in(&p, &mut memo, b"k3", ptr1).unwrap_err();
+    assert!(d.contains("holds key"), "{d}");
+    for bad in misplaced(q) {
+        let (f, at, _) = resolve_in(&p, &mut memo, b"k1", &bad.to_vec()).unwrap_err();
+        assert_eq!((f, at), (file.clone(), bad.offset), "{bad:?}");
+    }
+    // The memo holds segment 1; a pointer into a segment that is not live is still refused.
+    let missing = Pointer { segment: 99, ..q };
+    let (f, at, d) = resolve_in(&p, &mut memo, b"k1", &missing.to_vec()).unwrap_err();
+    assert_eq!(
+        (f, at),
+        (Path::new("/v").join(format::segment_file_name(99)), q.offset)
+    );
+    assert!(d.contains("not live"), "{d}");
+    // And the scan goes on after it.
+    assert_eq!(resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(), b"value one");
+}
+
+#[test]
+fn a_scan_refuses_a_punched_prefix_and_a_removed_segment_and_reports_a_damaged_record() {
+    let env = Env::memory();
+    let (p, _cache) = placement_with_cache(&env);
+    let got = append(
+        &p,
+        1,
+        &[(b"k1", b"value one"), (b"k2", b"value two"), (b"k3", b"value three")],
+    );
+    let [p1, p2, p3] = [0, 1, 2].map(|i| Pointer::decode(&got[i].2).unwrap());
+    let file = Path::new("/v").join(format::segment_file_name(p1.segment));
+    let mut memo = crate::values::ResolveMemo::default();
+    assert_eq!(resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap(), b"value one");
+    // k3's record is damaged on disk before anything read it: the read that misses the
+    // cache checks the checksum and names the file and the record.
+    env.fs()
+        .punch_hole(&file, p3.offset + 4, u64::from(p3.length) - 4)
+        .unwrap();
+    let (f, at, d) = resolve_in(&p, &mut memo, b"k3", &got[2].2).unwrap_err();
+    assert_eq!((f, at), (file.clone(), p3.offset), "{d}");
+    // Collection committed a prefix past k1's record (the memo already holds the segment,
+    // and k1's record is in the cache): the pointer is dangling all the same.
+    p.punch_collected(p1.segment, p2.offset);
+    let (f, at, d) = resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap_err();
+    assert_eq!((f, at), (file.clone(), p1.offset));
+    assert!(d.contains("prefix"), "{d}");
+    assert_eq!(resolve_in(&p, &mut memo, b"k2", &got[1].2).unwrap(), b"value two");
+    // The segment removed: a new scan (a new memo) finds it gone.
+    drop(memo);
+    p.remove_segment(p1.segment);
+    let mut memo = crate::values::ResolveMemo::default();
+    let (f, at, d) = resolve_in(&p, &mut memo, b"k2", &got[1].2).unwrap_err();
+    assert_eq!((f, at), (file, p2.offset));
+    assert!(d.contains("not live"), "{d}");
+}
+
+#[test]
+fn a_scans_cache_hits_are_counted_by_the_time_it_ends() {
+    let env = Env::memory();
+    let (p, cache) = placement_with_cache(&env);
+    let got = append(&p, 1, &[(b"k1", b"value one"), (b"k2", b"value two")]);
+    let mut memo = crate::values::ResolveMemo::default();
+    // Two misses (each counted at once), then hits counted by the memo.
+    let rounds = 3 * reader::HITS_PER_COUNT + 5;
+    for _ in 0..rounds {
+        resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap();
+        resolve_in(&p, &mut memo, b"k2", &got[1].2).unwrap();
+    }
+    assert_eq!(cache.misses(), 2);
+    // Added in steps while the scan runs, the rest when it ends.
+    assert!(cache.hits() >= 3 * reader::HITS_PER_COUNT, "{}", cache.hits());
+    drop(memo);
+    assert_eq!(cache.hits(), 2 * rounds - 2);
+}
+
+#[test]
+fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
+    // Values spread over more segments than a scan's memo keeps, read in an order that
+    // moves between them (as a scan of hashed keys does): every value is the right one,
+    // from each segment's records, and a pointer naming another segment's offset is not.
+    let env = Env::memory();
+    let (p, cache) = placement_with_cache(&env);
+    let value = |i: usize| vec![b'a' + (i % 26) as u8; 600 + i];
+    let keys: Vec<Vec<u8>> = (0..150).map(|i| format!("key{i:03}").into_bytes()).collect();
+    let mut stored = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        let v = value(i);
+        let got = append(&p, 1 + i as u64, &[(k, &v)]);
+        stored.push(got[0].2.clone());
+    }
+    let segments: std::collections::BTreeSet<u64> = stored
+        .iter()
+        .map(|s| Pointer::decode(s).unwrap().segment)
+        .collect();
+    assert!(segments.len() > 2 * reader::MEMO_SEGMENTS, "{}", segments.len());
+    let mut memo = crate::values::ResolveMemo::default();
+    for round in 0..3 {
+        for j in 0..keys.len() {
+            let i = (j * 37 + round) % keys.len();
+            assert_eq!(resolve_in(&p, &mut memo, &keys[i], &stored[i]).unwrap(), value(i));
+        }
+    }
+    // Key 0's offset in key 1's segment: corruption naming key 1's segment.
+    let (p0, p1) = (Pointer::decode(&stored[0]).unwrap(), Pointer::decode(stored.last().unwrap()).unwrap());
+    assert_ne!(p0.segment, p1.segment);
+    let wrong = Pointer {
+        segment: p1.segment,
+        ..p0
+    };
+    let (f, at, _) = resolve_in(&p, &mut memo, &keys[0], &wrong.to_vec()).unwrap_err();
+    assert_eq!(
+        (f, at),
+        (Path::new("/v").join(format::segment_file_name(p1.segment)), p0.offset)
+    );
+    drop(memo);
+    assert_eq!(cache.hits() + cache.misses(), 3 * keys.len() as u64 + 1);
 }
