@@ -85,7 +85,7 @@ use crate::cache::block_cache::BlockCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
-use crate::key::SeqNo;
+use crate::key::{SeqNo, ValueKind};
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemoryComponent};
 use crate::options::{Options, WriteOptions};
@@ -628,7 +628,7 @@ impl Db {
         write::check_entry(key, value)?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, value));
         b.put(key, value);
-        write::write_entry(&self.inner(), b, key, value, options.sync)
+        write::write_entry(&self.inner(), b, ValueKind::Value, key, value, options.sync)
     }
 
     /// Delete `key` (a no-op if it is absent).
@@ -647,7 +647,7 @@ impl Db {
         write::check_entry(key, &[])?;
         let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, &[]));
         b.delete(key);
-        write::write_entry(&self.inner(), b, key, &[], options.sync)
+        write::write_entry(&self.inner(), b, ValueKind::Delete, key, &[], options.sync)
     }
 
     /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`). It writes

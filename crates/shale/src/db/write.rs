@@ -219,16 +219,19 @@ pub(crate) fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
     let user_bytes = validate(&batch)?;
-    write_validated(inner, batch, user_bytes, sync)
+    write_validated(inner, batch, user_bytes, sync, None)
 }
 
 /// [`write`] of a batch of one put or delete whose key and value [`check_entry`] accepted
 /// (`Db::put`, `Db::delete`): such an entry always fits one log record (a key of at most
 /// `MAX_KEY_SIZE` and a value of at most `MAX_VALUE_SIZE` bytes are far below
-/// `DEFAULT_MAX_RECORD_SIZE`), so the batch is not decoded again to check it.
+/// `DEFAULT_MAX_RECORD_SIZE`), so the batch is not decoded again to check it. A writer that
+/// leads alone also inserts the entry from `key` and `value` rather than decoding the batch
+/// it just encoded ([`Single`]).
 pub(crate) fn write_entry(
     inner: &Arc<DbInner>,
     batch: WriteBatch,
+    kind: ValueKind,
     key: &[u8],
     value: &[u8],
     sync: bool,
@@ -238,15 +241,33 @@ pub(crate) fn write_entry(
         "one checked entry must fit one log record"
     );
     debug_assert_eq!(batch.len(), 1);
-    write_validated(inner, batch, (key.len() + value.len()) as u64, sync)
+    let single = Single { kind, key, value };
+    write_validated(
+        inner,
+        batch,
+        (key.len() + value.len()) as u64,
+        sync,
+        Some(single),
+    )
 }
 
-/// [`write`] after the batch passed [`validate`], which counted `user_bytes`.
+/// The one entry of a [`write_entry`] batch, as the caller gave it: what the batch holds,
+/// so inserting it is the same as inserting the batch's decoded entry, with no decoding.
+#[derive(Clone, Copy)]
+struct Single<'a> {
+    kind: ValueKind,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+/// [`write`] after the batch passed [`validate`], which counted `user_bytes`; `single` is
+/// the batch's one entry when [`write_entry`] made it.
 fn write_validated(
     inner: &Arc<DbInner>,
     batch: WriteBatch,
     user_bytes: u64,
     sync: bool,
+    single: Option<Single<'_>>,
 ) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
@@ -266,7 +287,7 @@ fn write_validated(
     if !q.leader_active && q.waiting.is_empty() {
         q.leader_active = true;
         drop(q);
-        return write_alone(inner, batch, user_bytes, sync);
+        return write_alone(inner, batch, user_bytes, sync, single);
     }
     let ticket = q.next_ticket;
     q.next_ticket += 1;
@@ -524,7 +545,13 @@ fn leader_insert(inner: &DbInner, mem: &dyn MemTable, batch: &WriteBatch, first:
 /// 300 instructions a put). `leader_active` is set by the caller, under the queue lock.
 /// Same steps as the queued path's leader for a group of one: log, then release the queue
 /// to the next leader, then insert and publish.
-fn write_alone(inner: &Arc<DbInner>, mut batch: WriteBatch, user_bytes: u64, sync: bool) -> Result<()> {
+fn write_alone(
+    inner: &Arc<DbInner>,
+    mut batch: WriteBatch,
+    user_bytes: u64,
+    sync: bool,
+    single: Option<Single<'_>>,
+) -> Result<()> {
     let result = log_unwinding(inner, || log_batches(inner, &mut batch, user_bytes, &[], sync));
     let logged = match &result {
         Ok((first, Insert::Leader(mem, entries))) => {
@@ -542,20 +569,49 @@ fn write_alone(inner: &Arc<DbInner>, mut batch: WriteBatch, user_bytes: u64, syn
         s.notify();
     }
     result?;
-    if let Some((mem, first)) = logged {
-        let count = batch.len() as u64;
-        finish(
-            inner,
-            Some(Logged {
-                mem: Some(mem),
-                batch,
-                count,
-                first,
-                exit: None,
-            }),
-        );
+    let Some((mem, first)) = logged else {
+        return Ok(());
+    };
+    match single {
+        Some(e) => insert_single(inner, mem.as_ref(), e, first),
+        None => {
+            let count = batch.len() as u64;
+            finish(
+                inner,
+                Some(Logged {
+                    mem: Some(mem),
+                    batch,
+                    count,
+                    first,
+                    exit: None,
+                }),
+            );
+        }
     }
     Ok(())
+}
+
+/// [`finish`] of a lone writer's one entry: insert it at `seq` and publish it (a panic in
+/// the insert is handled as there).
+fn insert_single(inner: &DbInner, mem: &dyn MemTable, e: Single<'_>, seq: SeqNo) {
+    let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mem.insert(e.key, seq, e.kind, e.value);
+    }));
+    if inserted.is_err() {
+        insert_panicked(inner);
+    }
+    inner.publish(seq, seq);
+}
+
+/// A memtable insert panicked (a bug): the store turns read-only.
+#[cold]
+#[inline(never)]
+fn insert_panicked(inner: &DbInner) {
+    inner.set_error(&Error::Io {
+        op: "write",
+        path: None,
+        source: std::io::Error::other("a memtable insert panicked"),
+    });
 }
 
 /// What is left to do for a logged group once the write lock is released.
