@@ -224,12 +224,12 @@ pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Resu
     write_validated(inner, Write::Batch(batch), user_bytes, sync)
 }
 
-/// [`write`] of a batch of one put or delete whose key and value [`check_entry`] accepted
-/// (`Db::put`, `Db::delete`): such an entry always fits one log record (a key of at most
+/// [`write`] of one put or delete whose key and value [`check_entry`] accepted (`Db::put`,
+/// `Db::delete`): such an entry always fits one log record (a key of at most
 /// `MAX_KEY_SIZE` and a value of at most `MAX_VALUE_SIZE` bytes are far below
-/// `DEFAULT_MAX_RECORD_SIZE`), so the batch is not decoded again to check it. A writer that
-/// leads alone also inserts the entry from `key` and `value` rather than decoding the batch
-/// it just encoded ([`Single`]).
+/// `DEFAULT_MAX_RECORD_SIZE`), so it is not checked again as a batch. It becomes a batch
+/// only where one is needed ([`Write`]); a writer that leads alone inserts it from `key` and
+/// `value` rather than decoding the batch it logged ([`Single`]).
 pub(crate) fn write_entry(
     inner: &Arc<DbInner>,
     kind: ValueKind,
@@ -267,8 +267,8 @@ impl Write<'_> {
     }
 }
 
-/// The one entry of a [`write_entry`] batch, as the caller gave it: what the batch holds,
-/// so inserting it is the same as inserting the batch's decoded entry, with no decoding.
+/// The one entry of a [`write_entry`], as the caller gave it: what its batch holds, so
+/// inserting it is the same as inserting the batch's decoded entry, with no decoding.
 #[derive(Clone, Copy)]
 struct Single<'a> {
     kind: ValueKind,
@@ -596,7 +596,8 @@ fn leader_insert(inner: &DbInner, mem: &dyn MemTable, batch: &WriteBatch, first:
 /// The write of a writer that found no leader and nobody queued (a single writer thread,
 /// the common case): it leads a group of itself without queueing its batch, which saves
 /// the queue's bookkeeping (the queued entry, its signal, the group and wake lists: about
-/// 300 instructions a put). `leader_active` is set by the caller, under the queue lock.
+/// 300 instructions a put). A `Db::put` or `Db::delete` is logged through the store's
+/// reused batch ([`log_entry`]) and inserted from its key and value ([`insert_single`]). `leader_active` is set by the caller, under the queue lock.
 /// Same steps as the queued path's leader for a group of one: log, then release the queue
 /// to the next leader, then insert and publish.
 fn write_alone(inner: &Arc<DbInner>, write: Write<'_>, user_bytes: u64, sync: bool) -> Result<()> {
