@@ -85,7 +85,7 @@ use crate::cache::block_cache::BlockCache;
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
 use crate::iter::prefetch::{Prefetch, PrefetchPool};
-use crate::key::SeqNo;
+use crate::key::{SeqNo, ValueKind};
 use crate::layout::{Layout, Plan};
 use crate::memory::{MemTable, MemoryComponent};
 use crate::options::{Options, WriteOptions};
@@ -168,6 +168,9 @@ pub(crate) struct WalState {
     /// The newest sequence number given to a logged write. Writes up to it may still be
     /// inserting into their memtable; `DbInner::last_seq` follows once they are visible.
     pub(crate) last_assigned: SeqNo,
+    /// A batch reused by lone `Db::put`s and `Db::delete`s to encode their entry
+    /// (`write::log_entry`), so they allocate none.
+    pub(crate) scratch: Option<WriteBatch>,
 }
 
 /// A frozen memtable and where its writes end in the durability log.
@@ -346,6 +349,7 @@ impl DbInner {
             wal: Mutex::new(WalState {
                 mem: Arc::clone(&r.mem),
                 last_assigned: r.last_seq,
+                scratch: None,
             }),
             queue: Mutex::default(),
             super_version: RwLock::new(Arc::new(SuperVersion {
@@ -626,9 +630,7 @@ impl Db {
     pub fn put_opt(&self, key: &[u8], value: &[u8], options: WriteOptions) -> Result<()> {
         // Refused before the value is copied into a batch.
         write::check_entry(key, value)?;
-        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, value));
-        b.put(key, value);
-        write::write_entry(&self.inner(), b, key, value, options.sync)
+        write::write_entry(&self.inner(), ValueKind::Value, key, value, options.sync)
     }
 
     /// Delete `key` (a no-op if it is absent).
@@ -645,9 +647,7 @@ impl Db {
     /// As [`Db::put`].
     pub fn delete_opt(&self, key: &[u8], options: WriteOptions) -> Result<()> {
         write::check_entry(key, &[])?;
-        let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(key, &[]));
-        b.delete(key);
-        write::write_entry(&self.inner(), b, key, &[], options.sync)
+        write::write_entry(&self.inner(), ValueKind::Delete, key, &[], options.sync)
     }
 
     /// Delete every key `k` with `start <= k < end` (RocksDB's `DeleteRange`). It writes

@@ -203,32 +203,36 @@ fn check_range(start: &[u8], end: &[u8]) -> Result<()> {
 /// Check one entry against the key and value size limits.
 pub(crate) fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
     if key.len() > MAX_KEY_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "key of {} bytes exceeds the {MAX_KEY_SIZE}-byte limit",
-            key.len()
-        )));
+        return Err(too_large("key", key.len(), MAX_KEY_SIZE));
     }
     if value.len() > MAX_VALUE_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "value of {} bytes exceeds the {MAX_VALUE_SIZE}-byte limit",
-            value.len()
-        )));
+        return Err(too_large("value", value.len(), MAX_VALUE_SIZE));
     }
     Ok(())
 }
 
-pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
-    let user_bytes = validate(&batch)?;
-    write_validated(inner, batch, user_bytes, sync)
+/// The error of a key or value over its size limit (out of line: it is never on the path
+/// of a write that succeeds).
+#[cold]
+#[inline(never)]
+fn too_large(what: &str, len: usize, limit: usize) -> Error {
+    Error::InvalidArgument(format!("{what} of {len} bytes exceeds the {limit}-byte limit"))
 }
 
-/// [`write`] of a batch of one put or delete whose key and value [`check_entry`] accepted
-/// (`Db::put`, `Db::delete`): such an entry always fits one log record (a key of at most
+pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
+    let user_bytes = validate(&batch)?;
+    write_validated(inner, Write::Batch(batch), user_bytes, sync)
+}
+
+/// [`write`] of one put or delete whose key and value [`check_entry`] accepted (`Db::put`,
+/// `Db::delete`): such an entry always fits one log record (a key of at most
 /// `MAX_KEY_SIZE` and a value of at most `MAX_VALUE_SIZE` bytes are far below
-/// `DEFAULT_MAX_RECORD_SIZE`), so the batch is not decoded again to check it.
+/// `DEFAULT_MAX_RECORD_SIZE`), so it is not checked again as a batch. It becomes a batch
+/// only where one is needed ([`Write`]); a writer that leads alone inserts it from `key` and
+/// `value` rather than decoding the batch it logged ([`Single`]).
 pub(crate) fn write_entry(
     inner: &Arc<DbInner>,
-    batch: WriteBatch,
+    kind: ValueKind,
     key: &[u8],
     value: &[u8],
     sync: bool,
@@ -237,37 +241,87 @@ pub(crate) fn write_entry(
         MAX_KEY_SIZE + MAX_VALUE_SIZE + 64 < crate::wal::DEFAULT_MAX_RECORD_SIZE,
         "one checked entry must fit one log record"
     );
-    debug_assert_eq!(batch.len(), 1);
-    write_validated(inner, batch, (key.len() + value.len()) as u64, sync)
+    let user_bytes = (key.len() + value.len()) as u64;
+    write_validated(inner, Write::Entry(Single { kind, key, value }), user_bytes, sync)
 }
 
-/// [`write`] after the batch passed [`validate`], which counted `user_bytes`.
+/// What a writer writes: a batch, or the one entry of a `Db::put` or `Db::delete`, which
+/// becomes a batch only where one is needed (a queued writer's, a value placement that
+/// paces writes); a writer that leads alone encodes it into the store's reused batch
+/// ([`log_entry`]) and inserts it from `key` and `value`.
+enum Write<'a> {
+    Batch(WriteBatch),
+    Entry(Single<'a>),
+}
+
+impl Write<'_> {
+    fn into_batch(self) -> WriteBatch {
+        match self {
+            Write::Batch(b) => b,
+            Write::Entry(e) => {
+                let mut b = WriteBatch::with_capacity(WriteBatch::entry_room(e.key, e.value));
+                e.push_to(&mut b);
+                b
+            }
+        }
+    }
+}
+
+/// The one entry of a [`write_entry`], as the caller gave it: what its batch holds, so
+/// inserting it is the same as inserting the batch's decoded entry, with no decoding.
+#[derive(Clone, Copy)]
+struct Single<'a> {
+    kind: ValueKind,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl Single<'_> {
+    /// Add the entry to `batch`.
+    fn push_to(self, batch: &mut WriteBatch) {
+        match self.kind {
+            ValueKind::Delete => batch.delete(self.key),
+            _ => batch.put(self.key, self.value),
+        }
+    }
+}
+
+/// [`write`] after the batch passed [`validate`], which counted `user_bytes`, or
+/// [`write_entry`].
 fn write_validated(
     inner: &Arc<DbInner>,
-    batch: WriteBatch,
+    write: Write<'_>,
     user_bytes: u64,
     sync: bool,
 ) -> Result<()> {
-    if batch.is_empty() {
-        return Ok(());
-    }
-    if !inner.layout.supports_scans() && batch.has_range_deletes() {
-        return Err(Error::Unsupported(format!(
-            "delete_range: the {} layout places keys by hash and keeps no key order, so it \
-             cannot delete a key range (delete the keys one by one)",
-            inner.layout.name()
-        )));
+    if let Write::Batch(batch) = &write {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if !inner.layout.supports_scans() && batch.has_range_deletes() {
+            return Err(Error::Unsupported(format!(
+                "delete_range: the {} layout places keys by hash and keeps no key order, so it \
+                 cannot delete a key range (delete the keys one by one)",
+                inner.layout.name()
+            )));
+        }
     }
     inner.check_writable()?;
-    if let Some(gc) = inner.values.gc() {
-        gc.before_write(batch.approximate_size());
-    }
+    let write = match inner.values.gc() {
+        Some(gc) => {
+            let batch = write.into_batch();
+            gc.before_write(batch.approximate_size());
+            Write::Batch(batch)
+        }
+        None => write,
+    };
     let mut q = inner.queue.lock();
     if !q.leader_active && q.waiting.is_empty() {
         q.leader_active = true;
         drop(q);
-        return write_alone(inner, batch, user_bytes, sync);
+        return write_alone(inner, write, user_bytes, sync);
     }
+    let batch = write.into_batch();
     let ticket = q.next_ticket;
     q.next_ticket += 1;
     q.waiting.push_back(Pending {
@@ -471,17 +525,38 @@ fn log_batches(
         head.append(&p.batch);
         user_bytes += p.user_bytes;
     }
-    let ops = head.len() as u64;
     let logged = log_and_apply(inner, &mut wal, head, sync, true)?;
-    inner
-        .counters
-        .user_bytes
-        .fetch_add(user_bytes, Ordering::Relaxed);
-    inner
-        .counters
-        .user_ops
-        .fetch_add(ops, Ordering::Relaxed);
+    count_user_write(inner, user_bytes, head.len() as u64);
     Ok(logged)
+}
+
+/// [`log_batches`] of a lone `Db::put` or `Db::delete`: its entry is encoded under the
+/// `wal` lock into the store's reused batch (`WalState::scratch`), so the write allocates
+/// no batch of its own.
+fn log_entry(inner: &Arc<DbInner>, e: Single<'_>, user_bytes: u64, sync: bool) -> Result<(SeqNo, Insert)> {
+    let mut wal = inner.wal.lock();
+    inner.check_writable()?;
+    make_room(inner, &mut wal, false)?;
+    let mut batch = wal.scratch.take().unwrap_or_default();
+    batch.clear();
+    e.push_to(&mut batch);
+    let logged = log_and_apply(inner, &mut wal, &mut batch, sync, true);
+    // Keep a small batch for the next write; drop one grown by a large value.
+    if batch.approximate_size() <= SCRATCH_KEEP {
+        wal.scratch = Some(batch);
+    }
+    let logged = logged?;
+    count_user_write(inner, user_bytes, 1);
+    Ok(logged)
+}
+
+/// Largest `WalState::scratch` kept between writes, in bytes.
+const SCRATCH_KEEP: usize = 4096;
+
+/// Count a logged user write of `ops` entries holding `bytes` of keys and values.
+fn count_user_write(inner: &DbInner, bytes: u64, ops: u64) {
+    inner.counters.user_bytes.fetch_add(bytes, Ordering::Relaxed);
+    inner.counters.user_ops.fetch_add(ops, Ordering::Relaxed);
 }
 
 /// A panic while logging is a bug; it must not leave `leader_active` set, which would stop
@@ -521,11 +596,20 @@ fn leader_insert(inner: &DbInner, mem: &dyn MemTable, batch: &WriteBatch, first:
 /// The write of a writer that found no leader and nobody queued (a single writer thread,
 /// the common case): it leads a group of itself without queueing its batch, which saves
 /// the queue's bookkeeping (the queued entry, its signal, the group and wake lists: about
-/// 300 instructions a put). `leader_active` is set by the caller, under the queue lock.
+/// 300 instructions a put). A `Db::put` or `Db::delete` is logged through the store's
+/// reused batch ([`log_entry`]) and inserted from its key and value ([`insert_single`]). `leader_active` is set by the caller, under the queue lock.
 /// Same steps as the queued path's leader for a group of one: log, then release the queue
 /// to the next leader, then insert and publish.
-fn write_alone(inner: &Arc<DbInner>, mut batch: WriteBatch, user_bytes: u64, sync: bool) -> Result<()> {
-    let result = log_unwinding(inner, || log_batches(inner, &mut batch, user_bytes, &[], sync));
+fn write_alone(inner: &Arc<DbInner>, write: Write<'_>, user_bytes: u64, sync: bool) -> Result<()> {
+    let (mut batch, single) = match write {
+        Write::Batch(b) => (Some(b), None),
+        Write::Entry(e) => (None, Some(e)),
+    };
+    let result = log_unwinding(inner, || match (batch.as_mut(), single) {
+        (Some(b), _) => log_batches(inner, b, user_bytes, &[], sync),
+        (None, Some(e)) => log_entry(inner, e, user_bytes, sync),
+        (None, None) => Ok((0, Insert::Done)),
+    });
     let logged = match &result {
         Ok((first, Insert::Leader(mem, entries))) => {
             leader_insert(inner, mem.as_ref(), entries, *first);
@@ -542,20 +626,50 @@ fn write_alone(inner: &Arc<DbInner>, mut batch: WriteBatch, user_bytes: u64, syn
         s.notify();
     }
     result?;
-    if let Some((mem, first)) = logged {
-        let count = batch.len() as u64;
-        finish(
-            inner,
-            Some(Logged {
-                mem: Some(mem),
-                batch,
-                count,
-                first,
-                exit: None,
-            }),
-        );
+    let Some((mem, first)) = logged else {
+        return Ok(());
+    };
+    match (single, batch) {
+        (Some(e), _) => insert_single(inner, mem.as_ref(), e, first),
+        (None, Some(batch)) => {
+            let count = batch.len() as u64;
+            finish(
+                inner,
+                Some(Logged {
+                    mem: Some(mem),
+                    batch,
+                    count,
+                    first,
+                    exit: None,
+                }),
+            );
+        }
+        (None, None) => {}
     }
     Ok(())
+}
+
+/// [`finish`] of a lone writer's one entry: insert it at `seq` and publish it (a panic in
+/// the insert is handled as there).
+fn insert_single(inner: &DbInner, mem: &dyn MemTable, e: Single<'_>, seq: SeqNo) {
+    let inserted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mem.insert(e.key, seq, e.kind, e.value);
+    }));
+    if inserted.is_err() {
+        insert_panicked(inner);
+    }
+    inner.publish(seq, seq);
+}
+
+/// A memtable insert panicked (a bug): the store turns read-only.
+#[cold]
+#[inline(never)]
+fn insert_panicked(inner: &DbInner) {
+    inner.set_error(&Error::Io {
+        op: "write",
+        path: None,
+        source: std::io::Error::other("a memtable insert panicked"),
+    });
 }
 
 /// What is left to do for a logged group once the write lock is released.
@@ -775,6 +889,30 @@ mod tests {
         assert_eq!(db.get(b"a").unwrap(), None);
         assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"4"[..]));
         assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"3"[..]));
+    }
+
+    /// A lone put or delete is encoded into the store's reused batch: it is kept after a
+    /// small entry, dropped after one larger than `SCRATCH_KEEP` (so a huge value does not
+    /// stay allocated), and every entry reads back and is logged as written (reopen).
+    #[test]
+    fn lone_puts_reuse_one_batch() {
+        let dir = "/db";
+        let env = Env::memory();
+        let db = Db::open(dir, Options::default().with_env(env.clone())).unwrap();
+        let big = vec![7u8; super::SCRATCH_KEEP + 1];
+        db.put(b"a", b"1").unwrap();
+        assert!(db.inner().wal.lock().scratch.is_some());
+        db.put(b"big", &big).unwrap();
+        assert!(db.inner().wal.lock().scratch.is_none());
+        db.put(b"b", b"2").unwrap();
+        db.delete(b"a").unwrap();
+        let kept = db.inner().wal.lock().scratch.as_ref().map(WriteBatch::len);
+        assert_eq!(kept, Some(1), "the last entry's batch is kept");
+        drop(db);
+        let db = Db::open(dir, Options::default().with_env(env)).unwrap();
+        assert_eq!(db.get(b"a").unwrap(), None);
+        assert_eq!(db.get(b"big").unwrap(), Some(big));
+        assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
     }
 
     /// A writer that finds a leader active queues its batch and waits; told to lead by the

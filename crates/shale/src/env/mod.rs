@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub mod fault;
 pub mod mem;
@@ -160,6 +160,13 @@ pub trait WritableFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// Make every appended byte durable: after this they survive a machine crash.
     fn sync(&mut self) -> Result<()>;
+    /// [`WritableFile::append`] then [`WritableFile::flush`] in one call, which a backend
+    /// may do without copying `data` into its buffer; an error names the step that failed,
+    /// `"append"` or `"flush"` (the log's writer records it).
+    fn append_and_flush(&mut self, data: &[u8]) -> std::result::Result<(), (&'static str, Error)> {
+        self.append(data).map_err(|e| ("append", e))?;
+        self.flush().map_err(|e| ("flush", e))
+    }
     /// Bytes appended so far.
     fn len(&self) -> u64;
     /// True when nothing has been appended.
@@ -539,6 +546,18 @@ impl WriteFile {
     /// Hand buffered bytes to the OS.
     pub fn flush(&mut self) -> Result<()> {
         self.inner.flush()
+    }
+    /// [`WriteFile::append`] then [`WriteFile::flush`] ([`WritableFile::append_and_flush`]);
+    /// the bytes count as written once appended, as with the two calls.
+    pub fn append_and_flush(
+        &mut self,
+        data: &[u8],
+    ) -> std::result::Result<(), (&'static str, Error)> {
+        let r = self.inner.append_and_flush(data);
+        if !matches!(r, Err(("append", _))) {
+            self.io.add_written(self.cause, data.len() as u64);
+        }
+        r
     }
     /// Make appended bytes durable.
     pub fn sync(&mut self) -> Result<()> {

@@ -502,6 +502,17 @@ impl WritableFile for PosixWritableFile {
         self.flush_buffer()
     }
 
+    /// With nothing buffered, `data` goes straight to the file (one `write(2)`, as append
+    /// then flush would make), without the copy into the buffer.
+    fn append_and_flush(&mut self, data: &[u8]) -> std::result::Result<(), (&'static str, Error)> {
+        if self.finished || !self.buf.is_empty() {
+            self.append(data).map_err(|e| ("append", e))?;
+            return self.flush().map_err(|e| ("flush", e));
+        }
+        self.len += data.len() as u64;
+        self.write_out(data).map_err(|e| ("flush", e))
+    }
+
     fn sync(&mut self) -> Result<()> {
         self.flush_buffer()?;
         self.file
@@ -1103,6 +1114,29 @@ mod tests {
         assert!(err.to_string().contains("fewer than the 10"), "{err}");
         assert!(fs.reopen(&dir.path("none"), 0).is_err());
         assert_eq!(read_all(&fs, &p), b"gen1+gen2");
+    }
+
+    /// `append_and_flush` puts the same bytes in the file as `append` then `flush`, with
+    /// nothing buffered (written straight out) and behind buffered bytes (kept in order),
+    /// and is refused after `finish` as `append` is.
+    #[test]
+    fn append_and_flush_writes_what_append_then_flush_writes() {
+        let dir = TempDir::new("append-flush");
+        let fs = PosixFs::new();
+        let p = dir.path("t.log");
+        let mut w = fs.create(&p).unwrap();
+        w.append_and_flush(b"one,").unwrap();
+        assert_eq!(read_all(&fs, &p), b"one,");
+        w.append(b"two,").unwrap();
+        w.append_and_flush(b"three").unwrap();
+        assert_eq!(w.len(), 13);
+        assert_eq!(read_all(&fs, &p), b"one,two,three");
+        w.finish().unwrap();
+        match w.append_and_flush(b"four") {
+            Err(("append", e)) => assert!(e.to_string().contains("append after finish"), "{e}"),
+            other => panic!("expected an append error, got {:?}", other.err()),
+        }
+        assert_eq!(read_all(&fs, &p), b"one,two,three");
     }
 
     /// A mapped file reads the same bytes as an opened one, reports the mapped length (the

@@ -212,6 +212,45 @@ fn failed_sink_poisons_writer() {
     assert!(matches!(w.add_record(b"a"), Err(Error::ReadOnly(_))));
 }
 
+/// `add_record_and_flush` frames records exactly as `add_record` then `flush` do, and a
+/// sink whose flush fails poisons the writer with the step named as before ("flush: ...").
+#[test]
+fn add_record_and_flush_matches_add_record_then_flush() {
+    let records: Vec<Vec<u8>> = (0..40).map(|i| record(i, (i * 997) % (BLOCK_SIZE + 50))).collect();
+    let (expected, _) = write_log(&records);
+    let mut w = LogWriter::with_sink(Vec::new());
+    for r in &records {
+        w.add_record_and_flush(r).unwrap();
+    }
+    assert_eq!(w.len(), expected.len() as u64);
+    assert_eq!(w.sink(), &expected);
+
+    struct FailingFlush(Vec<u8>);
+    impl LogSink for FailingFlush {
+        fn append(&mut self, d: &[u8]) -> Result<()> {
+            self.0.extend_from_slice(d);
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Err(Error::io("write", "x.log", std::io::Error::other("disk full")))
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+    }
+    let mut w = LogWriter::with_sink(FailingFlush(Vec::new()));
+    assert!(matches!(w.add_record_and_flush(b"a"), Err(Error::Io { .. })));
+    // The record was appended before the flush failed: the offset counts it.
+    assert_eq!(w.len(), w.sink().0.len() as u64);
+    match w.add_record(b"b") {
+        Err(Error::ReadOnly(m)) => assert!(m.contains("(flush: "), "{m}"),
+        other => panic!("expected ReadOnly, got {other:?}"),
+    }
+}
+
 #[test]
 fn many_records_crossing_blocks() {
     let mut rng = Rng(42);

@@ -18,11 +18,20 @@ pub trait LogSink {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// [`LogSink::append`] then [`LogSink::flush`] in one call (a sink may then skip its
+    /// buffer); an error names the step that failed, `"append"` or `"flush"`.
+    fn append_and_flush(&mut self, data: &[u8]) -> std::result::Result<(), (&'static str, Error)> {
+        self.append(data).map_err(|e| ("append", e))?;
+        self.flush().map_err(|e| ("flush", e))
+    }
 }
 
 impl LogSink for WriteFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         WriteFile::append(self, data)
+    }
+    fn append_and_flush(&mut self, data: &[u8]) -> std::result::Result<(), (&'static str, Error)> {
+        WriteFile::append_and_flush(self, data)
     }
     fn flush(&mut self) -> Result<()> {
         WriteFile::flush(self)
@@ -100,23 +109,44 @@ impl<S: LogSink> LogWriter<S> {
     /// reader would refuse it); the sink's error if the append fails, and
     /// [`Error::ReadOnly`] for every call after a failure.
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
+        self.add(data, false)
+    }
+
+    /// [`LogWriter::add_record`] then [`LogWriter::flush`], with the framed record handed
+    /// to the sink in one call ([`LogSink::append_and_flush`]: a file with nothing buffered
+    /// writes it out without copying it into its buffer first).
+    ///
+    /// # Errors
+    /// As [`LogWriter::add_record`] and [`LogWriter::flush`].
+    pub fn add_record_and_flush(&mut self, data: &[u8]) -> Result<()> {
+        self.add(data, true)
+    }
+
+    fn add(&mut self, data: &[u8], flush: bool) -> Result<()> {
         self.check_usable()?;
         if data.len() > DEFAULT_MAX_RECORD_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "log record of {} bytes exceeds the {DEFAULT_MAX_RECORD_SIZE}-byte limit",
-                data.len()
-            )));
+            return Err(record_too_large(data.len()));
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         frame_record(&mut buf, self.offset, data);
-        let r = self.sink.append(&buf);
+        let r = if flush {
+            self.sink.append_and_flush(&buf)
+        } else {
+            self.sink.append(&buf).map_err(|e| ("append", e))
+        };
         let n = buf.len() as u64;
         // Keep a modest buffer for the next record; drop one grown by a huge record.
         if buf.capacity() <= 4 * BLOCK_SIZE {
             self.buf = buf;
         }
-        self.note(r, "append")?;
+        if let Err((op, e)) = r {
+            // A failed flush follows a successful append: the record was framed.
+            if op == "flush" {
+                self.offset += n;
+            }
+            return Err(self.failure(op, e));
+        }
         self.offset += n;
         Ok(())
     }
@@ -172,11 +202,25 @@ impl<S: LogSink> LogWriter<S> {
     }
 
     fn note(&mut self, r: Result<()>, op: &str) -> Result<()> {
-        if let Err(e) = &r {
-            self.failed = Some(format!("{op}: {e}"));
-        }
-        r
+        r.map_err(|e| self.failure(op, e))
     }
+
+    /// Remember that the sink failed in `op`; returns its error.
+    #[cold]
+    #[inline(never)]
+    fn failure(&mut self, op: &str, e: Error) -> Error {
+        self.failed = Some(format!("{op}: {e}"));
+        e
+    }
+}
+
+/// The error of a record larger than a reader accepts.
+#[cold]
+#[inline(never)]
+fn record_too_large(len: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "log record of {len} bytes exceeds the {DEFAULT_MAX_RECORD_SIZE}-byte limit"
+    ))
 }
 
 /// Append to `buf` the framed bytes of `data` written at file offset `offset`: the

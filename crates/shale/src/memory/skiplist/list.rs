@@ -484,11 +484,13 @@ impl SkipList {
         let id = index_u32(start + height as u64);
         let node = self.node(id);
         let header = ((user_key.len() as u64) << 32) | u64::from(entry_no);
-        let words = [header, trailer]
-            .into_iter()
-            .chain((0..kwords).map(|j| t.word(j)));
-        for (slot, v) in node.chunk.iter().skip(node.at).zip(words) {
-            slot.store(v, Relaxed);
+        // `reserve_words` keeps the node inside its chunk, so the pattern always matches.
+        if let Some([h, tr, key @ ..]) = node.chunk.get(node.at..) {
+            h.store(header, Relaxed);
+            tr.store(trailer, Relaxed);
+            for (j, slot) in key.iter().take(kwords).enumerate() {
+                slot.store(t.word(j), Relaxed);
+            }
         }
 
         // The search fills the splice up to the height it saw; above it, the head precedes

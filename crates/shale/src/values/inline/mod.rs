@@ -164,9 +164,11 @@ impl ValueStore for InlinePlacement {
     /// The memory component stores the entries as written: the writers insert them.
     fn append(&self, batch: &WriteBatch, sync: bool) -> Result<Option<WriteBatch>> {
         let mut guard = self.log.lock();
-        let open = guard.as_mut().ok_or(Error::Closed)?;
-        open.log.add_record(batch.data())?;
-        open.log.flush()?;
+        // Not `ok_or(Error::Closed)`, which builds and drops an error on every write.
+        let Some(open) = guard.as_mut() else {
+            return Err(Error::Closed);
+        };
+        open.log.add_record_and_flush(batch.data())?;
         if sync {
             open.log.sync()?;
         }
