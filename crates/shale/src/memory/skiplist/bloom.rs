@@ -16,8 +16,9 @@
 //! dependency; a hand-written filter of 60 lines over it is simpler than a crate whose
 //! filter would need a lock to be filled concurrently).
 //!
-//! Concurrency: a writer sets a key's bits (`Relaxed` `fetch_or`) before it inserts the
-//! entry, and the entry becomes visible to a get only through the store's published
+//! Concurrency: a writer sets a key's bits (`Relaxed` `fetch_or`) before it links the
+//! entry into the skiplist (it reads the word before its search and sets the bits after it,
+//! so the word's cache miss overlaps the search: `SkipList::insert_with`), and the entry becomes visible to a get only through the store's published
 //! sequence number (an `Acquire` load that synchronizes with the `Release` store made after
 //! the insert), which the get reads before it probes the filter. So a get that may see an
 //! entry sees its bits: the filter never hides a visible entry. A get racing an insert whose
@@ -75,13 +76,21 @@ impl MemBloom {
         (&self.words[i.min(self.words.len() - 1)], mask)
     }
 
-    /// Record `key` (before the entry is published: see the module docs).
+    /// Record `key` (before the entry is linked: see the module docs).
     #[inline]
     pub(crate) fn add(&self, key: &[u8]) {
+        self.slot(key).set();
+    }
+
+    /// `key`'s word, read now (so that its cache miss can overlap other work), and the
+    /// bits [`Slot::set`] will set in it.
+    #[inline]
+    pub(crate) fn slot(&self, key: &[u8]) -> Slot<'_> {
         let (word, mask) = self.locate(key);
-        // Bits already set cost no write to the shared line.
-        if word.load(Relaxed) & mask != mask {
-            word.fetch_or(mask, Relaxed);
+        Slot {
+            word,
+            mask,
+            seen: word.load(Relaxed),
         }
     }
 
@@ -90,6 +99,26 @@ impl MemBloom {
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
         let (word, mask) = self.locate(key);
         word.load(Relaxed) & mask == mask
+    }
+}
+
+/// One key's place in a [`MemBloom`], from [`MemBloom::slot`].
+pub(crate) struct Slot<'a> {
+    word: &'a AtomicU64,
+    mask: u64,
+    /// The word when the slot was made. Bits are never cleared, so bits seen set are still
+    /// set; bits seen clear may have been set since, which costs only a redundant
+    /// `fetch_or`.
+    seen: u64,
+}
+
+impl Slot<'_> {
+    /// Set the key's bits (a word already holding them costs no write to the shared line).
+    #[inline]
+    pub(crate) fn set(self) {
+        if self.seen & self.mask != self.mask {
+            self.word.fetch_or(self.mask, Relaxed);
+        }
     }
 }
 

@@ -364,7 +364,22 @@ impl SkipList {
     /// If the list outgrows its `u32` indexes (2^32 words or entries, i.e. tens of GiB),
     /// far beyond any configured write buffer.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        self.insert_from(user_key, seq, kind, value, None);
+        self.insert_from(user_key, seq, kind, value, None, || {});
+    }
+
+    /// [`SkipList::insert`], calling `before_link` once the search is done and before the
+    /// new node becomes reachable (its first link): what must happen before any reader can
+    /// find the entry, and may wait for memory the search can overlap (a memtable filter's
+    /// word, `bloom.rs`).
+    pub(crate) fn insert_with(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        kind: ValueKind,
+        value: &[u8],
+        before_link: impl FnOnce(),
+    ) {
+        self.insert_from(user_key, seq, kind, value, None, before_link);
     }
 
     /// Insert `entries`, given in increasing internal-key order (a sorted batch: FloDB's
@@ -378,7 +393,7 @@ impl SkipList {
     ) {
         let mut preds = None;
         for (user_key, seq, kind, value) in entries {
-            preds = Some(self.insert_from(user_key, seq, kind, value, preds.as_ref()));
+            preds = Some(self.insert_from(user_key, seq, kind, value, preds.as_ref(), || {}));
         }
     }
 
@@ -454,6 +469,7 @@ impl SkipList {
         kind: ValueKind,
         value: &[u8],
         prev: Option<&[u32; MAX_HEIGHT]>,
+        before_link: impl FnOnce(),
     ) -> [u32; MAX_HEIGHT] {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
         let total = user_key.len() + TRAILER_LEN + value.len();
@@ -501,6 +517,7 @@ impl SkipList {
             splice = [(HEAD, 0); MAX_HEIGHT];
             self.find_ge(&t, &mut splice);
         }
+        before_link();
         self.max_height.fetch_max(height, Relaxed);
         'levels: for (level, &(p, dp)) in splice.iter().enumerate().take(height) {
             let (mut x, mut dx) = (p, dp);

@@ -147,10 +147,17 @@ impl SkipListMemTable {
 
 impl MemTable for SkipListMemTable {
     fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        if let Some(b) = &self.bloom {
-            b.add(user_key);
+        match &self.bloom {
+            None => self.list.insert(user_key, seq, kind, value),
+            // The filter's word is read before the skiplist search and its bits are set
+            // after it, just before the entry is linked: the word's cache miss overlaps the
+            // search instead of stalling the put before it (`bloom.rs`).
+            Some(b) => {
+                let slot = b.slot(user_key);
+                self.list
+                    .insert_with(user_key, seq, kind, value, move || slot.set());
+            }
         }
-        self.list.insert(user_key, seq, kind, value);
     }
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
