@@ -5,24 +5,26 @@
 //!
 //! Layout: 64-bit words; a key's hash picks one word and sets [`PROBES`] bits in it, so an
 //! add is one load and at most one atomic `fetch_or`, and a probe one load (a
-//! "register-blocked" filter). The table filter's 512-bit blocks (`table/bloom.rs`, an
-//! on-disk format over a finished key set, not shared) set each bit with its own `fetch_or`
-//! here: up to six locked instructions a put, each of which waits for the put's earlier
-//! stores to drain. One word costs false positives, but a memtable filter is dense (the
-//! presets give it 25-60 bits per key): a simulation of 200,000 keys put the rate at 0.18 %
-//! at 20 bits per key and 0.06 % at 30, against 0.05 % and 0.01 % for 512-bit blocks, and a
-//! false positive costs only the skiplist search the filter was there to skip. Hash:
-//! `rustc-hash`'s `FxHasher` over the key with a splitmix64 finish (the crate is already a
-//! dependency; a hand-written filter of 60 lines over it is simpler than a crate whose
-//! filter would need a lock to be filled concurrently).
+//! "register-blocked" filter). Until session 20 this filter used the table filter's layout
+//! (`table/bloom.rs`: 512-bit blocks, an on-disk format over a finished key set, not
+//! shared) and set each bit with its own `fetch_or`: up to six locked instructions a put,
+//! each of which waits for the put's earlier stores to drain. One word costs false
+//! positives, but a memtable filter is dense (the tuned presets give it about 20-60 bits
+//! per key): a simulation of 200,000 keys put the rate at 0.18 % at 20 bits per key and
+//! 0.06 % at 30, against 0.05 % and 0.01 % for 512-bit blocks, and a false positive costs
+//! only the skiplist search the filter was there to skip. Hash: `rustc-hash`'s `FxHasher`
+//! over the key with a splitmix64 finish (the crate is already a dependency; a hand-written
+//! filter of 60 lines over it is simpler than a crate whose filter would need a lock to be
+//! filled concurrently).
 //!
-//! Concurrency: a writer sets a key's bits (`Relaxed` `fetch_or`) before it links the
-//! entry into the skiplist (it reads the word before its search and sets the bits after it,
-//! so the word's cache miss overlaps the search: `SkipList::insert_with`), and the entry becomes visible to a get only through the store's published
-//! sequence number (an `Acquire` load that synchronizes with the `Release` store made after
-//! the insert), which the get reads before it probes the filter. So a get that may see an
-//! entry sees its bits: the filter never hides a visible entry. A get racing an insert whose
-//! sequence it cannot see yet may see some bits and not others; either answer is right.
+//! Concurrency: a writer sets a key's bits (`Relaxed` `fetch_or`) before it links the entry
+//! into the skiplist (it reads the word before its search and sets the bits after it, so
+//! the word's cache miss overlaps the search: `SkipList::insert_with`), and the entry
+//! becomes visible to a get only through the store's published sequence number (an
+//! `Acquire` load that synchronizes with the `Release` store made after the insert), which
+//! the get reads before it probes the filter. So a get that may see an entry sees its bits:
+//! the filter never hides a visible entry. A get racing an insert whose sequence it cannot
+//! see yet may see some bits and not others; either answer is right.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
