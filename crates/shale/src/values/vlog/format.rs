@@ -483,6 +483,8 @@ impl Pointer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
 
     #[test]
     fn record_round_trip_and_flips() {
@@ -646,13 +648,8 @@ mod tests {
     fn pointer_decoding_agrees_with_the_general_decoder_on_any_bytes() {
         // Every varint length (1 to 10 bytes, and 11: too long), values past 32 bits in the
         // length, trailing bytes, cuts: the same pointer or the same error.
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = || rng.random::<u64>();
         for _ in 0..20_000 {
             let mut bytes = Vec::new();
             for _ in 0..3 {
@@ -685,13 +682,8 @@ mod tests {
         // single bytes changed anywhere, cuts and extensions: where the fast check gives a
         // range, the general decoder (checksum skipped, as for a cached record) gives a
         // value of the key with that range; where it gives none, the general path refuses.
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = StdRng::seed_from_u64(0x2545_f491_4f6c_dd1du64);
+        let mut next = || rng.random::<u64>();
         let general = |b: &[u8], key: &[u8]| {
             decode_checked_record(b)
                 .ok()
