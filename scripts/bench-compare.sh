@@ -6,7 +6,9 @@
 #   scripts/bench-compare.sh [NUM] [BENCHMARKS] [extra shale bench flags...]
 #
 # Defaults: NUM=1000000, BENCHMARKS=fillrandom,readrandom,seekrandom,overwrite,readrandom;
-# WRITE_BUFFER_SIZE (bytes, default 64 MiB) sets the memtable size of every engine.
+# WRITE_BUFFER_SIZE (bytes, default 64 MiB) sets the memtable size of every engine and
+# MEMTABLES_TO_MERGE (default 1) how many frozen ones a flush writes as one (the tuned
+# presets by themselves flush four 16 MiB memtables as one).
 # Results (one JSON object per benchmark and engine) go to bench-out/results.jsonl; the
 # table goes to stdout and bench-out/table.md.
 set -euo pipefail
@@ -36,6 +38,7 @@ run() {
   echo "== $label" >&2
   "$bin" bench --num "$num" --benchmarks "$benchmarks" --seek-nexts 10 \
     --compression none --write-buffer-size "${WRITE_BUFFER_SIZE:-67108864}" \
+    --memtables-to-merge "${MEMTABLES_TO_MERGE:-1}" \
     --db "$dbroot/$label" --json "$out" "${extra[@]}" "$@" >&2
   rm -rf "${dbroot:?}/$label"
 }

@@ -7,8 +7,9 @@
 #   scripts/ycsb-compare.sh [RECORDS] [OPERATIONS]        (defaults 200000 200000)
 #
 # JSON lines go to bench-out/ycsb.jsonl, the table to stdout and bench-out/ycsb.md.
-# WRITE_BUFFER_SIZE (bytes, default 64 MiB) sets the memtable size of every engine, so the
-# presets (4 MiB by themselves) and the peers compare at one size.
+# WRITE_BUFFER_SIZE (bytes, default 64 MiB) sets the memtable size of every engine, and
+# MEMTABLES_TO_MERGE (default 1) how many frozen ones a flush writes as one, so the presets
+# (four 16 MiB memtables flushed as one by themselves) and the peers compare at one shape.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 records=${1:-200000}
@@ -34,7 +35,8 @@ for e in "${engines[@]}"; do
   for w in a b c d e f; do
     echo "== $engine $design workload $w" >&2
     args=(--engine "$engine" --workload "$w" --records "$records" --operations "$operations"
-      --write-buffer-size "${WRITE_BUFFER_SIZE:-67108864}")
+      --write-buffer-size "${WRITE_BUFFER_SIZE:-67108864}"
+      --memtables-to-merge "${MEMTABLES_TO_MERGE:-1}")
     [ -n "$design" ] && args+=(--design "$design")
     "$bin" ycsb "${args[@]}" --db "$dbroot/db" --json "$out" >&2
     rm -rf "${dbroot:?}/db"

@@ -113,6 +113,7 @@ fn candidate_names(db: &Db) -> Vec<String> {
         "shale.levels",
         "shale.total-sst-bytes",
         "shale.memtable-bytes",
+        "shale.num-immutable-mem-table",
         "shale.block-cache-usage",
     ]
     .iter()

@@ -215,6 +215,9 @@ pub struct EngineConfig {
     pub block_size: Option<usize>,
     /// Shale: the memtable bloom filter's share of the memtable; `None` keeps the design's.
     pub memtable_bloom_ratio: Option<f64>,
+    /// Frozen memtables flushed as one (Shale's `min_memtables_to_merge`; `rocksdb-tuned`
+    /// takes it as `min_write_buffer_number_to_merge`); `None` keeps the design's.
+    pub memtables_to_merge: Option<usize>,
     /// Shale compaction workers; `None` keeps the design's default. Peers ignore it.
     pub max_background_compactions: Option<usize>,
     /// Level-0 files that trigger a compaction; `None` keeps the design's (peers: Shale's
@@ -303,7 +306,7 @@ pub struct EngineFlags {
     #[arg(long, default_value = "leveldb")]
     pub design: String,
     /// The preset's settings: `tuned` (what measures best on the benchmark machine:
-    /// RocksDB's 64 MiB memtable and tree) or `paper` (LevelDB's 4 MiB memtable, and
+    /// RocksDB's tree, four 16 MiB memtables flushed as one) or `paper` (LevelDB's 4 MiB memtable, and
     /// LevelDB's tree for the designs built on it, as the papers measured).
     #[arg(long, default_value = "tuned", value_parser = parse_settings)]
     pub settings: PresetSettings,
@@ -313,8 +316,9 @@ pub struct EngineFlags {
     /// Block cache bytes.
     #[arg(long = "cache-size", alias = "cache_size", default_value_t = 64 << 20)]
     pub cache_size: usize,
-    /// Memtable bytes (default: the design's, 4 MiB for every preset, and so for
-    /// rocksdb-tuned; 64 MiB for rocksdb and fjall).
+    /// Memtable bytes (default: the design's, 16 MiB in the tuned presets but flodb's
+    /// 64 MiB, 4 MiB in the paper settings, and so for rocksdb-tuned; 64 MiB for rocksdb
+    /// and fjall).
     #[arg(long = "write-buffer-size", alias = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
     /// Block compression: none, lz4 or zstd.
@@ -333,6 +337,12 @@ pub struct EngineFlags {
     /// memtable_prefix_bloom_size_ratio with whole-key filtering).
     #[arg(long = "memtable-bloom-ratio")]
     pub memtable_bloom_ratio: Option<f64>,
+    /// Frozen memtables a flush waits for and writes out as one table (Shale's
+    /// min_memtables_to_merge, RocksDB's min_write_buffer_number_to_merge; default: the
+    /// design's, 4 in the tuned presets but flodb, 1 in the paper settings; rocksdb-tuned
+    /// takes the design's). Raises max_immutable_memtables to at least this plus 2.
+    #[arg(long = "memtables-to-merge")]
+    pub memtables_to_merge: Option<usize>,
     /// Shale compactions that may run at once (default: the design's). FLSM designs
     /// compact different guards side by side.
     #[arg(
@@ -464,6 +474,28 @@ pub fn memtable_bytes(
     }
 }
 
+/// How memtables wait for their flush in engine `kind`: (memtables flushed as one, frozen
+/// memtables allowed). `flag` (`--memtables-to-merge`) if given, with room for it, else the
+/// design's (Shale, and `rocksdb-tuned`, which takes the memtables of the design it is
+/// compared with) or [`Options::default`]'s (the peers that mirror it).
+pub fn memtable_merging(
+    kind: EngineKind,
+    design: &str,
+    settings: PresetSettings,
+    flag: Option<usize>,
+) -> (usize, usize) {
+    let o = match kind {
+        EngineKind::Shale | EngineKind::RocksdbTuned => {
+            Options::preset_with(design, settings).unwrap_or_default()
+        }
+        EngineKind::Rocksdb | EngineKind::Fjall => Options::default(),
+    };
+    match flag {
+        Some(n) => (n, o.max_immutable_memtables.max(n.saturating_add(2))),
+        None => (o.min_memtables_to_merge, o.max_immutable_memtables),
+    }
+}
+
 /// Parse `--settings`.
 fn parse_settings(s: &str) -> Result<PresetSettings, String> {
     PresetSettings::parse(s).map_err(|e| e.to_string())
@@ -473,6 +505,11 @@ impl EngineConfig {
     /// The memtable size engine `kind` runs with (see [`memtable_bytes`]).
     pub fn memtable_bytes(&self, kind: EngineKind) -> usize {
         memtable_bytes(kind, &self.design, self.settings, self.write_buffer_size)
+    }
+
+    /// How memtables wait for their flush in engine `kind` (see [`memtable_merging`]).
+    pub fn memtable_merging(&self, kind: EngineKind) -> (usize, usize) {
+        memtable_merging(kind, &self.design, self.settings, self.memtables_to_merge)
     }
 }
 
@@ -528,6 +565,7 @@ impl EngineFlags {
             bloom_bits: self.bloom_bits(),
             block_size: self.block_size,
             memtable_bloom_ratio: self.memtable_bloom_ratio,
+            memtables_to_merge: self.memtables_to_merge,
             max_background_compactions: self.max_background_compactions,
             level0_compaction_trigger: self.level0_compaction_trigger,
             max_sstables_per_guard: self.max_sstables_per_guard,
@@ -597,6 +635,10 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(r) = config.memtable_bloom_ratio {
         o.memtable_bloom_ratio = r;
+    }
+    if config.memtables_to_merge.is_some() {
+        (o.min_memtables_to_merge, o.max_immutable_memtables) =
+            config.memtable_merging(EngineKind::Shale);
     }
     if let Some(n) = config.max_background_compactions {
         o.max_background_compactions = n;
@@ -698,6 +740,14 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             if o.verify_checksums { "on" } else { "off" }
         ),
     ];
+    if o.min_memtables_to_merge > 1 {
+        lines.push(format!(
+            "  memtable: {} frozen memtables of {} flushed as one (min_memtables_to_merge; up to {} frozen)",
+            o.min_memtables_to_merge,
+            mib(o.write_buffer_size as u64),
+            o.max_immutable_memtables
+        ));
+    }
     if o.memtable_bloom_ratio > 0.0 {
         lines.push(format!(
             "  memtable: bloom filter of {} of each skiplist memtable (memtable_bloom_ratio)",
@@ -968,6 +1018,7 @@ mod tests {
             bloom_bits: 10,
             block_size: None,
             memtable_bloom_ratio: None,
+            memtables_to_merge: None,
             max_background_compactions: Some(3),
             level0_compaction_trigger: Some(6),
             max_sstables_per_guard: Some(40),
@@ -998,6 +1049,7 @@ mod tests {
         );
         let bloom = EngineConfig {
             memtable_bloom_ratio: Some(0.05),
+            memtables_to_merge: None,
             ..c.clone()
         };
         let o = shale_options(&bloom).unwrap();

@@ -75,6 +75,7 @@ mod tests {
             bloom_bits: 10,
             block_size: None,
             memtable_bloom_ratio: None,
+            memtables_to_merge: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

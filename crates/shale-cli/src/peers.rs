@@ -59,6 +59,8 @@ impl Tuning {
         if let Some(n) = config.block_size {
             shale.table.block_size = n;
         }
+        (shale.min_memtables_to_merge, shale.max_immutable_memtables) =
+            config.memtable_merging(EngineKind::Rocksdb);
         Tuning {
             config: config.clone(),
             shale,
@@ -105,6 +107,7 @@ mod tests {
             bloom_bits: 10,
             block_size: None,
             memtable_bloom_ratio: None,
+            memtables_to_merge: None,
             max_background_compactions: None,
             level0_compaction_trigger: None,
             max_sstables_per_guard: None,

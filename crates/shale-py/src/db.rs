@@ -97,7 +97,8 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
 /// LevelDB does: on in every design, off in `Options::default()`), `memtable_bloom_ratio`
 /// (a bloom filter over each memtable's keys, this fraction of its bytes, 0 to 0.25;
-/// default 0, none).
+/// default 0, none), `min_memtables_to_merge` (frozen memtables flushed as one; room is made
+/// for them).
 /// Options not given come from the design; without one, from the store's own record when
 /// the store exists, else `Options::default()`. With `read_only=True` the store is opened as
 /// `Db::open_read_only` does (RocksDB's `OpenForReadOnly`): nothing is written, no lock is
@@ -127,7 +128,7 @@ impl PyDb {
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
         max_background_compactions=None, mmap_reads=None, memtable_bloom_ratio=None,
-        read_only=false, secondary=false
+        min_memtables_to_merge=None, read_only=false, secondary=false
     ))]
     #[expect(
         clippy::too_many_arguments,
@@ -158,6 +159,7 @@ impl PyDb {
         max_background_compactions: Option<usize>,
         mmap_reads: Option<bool>,
         memtable_bloom_ratio: Option<f64>,
+        min_memtables_to_merge: Option<usize>,
         read_only: bool,
         secondary: bool,
     ) -> PyResult<PyDb> {
@@ -186,6 +188,7 @@ impl PyDb {
             max_background_compactions,
             mmap_reads,
             memtable_bloom_ratio,
+            min_memtables_to_merge,
         };
         let options = args.to_options(py, std::path::Path::new(&path))?;
         let db = py

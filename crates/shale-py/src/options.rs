@@ -64,6 +64,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) max_background_compactions: Option<usize>,
     pub(crate) mmap_reads: Option<bool>,
     pub(crate) memtable_bloom_ratio: Option<f64>,
+    pub(crate) min_memtables_to_merge: Option<usize>,
 }
 
 impl OpenArgs<'_> {
@@ -124,6 +125,11 @@ impl OpenArgs<'_> {
         );
         set(&mut o.mmap_reads, self.mmap_reads);
         set(&mut o.memtable_bloom_ratio, self.memtable_bloom_ratio);
+        if let Some(n) = self.min_memtables_to_merge {
+            // Room for the memtables a flush waits for, and two that fill while it runs.
+            o.min_memtables_to_merge = n;
+            o.max_immutable_memtables = o.max_immutable_memtables.max(n.saturating_add(2));
+        }
         o.table.compression = compression(self.compression.as_ref())?;
         if let Some(l) = &self.layout {
             o.layout = match l.as_str() {

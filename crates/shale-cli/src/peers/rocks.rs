@@ -92,7 +92,7 @@ fn mirror_options(t: &Tuning) -> (Options, Vec<String>) {
     // Shale: one active memtable plus `max_immutable_memtables` frozen ones waiting.
     let buffers = 1 + s.max_immutable_memtables;
     o.set_max_write_buffer_number(buffers as i32);
-    o.set_min_write_buffer_number_to_merge(1);
+    o.set_min_write_buffer_number_to_merge(s.min_memtables_to_merge as i32);
     o.set_max_open_files(s.max_open_files as i32);
     o.set_num_levels(s.num_levels as i32);
     o.set_target_file_size_base(s.target_file_size);
@@ -128,9 +128,10 @@ fn mirror_options(t: &Tuning) -> (Options, Vec<String>) {
         "  layout:   leveled, level_compaction_dynamic_level_bytes=false (static level sizes, as Shale)"
             .to_string(),
         format!(
-            "  memtable: write_buffer_size={} max_write_buffer_number={buffers} (1 active + {} immutable)",
+            "  memtable: write_buffer_size={} max_write_buffer_number={buffers} (1 active + {} immutable) min_write_buffer_number_to_merge={}",
             mib(t.write_buffer_size() as u64),
-            s.max_immutable_memtables
+            s.max_immutable_memtables,
+            s.min_memtables_to_merge
         ),
         format!(
             "  tables:   block_size={} restart_interval={} bloom_bits={} (full filter) compression={compression_name} checksum=crc32c",
@@ -181,6 +182,18 @@ fn tuned_options(t: &Tuning) -> (Options, Vec<String>) {
     let compression_name = common(&mut o, c.compression);
     let memtable = c.memtable_bytes(EngineKind::RocksdbTuned);
     o.set_write_buffer_size(memtable);
+    // The design's memtables: several frozen ones flushed as one, with room for them.
+    let (merge, frozen) = c.memtable_merging(EngineKind::RocksdbTuned);
+    let merging = if merge > 1 {
+        o.set_min_write_buffer_number_to_merge(merge as i32);
+        o.set_max_write_buffer_number(1 + frozen as i32);
+        format!(
+            " min_write_buffer_number_to_merge={merge} max_write_buffer_number={}",
+            1 + frozen
+        )
+    } else {
+        String::new()
+    };
     o.set_level_compaction_dynamic_level_bytes(true);
     let jobs = background_jobs();
     o.set_max_background_jobs(jobs);
@@ -215,7 +228,7 @@ fn tuned_options(t: &Tuning) -> (Options, Vec<String>) {
             mib(TUNED_BYTES_PER_SYNC)
         ),
         format!(
-            "  memtable: write_buffer_size={} ({memtable_from})",
+            "  memtable: write_buffer_size={}{merging} ({memtable_from})",
             mib(memtable as u64)
         ),
         format!(

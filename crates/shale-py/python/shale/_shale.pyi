@@ -74,6 +74,7 @@ class DB:
         max_background_compactions: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
         memtable_bloom_ratio: Optional[float] = None,
+        min_memtables_to_merge: Optional[int] = None,
         read_only: bool = False,
         secondary: bool = False,
     ) -> "DB": ...

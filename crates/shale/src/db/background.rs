@@ -25,11 +25,40 @@ pub(crate) fn flush_memtable(
     mem: &Arc<dyn MemTable>,
     ctx: &CompactionContext<'_>,
 ) -> Result<VersionEdit> {
-    mem.seal();
-    if mem.is_empty() {
-        return Ok(VersionEdit::default());
+    flush_memtables(layout, std::slice::from_ref(mem), ctx)
+}
+
+/// [`flush_memtable`] for several frozen memtables written out as one
+/// ([`crate::Options::min_memtables_to_merge`]): the layout's flush reads their entries
+/// merged into one stream in internal-key order (their sequence numbers differ, so no two
+/// entries tie), as it reads one memtable's.
+pub(crate) fn flush_memtables(
+    layout: &dyn crate::layout::Layout,
+    mems: &[Arc<dyn MemTable>],
+    ctx: &CompactionContext<'_>,
+) -> Result<VersionEdit> {
+    for m in mems {
+        m.seal();
     }
-    layout.flush(&mut *Arc::clone(mem).iter(), ctx)
+    let mut full = mems.iter().filter(|m| !m.is_empty());
+    match (full.next(), full.next()) {
+        (None, _) => Ok(VersionEdit::default()),
+        (Some(one), None) => layout.flush(&mut *Arc::clone(one).iter(), ctx),
+        (Some(_), Some(_)) => {
+            let children = mems
+                .iter()
+                .filter(|m| !m.is_empty())
+                .map(|m| Arc::clone(m).iter())
+                .collect();
+            layout.flush(&mut crate::iter::merging::MergingIterator::new(children), ctx)
+        }
+    }
+}
+
+/// Whether the flush thread has work: [`crate::Options::min_memtables_to_merge`] frozen
+/// memtables, or any when a flush was asked for ([`super::BgState::flush_requested`]).
+pub(crate) fn flush_due(bg: &super::BgState, min_to_merge: usize) -> bool {
+    !bg.imms.is_empty() && (bg.imms.len() >= min_to_merge || bg.flush_requested)
 }
 
 /// Run `f` with a compaction context over the store's current state.
@@ -147,20 +176,34 @@ fn drop_obsolete_range_dels(current: &crate::version::Version, edit: &mut Versio
     }
 }
 
-/// Flush the oldest frozen memtable. Requires that no other flush runs (the flush thread,
-/// or `flush_and_wait` through it).
+/// Flush the oldest frozen memtables as one: [`crate::Options::min_memtables_to_merge`] of
+/// them (one by default), or all there are when a flush was asked for and they merge. So
+/// each flush of a store that does not merge writes exactly one memtable, as before the
+/// option existed. Requires that no other flush runs (the flush thread, or
+/// `flush_and_wait` through it).
 fn flush_one(inner: &DbInner) -> Result<bool> {
-    let (mem, log_end, last_seq) = {
+    let merge = inner.options.min_memtables_to_merge;
+    let (mems, log_end, last_seq) = {
         let bg = inner.bg.lock();
-        match bg.imms.front() {
-            Some(imm) => (Arc::clone(&imm.mem), imm.log_end, imm.last_seq),
+        let n = if bg.flush_requested && merge > 1 {
+            bg.imms.len()
+        } else {
+            merge.min(bg.imms.len())
+        };
+        match bg.imms.get(n.wrapping_sub(1)) {
+            Some(newest) => (
+                bg.imms.iter().take(n).map(|i| Arc::clone(&i.mem)).collect::<Vec<_>>(),
+                newest.log_end,
+                newest.last_seq,
+            ),
             None => return Ok(false),
         }
     };
-    // Writes logged for the memtable before it froze may still be inserting.
+    // Writes logged for the memtables before they froze may still be inserting (the
+    // newest's last sequence number covers the older ones').
     inner.wait_published(last_seq);
     let mut edit = match with_context(inner, WriteCause::Flush, |ctx| {
-        flush_memtable(inner.layout.as_ref(), &mem, ctx)
+        flush_memtables(inner.layout.as_ref(), &mems, ctx)
     }) {
         Ok(e) => e,
         Err(e) => {
@@ -183,10 +226,17 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         inner.set_error(&e);
         return Err(e);
     }
-    super::value_jobs::count_superseded(inner, &mem, &inner.super_version().version, &mut edit);
+    let version = inner.super_version().version.clone();
+    for (i, mem) in mems.iter().enumerate() {
+        let older = mems.get(..i).unwrap_or_default();
+        super::value_jobs::count_superseded(inner, mem, older, &version, &mut edit);
+    }
     commit(inner, edit, Some(last_seq), |bg, imms| {
-        bg.imms.pop_front();
-        imms.retain(|m| !Arc::ptr_eq(m, &mem));
+        bg.imms.drain(..mems.len().min(bg.imms.len()));
+        if bg.imms.is_empty() {
+            bg.flush_requested = false;
+        }
+        imms.retain(|m| !mems.iter().any(|f| Arc::ptr_eq(m, f)));
     })?;
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
     for (level, size) in written {
@@ -215,7 +265,7 @@ pub(crate) fn flush_thread(inner: Arc<DbInner>) {
     loop {
         {
             let mut bg = inner.bg.lock();
-            while bg.imms.is_empty() || bg.error.is_some() {
+            while !flush_due(&bg, inner.options.min_memtables_to_merge) || bg.error.is_some() {
                 if inner.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
@@ -246,6 +296,11 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
         super::write::make_room(inner, &mut wal, true)?;
     }
     let mut bg = inner.bg.lock();
+    // Frozen memtables waiting for more to merge with are flushed now.
+    if !bg.imms.is_empty() && !bg.flush_requested {
+        bg.flush_requested = true;
+        inner.bg_cv.notify_all();
+    }
     loop {
         if let Some(e) = &bg.error {
             return Err(Error::ReadOnly(e.clone()));
@@ -273,7 +328,7 @@ pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {
         if let Some(e) = &bg.error {
             return Err(Error::ReadOnly(e.clone()));
         }
-        let busy = !bg.imms.is_empty()
+        let busy = flush_due(&bg, inner.options.min_memtables_to_merge)
             || bg.flushing
             || !bg.running.is_empty()
             || bg.compaction_wanted

@@ -191,6 +191,10 @@ pub(crate) struct BgState {
     pub(crate) compaction_wanted: bool,
     /// Set while a flush is running: `Db::flush` waits for it.
     pub(crate) flushing: bool,
+    /// Flush the frozen memtables there are without waiting for
+    /// [`crate::Options::min_memtables_to_merge`] of them (`Db::flush`, or a freeze the
+    /// value placement asked for). Cleared when none is left.
+    pub(crate) flush_requested: bool,
     /// The first background or durability failure: the store is read-only from then on.
     pub(crate) error: Option<String>,
     /// Background compactions in flight, each with its ticket. Their input files and output
@@ -917,7 +921,9 @@ impl Db {
     /// `shale.block-cache-usage`, `shale.design`, `shale.options` (the options this handle
     /// runs with, in the options record's `key=value` lines), `shale.range-tombstones-mem` and
     /// `shale.range-tombstones` (range tombstones not yet flushed, and flushed ones the
-    /// version keeps), and RocksDB's `shale.mem-table-flush-pending`,
+    /// version keeps), and RocksDB's `shale.num-immutable-mem-table` (frozen memtables not
+    /// yet flushed), `shale.mem-table-flush-pending` (`1` while a flush runs or is due: not
+    /// for frozen memtables waiting for [`Options::min_memtables_to_merge`]),
     /// `shale.compaction-pending` (`1` from any change to the tree until the background
     /// finds nothing more to start; `0` after a failure) and `shale.num-running-compactions`
     /// (background ones): with all three `0` the store is settled, as a test that wants an

@@ -143,9 +143,14 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         // store is read-only and starts nothing), nor on a read-only handle. With the three
         // at 0 the store is settled: nothing runs and nothing will start before the next
         // write, flush or compaction.
+        // Frozen memtables not yet flushed (RocksDB's `num-immutable-mem-table`).
+        "shale.num-immutable-mem-table" => Some(inner.bg.lock().imms.len().to_string()),
         "shale.mem-table-flush-pending" => {
             let bg = inner.bg.lock();
-            Some(u8::from(!bg.imms.is_empty() || bg.flushing).to_string())
+            // Frozen memtables waiting for others to merge with are not pending (RocksDB's
+            // `min_write_buffer_number_to_merge` alike).
+            let due = super::background::flush_due(&bg, inner.options.min_memtables_to_merge);
+            Some(u8::from(due || bg.flushing).to_string())
         }
         "shale.compaction-pending" => {
             let bg = inner.bg.lock();

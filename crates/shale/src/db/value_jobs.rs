@@ -192,8 +192,9 @@ pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
 /// compaction later merges the versions (which, for keys in a deep level, may be never).
 ///
 /// Every version of a key but the newest in `mem` is superseded by the newest; that newest
-/// supersedes the newest entry of the key in `version` (the tree before this flush: older
-/// memtables were flushed before, in order). By induction each stored value is reported
+/// supersedes the newest entry of the key in `older` (the memtables flushed together with
+/// `mem` and older than it, oldest first) or else in `version` (the tree before this flush:
+/// older memtables were flushed before, in order). By induction each stored value is reported
 /// once, by the flush of the entry right above it, and a compaction that later drops it
 /// reports nothing. Snapshots may still read a superseded value; the count only guides the
 /// placement's choices, and a rewrite checks liveness itself. A failed lookup stops the
@@ -201,6 +202,7 @@ pub(crate) fn run(inner: &Arc<DbInner>, force: bool) -> Result<u64> {
 pub(crate) fn count_superseded(
     inner: &DbInner,
     mem: &Arc<dyn MemTable>,
+    older: &[Arc<dyn MemTable>],
     version: &Arc<Version>,
     edit: &mut VersionEdit,
 ) {
@@ -210,7 +212,7 @@ pub(crate) fn count_superseded(
         tables: &inner.tables,
         version,
     };
-    count_superseded_over(&tree, mem, &[], edit);
+    count_superseded_over(&tree, mem, older, edit);
 }
 
 /// The older state a memtable's flush is counted against (recovery has no [`DbInner`] yet).

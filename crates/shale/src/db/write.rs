@@ -782,10 +782,9 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
             delayed = true;
             continue;
         }
-        if !force
-            && wal.mem.approximate_bytes() < opts.write_buffer_size
-            && !inner.values.wants_freeze()
-        {
+        // Read once: a memory component's size may move while it is read (FloDB's drain).
+        let full = wal.mem.approximate_bytes() >= opts.write_buffer_size;
+        if !force && !full && !inner.values.wants_freeze() {
             return Ok(());
         }
         if force && wal.mem.is_empty() && !range_dels_in_mutable(inner) {
@@ -808,7 +807,9 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
             continue;
         }
         drop(bg);
-        return switch_memtable(inner, wal);
+        // A memtable frozen before it is full (asked for, or for the value placement's
+        // log) is flushed without waiting for others to merge with.
+        return switch_memtable(inner, wal, force || !full);
     }
 }
 
@@ -829,7 +830,7 @@ fn add_stall(inner: &DbInner, since: Instant) {
 
 /// Freeze the mutable memtable and start a new one; the placement says where the frozen
 /// memtable's writes end in its log (and may start a new log there).
-fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
+fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState, flush_now: bool) -> Result<()> {
     let log_end = match inner.values.freeze() {
         Ok(p) => p,
         Err(e) => {
@@ -845,6 +846,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState) -> Result<()> {
         log_end,
         last_seq: wal.last_assigned,
     });
+    bg.flush_requested |= flush_now;
     {
         let mut sv = inner.super_version.write();
         let mut imms = vec![old_mem];

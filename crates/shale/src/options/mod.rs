@@ -15,12 +15,25 @@ pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
 /// The memtable size of every preset in its paper settings ([`Options::paper_preset`]):
 /// LevelDB's default, which the papers' systems kept (PebblesDB on HyperLevelDB, WiscKey on
 /// LevelDB 1.18) and measured with. A design's claims are about this regime, where a
-/// LevelDB-style leveled tree is bound by its compactions; [`Options::default`] and the
-/// tuned presets ([`Options::preset`]) use 64 MiB, RocksDB's size.
+/// LevelDB-style leveled tree is bound by its compactions; [`Options::default`] uses
+/// 64 MiB, RocksDB's size, and the tuned presets ([`Options::preset`]) four memtables of
+/// [`TUNED_WRITE_BUFFER_SIZE`] flushed as one.
 pub const PRESET_WRITE_BUFFER_SIZE: usize = 4 << 20;
 
 /// [`Options::memtable_bloom_ratio`] of the tuned presets.
 pub const TUNED_MEMTABLE_BLOOM_RATIO: f64 = 0.02;
+
+/// [`Options::write_buffer_size`] of the tuned presets but `flodb`: with
+/// [`TUNED_MEMTABLES_TO_MERGE`] of them flushed as one, level 0 receives 64 MiB tables, as
+/// from one 64 MiB memtable, while each insert searches a 16 MiB skiplist.
+pub const TUNED_WRITE_BUFFER_SIZE: usize = 16 << 20;
+
+/// [`Options::min_memtables_to_merge`] of the tuned presets but `flodb`.
+pub const TUNED_MEMTABLES_TO_MERGE: usize = 4;
+
+/// [`Options::max_immutable_memtables`] of the tuned presets but `flodb`: the memtables
+/// merged by one flush and two more that fill while it runs.
+pub const TUNED_MAX_IMMUTABLE_MEMTABLES: usize = 6;
 
 /// Block compression of table files.
 ///
@@ -591,8 +604,21 @@ pub struct Options {
     /// 1.19x-1.52x faster and the load 0.85x-1.01x as fast (`docs/benchmarks.md` [S20q]).
     /// The `flodb` memory component has no skiplist filter and ignores it.
     pub memtable_bloom_ratio: f64,
-    /// Frozen memtables allowed to wait for flushing before writers stop. Default 2.
+    /// Frozen memtables allowed to wait for flushing before writers stop. Default 2; 6 in
+    /// the tuned presets but `flodb` (room for [`Options::min_memtables_to_merge`] and the
+    /// memtables filled while they flush). At least `min_memtables_to_merge`.
     pub max_immutable_memtables: usize,
+    /// Frozen memtables a flush waits for and writes out as one (RocksDB's
+    /// `min_write_buffer_number_to_merge`): a flush starts once this many are frozen (or
+    /// when asked, [`crate::Db::flush`], or when the value placement needs its log
+    /// reclaimed) and merges every frozen memtable into one flush. Smaller memtables, each
+    /// `write_buffer_size`, with the tables of larger ones: an insert searches a skiplist
+    /// that fits the CPU caches better, while level 0 receives as many bytes per file as
+    /// with one memtable of `write_buffer_size` times this. Reads ask each frozen memtable
+    /// until it is flushed. Default 1 (each memtable flushed alone, as RocksDB and
+    /// LevelDB); 4 with 16 MiB memtables in the tuned presets but `flodb`
+    /// (`docs/benchmarks.md` [S21q]).
+    pub min_memtables_to_merge: usize,
     /// Table format options.
     pub table: TableOptions,
     /// Byte budget of the block cache. Default 64 MiB; 0 disables it.
@@ -744,6 +770,7 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             memtable_bloom_ratio: 0.0,
             max_immutable_memtables: 2,
+            min_memtables_to_merge: 1,
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
             max_open_files: 1000,
@@ -994,9 +1021,15 @@ impl Options {
             // A memtable bloom filter of 2 % (RocksDB's `memtable_prefix_bloom_size_ratio`
             // with whole-key filtering): a get right after a load no longer searches a full
             // 64 MiB memtable for keys it does not hold (docs/benchmarks.md [S20q]).
+            // Four 16 MiB memtables flushed as one: level 0 receives what one 64 MiB
+            // memtable would give it, and inserts search a smaller skiplist
+            // (docs/benchmarks.md [S21q]).
             PresetSettings::Tuned => Options {
                 mmap_reads: true,
                 memtable_bloom_ratio: TUNED_MEMTABLE_BLOOM_RATIO,
+                write_buffer_size: TUNED_WRITE_BUFFER_SIZE,
+                min_memtables_to_merge: TUNED_MEMTABLES_TO_MERGE,
+                max_immutable_memtables: TUNED_MAX_IMMUTABLE_MEMTABLES,
                 ..Options::default()
             },
         };
@@ -1028,11 +1061,23 @@ impl Options {
                 ..base
             }),
             // FloDB's memory component has no skiplist filter (it ignores the ratio), so
-            // the preset records none.
-            "flodb" => Ok(Options {
-                memory: MemoryKind::FloDb,
-                memtable_bloom_ratio: 0.0,
-                ..leveldb
+            // the preset records none. Its memory is one component of `write_buffer_size`
+            // (a hash buffer before a skiplist) measured at 64 MiB and more
+            // (docs/designs/flodb.md), flushed alone.
+            "flodb" => Ok(match settings {
+                PresetSettings::Paper => Options {
+                    memory: MemoryKind::FloDb,
+                    memtable_bloom_ratio: 0.0,
+                    ..leveldb
+                },
+                PresetSettings::Tuned => Options {
+                    memory: MemoryKind::FloDb,
+                    memtable_bloom_ratio: 0.0,
+                    write_buffer_size: Options::default().write_buffer_size,
+                    min_memtables_to_merge: 1,
+                    max_immutable_memtables: Options::default().max_immutable_memtables,
+                    ..leveldb
+                },
             }),
             // The paper's five levels (the last one grows by sub-levels and is collected),
             // 16 filter bits per key for the many sub-levels a get may ask, and 4 KiB buckets.
@@ -1166,6 +1211,14 @@ impl Options {
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1".into());
+        }
+        if self.min_memtables_to_merge == 0
+            || self.min_memtables_to_merge > self.max_immutable_memtables
+        {
+            return bad(format!(
+                "min_memtables_to_merge {} must be in 1..=max_immutable_memtables ({})",
+                self.min_memtables_to_merge, self.max_immutable_memtables
+            ));
         }
         if self.max_background_compactions == 0 || self.max_background_compactions > 64 {
             return bad(format!(
@@ -1335,6 +1388,20 @@ mod tests {
             };
             assert_eq!(tuned.memtable_bloom_ratio, filter, "{name}");
             assert_eq!(paper.memtable_bloom_ratio, 0.0, "{name}: LevelDB has none");
+            let (wbs, merge) = if tuned.memory == MemoryKind::FloDb {
+                (64 << 20, 1)
+            } else {
+                (TUNED_WRITE_BUFFER_SIZE, TUNED_MEMTABLES_TO_MERGE)
+            };
+            assert_eq!(
+                (tuned.write_buffer_size, tuned.min_memtables_to_merge),
+                (wbs, merge),
+                "{name}"
+            );
+            assert_eq!(
+                paper.min_memtables_to_merge, 1,
+                "{name}: LevelDB merges none"
+            );
             // The settings change sizes only: the same axes and mechanisms.
             assert_eq!(tuned.axes(), paper.axes(), "{name}");
             assert_eq!(tuned.leveled, paper.leveled, "{name}");
@@ -1411,6 +1478,15 @@ mod tests {
         o.flodb.membuffer_partitions = 1;
         o.flodb.drain_threads = 65;
         assert!(o.validate().is_err());
+        for (merge, max) in [(0, 2), (3, 2)] {
+            let o = Options {
+                min_memtables_to_merge: merge,
+                max_immutable_memtables: max,
+                ..Options::default()
+            };
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains("min_memtables_to_merge"), "{e}");
+        }
     }
 
     #[test]

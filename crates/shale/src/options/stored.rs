@@ -91,6 +91,18 @@ const FIELDS: &[Field] = &[
     // with a preset reopens (`load_options`) reading as the preset does.
     plain!("mmap_reads", Rule::Free, "", mmap_reads),
     plain!("memtable_bloom_ratio", Rule::Free, "", memtable_bloom_ratio),
+    plain!(
+        "max_immutable_memtables",
+        Rule::Free,
+        "",
+        max_immutable_memtables
+    ),
+    plain!(
+        "min_memtables_to_merge",
+        Rule::Free,
+        "",
+        min_memtables_to_merge
+    ),
     plain!("target_file_size", Rule::Free, "", target_file_size),
     plain!(
         "max_bytes_for_level_base",
