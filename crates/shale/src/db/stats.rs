@@ -138,13 +138,13 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         // left in the files).
         "shale.range-tombstones-mem" => Some(sv.range_dels.tombstones().len().to_string()),
         "shale.range-tombstones" => Some(sv.version.range_dels().tombstones().len().to_string()),
+        // Frozen memtables not yet flushed (RocksDB's `num-immutable-mem-table`).
+        "shale.num-immutable-mem-table" => Some(inner.bg.lock().imms.len().to_string()),
         // RocksDB's names. A compaction is pending from every change to the tree (and from
         // open) until a worker's pick finds nothing to start; never after a failure (the
         // store is read-only and starts nothing), nor on a read-only handle. With the three
         // at 0 the store is settled: nothing runs and nothing will start before the next
         // write, flush or compaction.
-        // Frozen memtables not yet flushed (RocksDB's `num-immutable-mem-table`).
-        "shale.num-immutable-mem-table" => Some(inner.bg.lock().imms.len().to_string()),
         "shale.mem-table-flush-pending" => {
             let bg = inner.bg.lock();
             // Frozen memtables waiting for others to merge with are not pending (RocksDB's

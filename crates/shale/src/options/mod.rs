@@ -598,7 +598,7 @@ pub struct Options {
     /// skips the skiplist search, which in a full 64 MiB memtable reads about 17 nodes, most
     /// of them cache misses. The filter counts in the memtable's size. In `[0, 0.25]`;
     /// default 0 (none, as RocksDB and LevelDB) and in the paper presets;
-    /// [`TUNED_MEMTABLE_BLOOM_RATIO`] (0.02: 1.28 MiB of a 64 MiB memtable, about 20 bits
+    /// [`TUNED_MEMTABLE_BLOOM_RATIO`] (0.02: 328 KiB of a 16 MiB memtable, about 20 bits
     /// per key for the smallest entries, value pointers, to 60 for entries of 300 bytes) in
     /// the tuned presets but `flodb`: at 5M keys it made gets right after the load
     /// 1.19x-1.52x faster and the load 0.85x-1.01x as fast (`docs/benchmarks.md` [S20q]).
@@ -928,8 +928,9 @@ pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum PresetSettings {
     /// What measures best on this project's benchmark machine (`docs/benchmarks.md`,
-    /// "Preset settings"): [`Options::default`]'s sizes (RocksDB's 64 MiB memtable and tree)
-    /// under each design's mechanisms. What [`Options::preset`] gives.
+    /// "Preset settings"): [`Options::default`]'s tree (RocksDB's sizes) under each design's
+    /// mechanisms, with four 16 MiB memtables flushed as one ([`TUNED_WRITE_BUFFER_SIZE`],
+    /// [`TUNED_MEMTABLES_TO_MERGE`]; `flodb` one of 64 MiB). What [`Options::preset`] gives.
     #[default]
     Tuned,
     /// The papers' settings: LevelDB's 4 MiB memtable, and LevelDB's tree for the designs
