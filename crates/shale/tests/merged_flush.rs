@@ -14,6 +14,8 @@ fn options(design: &str, env: &Env) -> Options {
     o.write_buffer_size = 16 * 1024;
     o.min_memtables_to_merge = 3;
     o.max_immutable_memtables = 4;
+    // Frozen memtables wait for three of their kind however long the test takes.
+    o.memtable_merge_timeout = None;
     o
 }
 
@@ -150,6 +152,33 @@ fn versions_across_merged_memtables() {
         );
         assert_eq!(db.get(b"b").unwrap(), None, "{design}");
         db.close().unwrap();
+    }
+}
+
+/// With a timeout, frozen memtables that wait for more are flushed (together) once no
+/// memtable was frozen for that long; until then a flush is pending, so the store is not
+/// settled.
+#[test]
+fn frozen_memtables_are_flushed_when_the_merge_timeout_runs_out() {
+    for design in ["leveldb", "pebblesdb", "flodb"] {
+        let env = Env::memory();
+        let mut o = options(design, &env);
+        o.memtable_merge_timeout = Some(std::time::Duration::from_millis(20));
+        let db = Db::open(DIR, o).unwrap();
+        let mut next = 0;
+        // Two frozen (or fewer, if the timeout ran out between the freezes: a slow machine).
+        put_until(&db, &mut next, |db| frozen(db) == 2 || files(db) > 0);
+        // No more writes: the wait covers the timed flush (with no timeout it returns with
+        // both still frozen, as the test above shows).
+        db.wait_for_compactions().unwrap();
+        assert_eq!(frozen(&db), 0, "{design}");
+        let flushes = db.stats().lifetime.flushes;
+        assert!((1..=2).contains(&flushes), "{design}: {flushes}");
+        assert!(files(&db) >= 1, "{design}");
+        assert_eq!(prop(&db, "shale.mem-table-flush-pending"), "0", "{design}");
+        for i in 0..next {
+            assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "{design}");
+        }
     }
 }
 

@@ -55,10 +55,30 @@ pub(crate) fn flush_memtables(
     }
 }
 
-/// Whether the flush thread has work: [`crate::Options::min_memtables_to_merge`] frozen
-/// memtables, or any when a flush was asked for ([`super::BgState::flush_requested`]).
-pub(crate) fn flush_due(bg: &super::BgState, min_to_merge: usize) -> bool {
-    !bg.imms.is_empty() && (bg.imms.len() >= min_to_merge || bg.flush_requested)
+/// Whether a flush will run without another write: there are
+/// [`crate::Options::min_memtables_to_merge`] frozen memtables, or a flush was asked for
+/// ([`super::BgState::flush_requested`]), or those frozen will be flushed when their
+/// [`crate::Options::memtable_merge_timeout`] runs out.
+pub(crate) fn flush_due(bg: &super::BgState, options: &crate::Options) -> bool {
+    !bg.imms.is_empty()
+        && (bg.imms.len() >= options.min_memtables_to_merge
+            || bg.flush_requested
+            || options.memtable_merge_timeout.is_some())
+}
+
+/// How long the flush thread waits before it flushes the frozen memtables there are:
+/// zero when a flush is due now, `None` when nothing is frozen or they wait for more for
+/// ever.
+fn flush_wait(bg: &super::BgState, options: &crate::Options) -> Option<std::time::Duration> {
+    if bg.imms.is_empty() {
+        return None;
+    }
+    if bg.imms.len() >= options.min_memtables_to_merge || bg.flush_requested {
+        return Some(std::time::Duration::ZERO);
+    }
+    let timeout = options.memtable_merge_timeout?;
+    let waited = bg.last_freeze.map_or(timeout, |t| t.elapsed());
+    Some(timeout.saturating_sub(waited))
 }
 
 /// Run `f` with a compaction context over the store's current state.
@@ -185,10 +205,11 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
     let merge = inner.options.min_memtables_to_merge;
     let (mems, log_end, last_seq) = {
         let bg = inner.bg.lock();
-        let n = if bg.flush_requested && merge > 1 {
+        // Fewer than `merge` are flushed only when asked for or after the timeout: then all.
+        let n = if bg.imms.len() < merge || (bg.flush_requested && merge > 1) {
             bg.imms.len()
         } else {
-            merge.min(bg.imms.len())
+            merge
         };
         match bg.imms.get(n.wrapping_sub(1)) {
             Some(newest) => (
@@ -265,11 +286,19 @@ pub(crate) fn flush_thread(inner: Arc<DbInner>) {
     loop {
         {
             let mut bg = inner.bg.lock();
-            while !flush_due(&bg, inner.options.min_memtables_to_merge) || bg.error.is_some() {
+            loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
-                inner.bg_cv.wait(&mut bg);
+                let wait = flush_wait(&bg, &inner.options);
+                match wait {
+                    Some(w) if w.is_zero() && bg.error.is_none() => break,
+                    // Frozen memtables waiting for more: until their timeout, or a change.
+                    Some(w) if bg.error.is_none() => {
+                        inner.bg_cv.wait_for(&mut bg, w);
+                    }
+                    _ => inner.bg_cv.wait(&mut bg),
+                }
             }
             if inner.shutting_down.load(Ordering::Acquire) {
                 return;
@@ -328,7 +357,7 @@ pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {
         if let Some(e) = &bg.error {
             return Err(Error::ReadOnly(e.clone()));
         }
-        let busy = flush_due(&bg, inner.options.min_memtables_to_merge)
+        let busy = flush_due(&bg, &inner.options)
             || bg.flushing
             || !bg.running.is_empty()
             || bg.compaction_wanted

@@ -195,6 +195,8 @@ pub(crate) struct BgState {
     /// [`crate::Options::min_memtables_to_merge`] of them (`Db::flush`, or a freeze the
     /// value placement asked for). Cleared when none is left.
     pub(crate) flush_requested: bool,
+    /// When the newest frozen memtable was frozen (`Options::memtable_merge_timeout`).
+    pub(crate) last_freeze: Option<std::time::Instant>,
     /// The first background or durability failure: the store is read-only from then on.
     pub(crate) error: Option<String>,
     /// Background compactions in flight, each with its ticket. Their input files and output

@@ -147,9 +147,9 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         // write, flush or compaction.
         "shale.mem-table-flush-pending" => {
             let bg = inner.bg.lock();
-            // Frozen memtables waiting for others to merge with are not pending (RocksDB's
-            // `min_write_buffer_number_to_merge` alike).
-            let due = super::background::flush_due(&bg, inner.options.min_memtables_to_merge);
+            // Frozen memtables waiting for others to merge with for ever are not pending
+            // (RocksDB's `min_write_buffer_number_to_merge` alike); with a timeout they are.
+            let due = super::background::flush_due(&bg, &inner.options);
             Some(u8::from(due || bg.flushing).to_string())
         }
         "shale.compaction-pending" => {

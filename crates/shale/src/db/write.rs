@@ -847,6 +847,7 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState, flush_now: bool) ->
         last_seq: wal.last_assigned,
     });
     bg.flush_requested |= flush_now;
+    bg.last_freeze = Some(Instant::now());
     {
         let mut sv = inner.super_version.write();
         let mut imms = vec![old_mem];

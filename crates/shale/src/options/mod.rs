@@ -619,6 +619,13 @@ pub struct Options {
     /// LevelDB); 4 with 16 MiB memtables in the tuned presets but `flodb`
     /// (`docs/benchmarks.md` [S21q]).
     pub min_memtables_to_merge: usize,
+    /// How long frozen memtables wait for [`Options::min_memtables_to_merge`] of them: once
+    /// no memtable was frozen for this long, those frozen are flushed as they are, so a
+    /// store that stopped writing (reads after a load) does not keep asking memtables that
+    /// wait for writes that do not come. `None` waits for ever (RocksDB's
+    /// `min_write_buffer_number_to_merge`). Default 1 second. Nothing waits when
+    /// `min_memtables_to_merge` is 1.
+    pub memtable_merge_timeout: Option<std::time::Duration>,
     /// Table format options.
     pub table: TableOptions,
     /// Byte budget of the block cache. Default 64 MiB; 0 disables it.
@@ -771,6 +778,7 @@ impl Default for Options {
             memtable_bloom_ratio: 0.0,
             max_immutable_memtables: 2,
             min_memtables_to_merge: 1,
+            memtable_merge_timeout: Some(std::time::Duration::from_secs(1)),
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
             max_open_files: 1000,
