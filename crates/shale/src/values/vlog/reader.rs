@@ -9,7 +9,7 @@ use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
-use crate::values::{Apply, RecoverContext, ResolveMemo, ValueBytes};
+use crate::values::{Apply, CacheFill, RecoverContext, ResolveMemo, ValueBytes};
 
 /// Records up to this many bytes are kept in the block cache once read; a larger value is
 /// read from its segment each time (it would push many table blocks out for one value).
@@ -22,15 +22,18 @@ const CACHED_RECORD_MAX: usize = 64 * 1024;
 ///
 /// A cached record comes back as a range of the cached buffer ([`ValueBytes::Shared`]): a
 /// scan hands it on without copying the value, so only the record's first bytes (its header
-/// and key, checked here) are touched.
+/// and key, checked here) are touched. A record read from its segment comes back the same
+/// way, as a range of the one buffer it was read into, whether it is kept (`fill`,
+/// [`keep`]) or not.
 pub(crate) fn read_value(
     vlog: &VlogPlacement,
     key: &[u8],
     stored: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let p = decode_pointer(vlog, key, stored)?;
-    read_value_of(vlog, p, key, cause)
+    read_value_of(vlog, p, key, cause, fill)
 }
 
 /// What a scan keeps between the values it resolves ([`read_value_in`]): the segments of
@@ -48,7 +51,39 @@ struct ScanMemo {
     /// The slot the next segment looked up replaces.
     next: usize,
     cache: Option<Arc<BlockCache>>,
+    local: ScanLocal,
+}
+
+/// The part of a scan's memo [`read_record`] updates: the block-cache hits not counted yet,
+/// and the buffers of the last two records it read and did not keep in the cache, so that
+/// the next such read reuses one instead of allocating (and later freeing) a buffer per
+/// value. A buffer is reused only once nothing else holds it (`Bytes::try_into_mut`): the
+/// cursor holds the value it handed out last until it steps on, so the older of the two
+/// is normally free again by the next read.
+#[derive(Default)]
+struct ScanLocal {
     hits: u64,
+    /// Oldest first.
+    read: [Option<SharedBytes>; 2],
+}
+
+impl ScanLocal {
+    /// An empty buffer: the older of the last two records' if nothing holds it any more,
+    /// else a new one.
+    fn buffer(&mut self) -> Vec<u8> {
+        match self.read[0].take().map(SharedBytes::try_into_mut) {
+            Some(Ok(mut b)) => {
+                b.clear();
+                Vec::from(b)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Remember `record`'s buffer for [`ScanLocal::buffer`].
+    fn hold(&mut self, record: &SharedBytes) {
+        self.read[0] = self.read[1].replace(record.clone());
+    }
 }
 
 /// Segments a scan's memo holds. A scan of keys written in another order than their key
@@ -62,7 +97,7 @@ pub(super) const HITS_PER_COUNT: u64 = 64;
 impl ScanMemo {
     fn count_hits(&mut self) {
         if let Some(c) = &self.cache {
-            c.count(std::mem::take(&mut self.hits), 0);
+            c.count(std::mem::take(&mut self.local.hits), 0);
         }
     }
 
@@ -77,6 +112,7 @@ impl ScanMemo {
         p: Pointer,
         key: &[u8],
         cause: ReadCause,
+        fill: CacheFill,
     ) -> Result<ValueBytes<'static>> {
         let i = match self
             .segments
@@ -96,10 +132,10 @@ impl ScanMemo {
         };
         let Some(Some(seg)) = self.segments.get(i) else {
             // Filled just above.
-            return read_value_of(vlog, p, key, cause);
+            return read_value_of(vlog, p, key, cause, fill);
         };
-        let r = read_record(vlog, seg, p, key, cause, Some(&mut self.hits));
-        if self.hits >= HITS_PER_COUNT {
+        let r = read_record(vlog, seg, p, key, cause, fill, Some(&mut self.local));
+        if self.local.hits >= HITS_PER_COUNT {
             self.count_hits();
         }
         r
@@ -120,18 +156,19 @@ pub(crate) fn read_value_in(
     key: &[u8],
     stored: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let p = decode_pointer(vlog, key, stored)?;
     if let Some(m) = memo.get_mut::<ScanMemo>() {
-        return m.read(vlog, p, key, cause);
+        return m.read(vlog, p, key, cause, fill);
     }
     let mut m = ScanMemo {
         segments: Default::default(),
         next: 0,
         cache: vlog.cache().cloned(),
-        hits: 0,
+        local: ScanLocal::default(),
     };
-    let r = m.read(vlog, p, key, cause);
+    let r = m.read(vlog, p, key, cause, fill);
     memo.set(m);
     r
 }
@@ -142,9 +179,10 @@ fn read_value_of(
     p: Pointer,
     key: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let seg = live_segment(vlog, &p)?;
-    read_record(vlog, &seg, p, key, cause, None)
+    read_record(vlog, &seg, p, key, cause, fill, None)
 }
 
 /// Decode a stored pointer; a bad one is corruption (of the tree: no segment to name).
@@ -181,16 +219,19 @@ fn live_segment(vlog: &VlogPlacement, p: &Pointer) -> Result<Arc<Segment>> {
     })
 }
 
-/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `hits`:
-/// count a block-cache hit there instead of in the cache's counter (a scan's memo).
+/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `local`
+/// (a scan's memo): count a block-cache hit there instead of in the cache's counter, and
+/// read a record that is not kept into a buffer it reuses.
 #[inline(always)]
+#[allow(clippy::too_many_arguments, reason = "inlined into its two callers")]
 fn read_record(
     vlog: &VlogPlacement,
     seg: &Segment,
     p: Pointer,
     key: &[u8],
     cause: ReadCause,
-    hits: Option<&mut u64>,
+    fill: CacheFill,
+    mut local: Option<&mut ScanLocal>,
 ) -> Result<ValueBytes<'static>> {
     // The path is built only for an error: it is a formatted name, not free per read.
     let bad = |segment: u64, offset: u64, m: String| {
@@ -222,13 +263,13 @@ fn read_record(
         ));
     }
     let cache = vlog.cache().filter(|_| len <= CACHED_RECORD_MAX);
-    let cached = match (cache, hits) {
+    let cached = match (cache, local.as_deref_mut()) {
         (None, _) => None,
         (Some(c), None) => c.get(p.segment, p.offset),
-        (Some(c), Some(hits)) => {
+        (Some(c), Some(local)) => {
             let found = c.get_uncounted(p.segment, p.offset);
             match found {
-                Some(_) => *hits += 1,
+                Some(_) => local.hits += 1,
                 None => c.count(0, 1),
             }
             found
@@ -248,18 +289,46 @@ fn read_record(
     // Not `read_at`: the segment may have grown since this handle was opened, and
     // `read_at` checks the length the handle saw (the pointer was checked above, so
     // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
-    // spare capacity: no zero-fill of the record first.
-    let buf = file.read_grown_at(p.offset, len, cause)?;
+    // spare capacity (a scan's reused buffer, or a fresh one): no zero-fill of the record
+    // first.
+    let mut buf = local.as_deref_mut().map(ScanLocal::buffer).unwrap_or_default();
+    file.read_grown_into(p.offset, len, &mut buf, cause)?;
     file.count_block(cause, crate::env::BlockKind::Value);
     let range = checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?;
-    let Some(c) = cache else {
-        // Too large to cache: copied out, and the record's buffer freed.
-        return Ok(ValueBytes::Owned(buf.get(range).unwrap_or_default().to_vec()));
-    };
+    // The value is handed out as a range of the buffer the record was read into: no
+    // second copy (`Bytes::from` takes the `Vec` as it is).
     let buf = SharedBytes::from(buf);
-    // Kept once its checksum and key held.
-    c.insert(p.segment, p.offset, buf.clone());
+    // Kept once its checksum and key held, as `fill` says; a scan reuses the buffer of a
+    // record it did not keep (up to the size the cache would take: a scan does not hold
+    // on to larger buffers).
+    let kept = cache.is_some_and(|c| keep(c, p, &buf, fill, file.is_mapped()));
+    if let Some(local) = local
+        && !kept
+        && len <= CACHED_RECORD_MAX
+    {
+        local.hold(&buf);
+    }
     Ok(ValueBytes::Shared(buf, range))
+}
+
+/// Keep `record` (of `p`, just read and checked) in the block cache as `fill` says. A
+/// scan's record copied out of a mapped segment is kept only where the cache has room
+/// without evicting: reading it again costs a copy and a checksum (the page cache holds
+/// the segment), less than an insert and the eviction it causes, and a scan over more
+/// values than the cache holds would otherwise replace the whole cache with records it
+/// may never read again (`docs/designs/wisckey.md`, "A scan's cache misses"). A record
+/// read with `pread` (`mmap_reads` off) costs a system call to read again, and is kept as
+/// a point lookup keeps it.
+/// Returns whether it was kept.
+fn keep(c: &BlockCache, p: Pointer, record: &SharedBytes, fill: CacheFill, mapped: bool) -> bool {
+    match fill {
+        CacheFill::Skip => false,
+        CacheFill::Scan if mapped => c.insert_if_room(p.segment, p.offset, record),
+        CacheFill::Keep | CacheFill::Scan => {
+            c.insert(p.segment, p.offset, record.clone());
+            true
+        }
+    }
 }
 
 /// The range of the value in `buf`, a whole record (its checksum checked unless

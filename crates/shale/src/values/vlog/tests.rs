@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::values::RecoverContext;
+use crate::values::{CacheFill, RecoverContext};
 use crate::env::ReadCause;
 use state::VlogState;
 
@@ -80,7 +80,7 @@ fn small_values_stay_inline_and_large_ones_are_pointers() {
     assert_eq!(got[0].1, ValueKind::Value);
     assert_eq!(got[1].1, ValueKind::ValuePointer);
     assert_eq!(
-        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
+        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
             .unwrap()
             .as_ref(),
         b"a longer value"
@@ -119,29 +119,29 @@ fn a_pointer_never_yields_another_keys_value() {
     let (ptr1, ptr2) = (&got[0].2, &got[1].2);
     // Right key, right pointer.
     assert_eq!(
-        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get, CacheFill::Keep)
             .unwrap()
             .as_ref(),
         b"value one"
     );
     // k1's lookup handed k2's pointer: the record's key does not match.
-    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get).unwrap_err();
+    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get, CacheFill::Keep).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     // A pointer past the valid end, into a missing segment, or into the middle of a record.
     let mut q = Pointer::decode(ptr1).unwrap();
     for bad in misplaced(q).into_iter().chain([Pointer { segment: 99, ..q }]) {
         let e = p
-            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get)
+            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get, CacheFill::Keep)
             .unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{bad:?}: {e}");
     }
     q.length = 3;
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get, CacheFill::Keep)
             .is_err()
     );
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get, CacheFill::Keep)
             .is_err()
     );
 }
@@ -500,7 +500,7 @@ fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
     // The segment is removed (as collection removes a dropped one) while a pointer remains.
     p.remove_segment(ptr.segment);
     let e = p
-        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
+        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
         .unwrap_err();
     match e {
         Error::Corruption {
@@ -530,7 +530,7 @@ fn resolve_in(
     key: &[u8],
     stored: &[u8],
 ) -> std::result::Result<Vec<u8>, (std::path::PathBuf, u64, String)> {
-    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue) {
+    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue, CacheFill::Scan) {
         Ok(v) => Ok(v.to_vec()),
         Err(Error::Corruption {
             file,
