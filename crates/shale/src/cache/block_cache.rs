@@ -329,6 +329,15 @@ impl BlockCache {
         kept
     }
 
+    /// Whether a block of `len` bytes at `file_number`/`offset` fits in its shard's budget
+    /// now without evicting anything ([`BlockCache::insert_if_room`] would keep it, unless
+    /// another insert takes the room first).
+    pub fn has_room(&self, file_number: u64, offset: u64, len: usize) -> bool {
+        let charge = len.saturating_add(ENTRY_OVERHEAD);
+        let s = self.shard(file_number, offset).lock();
+        s.usage.saturating_add(charge) <= s.capacity
+    }
+
     /// Drop every cached block of `file_number` (a table that was deleted). O(entries).
     pub fn erase_file(&self, file_number: u64) {
         for shard in self.shards.iter() {
@@ -479,6 +488,7 @@ mod tests {
         }
         assert_eq!(c.usage(), 3 * charge);
         // Full: the next block is not kept, and nothing was evicted for it.
+        assert!(!c.has_room(1, 3, 1000));
         assert!(!c.insert_if_room(1, 3, &block(1000, 3)));
         assert!(c.get(1, 3).is_none());
         for off in 0..3 {
@@ -486,6 +496,7 @@ mod tests {
         }
         // A cached key is not replaced.
         let c = BlockCache::new(3 * charge);
+        assert!(c.has_room(1, 0, 1000));
         assert!(c.insert_if_room(1, 0, &block(1000, 0)));
         assert!(!c.insert_if_room(1, 0, &block(10, 9)));
         assert_eq!(&*c.get(1, 0).unwrap(), &[0u8; 1000][..]);

@@ -22,9 +22,9 @@ const CACHED_RECORD_MAX: usize = 64 * 1024;
 ///
 /// A cached record comes back as a range of the cached buffer ([`ValueBytes::Shared`]): a
 /// scan hands it on without copying the value, so only the record's first bytes (its header
-/// and key, checked here) are touched. A record read from its segment comes back the same
-/// way, as a range of the one buffer it was read into, whether it is kept (`fill`,
-/// [`keep`]) or not.
+/// and key, checked here) are touched. A record read from its segment comes back in the
+/// buffer it was read into, with no second copy: shared with the cache when it is kept
+/// there (`fill`, [`keep`]), else the buffer itself ([`ValueBytes::Tail`]).
 pub(crate) fn read_value(
     vlog: &VlogPlacement,
     key: &[u8],
@@ -51,39 +51,15 @@ struct ScanMemo {
     /// The slot the next segment looked up replaces.
     next: usize,
     cache: Option<Arc<BlockCache>>,
-    local: ScanLocal,
-}
-
-/// The part of a scan's memo [`read_record`] updates: the block-cache hits not counted yet,
-/// and the buffers of the last two records it read and did not keep in the cache, so that
-/// the next such read reuses one instead of allocating (and later freeing) a buffer per
-/// value. A buffer is reused only once nothing else holds it (`Bytes::try_into_mut`): the
-/// cursor holds the value it handed out last until it steps on, so the older of the two
-/// is normally free again by the next read.
-#[derive(Default)]
-struct ScanLocal {
     hits: u64,
-    /// Oldest first.
-    read: [Option<SharedBytes>; 2],
 }
 
-impl ScanLocal {
-    /// An empty buffer: the older of the last two records' if nothing holds it any more,
-    /// else a new one.
-    fn buffer(&mut self) -> Vec<u8> {
-        match self.read[0].take().map(SharedBytes::try_into_mut) {
-            Some(Ok(mut b)) => {
-                b.clear();
-                Vec::from(b)
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Remember `record`'s buffer for [`ScanLocal::buffer`].
-    fn hold(&mut self, record: &SharedBytes) {
-        self.read[0] = self.read[1].replace(record.clone());
-    }
+/// What [`read_record`] uses of a scan's memo: the block-cache hits not counted yet, and
+/// the spare buffer of the scan's [`ResolveMemo`] (the buffer of a value the cursor is done
+/// with), which a record not kept in the cache is read into instead of a new one.
+struct ScanRead<'a> {
+    hits: &'a mut u64,
+    spare: &'a mut Vec<u8>,
 }
 
 /// Segments a scan's memo holds. A scan of keys written in another order than their key
@@ -97,7 +73,7 @@ pub(super) const HITS_PER_COUNT: u64 = 64;
 impl ScanMemo {
     fn count_hits(&mut self) {
         if let Some(c) = &self.cache {
-            c.count(std::mem::take(&mut self.local.hits), 0);
+            c.count(std::mem::take(&mut self.hits), 0);
         }
     }
 
@@ -113,6 +89,7 @@ impl ScanMemo {
         key: &[u8],
         cause: ReadCause,
         fill: CacheFill,
+        spare: &mut Vec<u8>,
     ) -> Result<ValueBytes<'static>> {
         let i = match self
             .segments
@@ -134,8 +111,12 @@ impl ScanMemo {
             // Filled just above.
             return read_value_of(vlog, p, key, cause, fill);
         };
-        let r = read_record(vlog, seg, p, key, cause, fill, Some(&mut self.local));
-        if self.local.hits >= HITS_PER_COUNT {
+        let scan = ScanRead {
+            hits: &mut self.hits,
+            spare,
+        };
+        let r = read_record(vlog, seg, p, key, cause, fill, Some(scan));
+        if self.hits >= HITS_PER_COUNT {
             self.count_hits();
         }
         r
@@ -159,16 +140,16 @@ pub(crate) fn read_value_in(
     fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let p = decode_pointer(vlog, key, stored)?;
-    if let Some(m) = memo.get_mut::<ScanMemo>() {
-        return m.read(vlog, p, key, cause, fill);
+    if let (Some(m), spare) = memo.get_mut_and_spare::<ScanMemo>() {
+        return m.read(vlog, p, key, cause, fill, spare);
     }
     let mut m = ScanMemo {
         segments: Default::default(),
         next: 0,
         cache: vlog.cache().cloned(),
-        local: ScanLocal::default(),
+        hits: 0,
     };
-    let r = m.read(vlog, p, key, cause, fill);
+    let r = m.read(vlog, p, key, cause, fill, memo.get_mut_and_spare::<ScanMemo>().1);
     memo.set(m);
     r
 }
@@ -219,9 +200,9 @@ fn live_segment(vlog: &VlogPlacement, p: &Pointer) -> Result<Arc<Segment>> {
     })
 }
 
-/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `local`
+/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `scan`
 /// (a scan's memo): count a block-cache hit there instead of in the cache's counter, and
-/// read a record that is not kept into a buffer it reuses.
+/// read a record that is not kept into the memo's spare buffer.
 #[inline(always)]
 #[allow(clippy::too_many_arguments, reason = "inlined into its two callers")]
 fn read_record(
@@ -231,7 +212,7 @@ fn read_record(
     key: &[u8],
     cause: ReadCause,
     fill: CacheFill,
-    mut local: Option<&mut ScanLocal>,
+    scan: Option<ScanRead<'_>>,
 ) -> Result<ValueBytes<'static>> {
     // The path is built only for an error: it is a formatted name, not free per read.
     let bad = |segment: u64, offset: u64, m: String| {
@@ -263,19 +244,23 @@ fn read_record(
         ));
     }
     let cache = vlog.cache().filter(|_| len <= CACHED_RECORD_MAX);
-    let cached = match (cache, local.as_deref_mut()) {
+    let cached = match (cache, &scan) {
         (None, _) => None,
         (Some(c), None) => c.get(p.segment, p.offset),
-        (Some(c), Some(local)) => {
-            let found = c.get_uncounted(p.segment, p.offset);
-            match found {
-                Some(_) => local.hits += 1,
-                None => c.count(0, 1),
-            }
-            found
-        }
+        (Some(c), Some(_)) => c.get_uncounted(p.segment, p.offset),
     }
     .filter(|b| b.len() == len);
+    let spare = match scan {
+        Some(s) => {
+            if cached.is_some() {
+                *s.hits += 1;
+            } else if let Some(c) = cache {
+                c.count(0, 1);
+            }
+            Some(s.spare)
+        }
+        None => None,
+    };
     if let Some(buf) = cached {
         // The common case of a scan over cached values: a value of `key`, checked without
         // building the general decoder's result or error.
@@ -289,26 +274,25 @@ fn read_record(
     // Not `read_at`: the segment may have grown since this handle was opened, and
     // `read_at` checks the length the handle saw (the pointer was checked above, so
     // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
-    // spare capacity (a scan's reused buffer, or a fresh one): no zero-fill of the record
+    // spare capacity (a scan's spare buffer, or a fresh one): no zero-fill of the record
     // first.
-    let mut buf = local.as_deref_mut().map(ScanLocal::buffer).unwrap_or_default();
+    let mut buf = spare.map(std::mem::take).unwrap_or_default();
     file.read_grown_into(p.offset, len, &mut buf, cause)?;
     file.count_block(cause, crate::env::BlockKind::Value);
     let range = checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?;
-    // The value is handed out as a range of the buffer the record was read into: no
-    // second copy (`Bytes::from` takes the `Vec` as it is).
-    let buf = SharedBytes::from(buf);
-    // Kept once its checksum and key held, as `fill` says; a scan reuses the buffer of a
-    // record it did not keep (up to the size the cache would take: a scan does not hold
-    // on to larger buffers).
-    let kept = cache.is_some_and(|c| keep(c, p, &buf, fill, file.is_mapped()));
-    if let Some(local) = local
-        && !kept
-        && len <= CACHED_RECORD_MAX
-    {
-        local.hold(&buf);
+    // Kept once its checksum and key held, as `fill` says. Either way the value is handed
+    // out as a range of the buffer the record was read into, with no second copy: shared
+    // with the cache (`Bytes::from` takes the `Vec` as it is), or the buffer itself, which
+    // a scan's cursor gives back to its memo for the next record.
+    let mapped = file.is_mapped();
+    match cache.filter(|c| wants(c, p, fill, mapped)) {
+        Some(c) => {
+            let buf = SharedBytes::from(buf);
+            keep(c, p, &buf, fill, mapped);
+            Ok(ValueBytes::Shared(buf, range))
+        }
+        None => Ok(ValueBytes::Tail(buf, range.start)),
     }
-    Ok(ValueBytes::Shared(buf, range))
 }
 
 /// Keep `record` (of `p`, just read and checked) in the block cache as `fill` says. A
@@ -319,15 +303,23 @@ fn read_record(
 /// may never read again (`docs/designs/wisckey.md`, "A scan's cache misses"). A record
 /// read with `pread` (`mmap_reads` off) costs a system call to read again, and is kept as
 /// a point lookup keeps it.
-/// Returns whether it was kept.
-fn keep(c: &BlockCache, p: Pointer, record: &SharedBytes, fill: CacheFill, mapped: bool) -> bool {
+fn keep(c: &BlockCache, p: Pointer, record: &SharedBytes, fill: CacheFill, mapped: bool) {
+    match fill {
+        CacheFill::Skip => {}
+        CacheFill::Scan if mapped => {
+            c.insert_if_room(p.segment, p.offset, record);
+        }
+        CacheFill::Keep | CacheFill::Scan => c.insert(p.segment, p.offset, record.clone()),
+    }
+}
+
+/// Whether [`keep`] would keep the record of `p` (of `p.length` bytes), asked before the
+/// record is shared: a record nothing keeps stays a buffer of its own.
+fn wants(c: &BlockCache, p: Pointer, fill: CacheFill, mapped: bool) -> bool {
     match fill {
         CacheFill::Skip => false,
-        CacheFill::Scan if mapped => c.insert_if_room(p.segment, p.offset, record),
-        CacheFill::Keep | CacheFill::Scan => {
-            c.insert(p.segment, p.offset, record.clone());
-            true
-        }
+        CacheFill::Scan if mapped => c.has_room(p.segment, p.offset, p.length as usize),
+        CacheFill::Keep | CacheFill::Scan => true,
     }
 }
 

@@ -678,3 +678,43 @@ fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
     drop(memo);
     assert_eq!(cache.hits() + cache.misses(), 3 * keys.len() as u64 + 1);
 }
+
+#[test]
+fn a_scans_records_not_kept_are_read_into_the_buffer_its_cursor_gave_back() {
+    // A record the cache does not keep comes back in the buffer it was read into, and the
+    // next one is read into the buffer the cursor gave back (no allocation per value).
+    let env = Env::memory();
+    let (p, cache) = placement_with_cache(&env);
+    let got = append(&p, 1, &[(b"k1", &[1u8; 1500]), (b"k2", &[2u8; 1200]), (b"k3", &[3u8; 900])]);
+    let resolve = |memo: &mut crate::values::ResolveMemo, i: usize, fill| {
+        p.resolve_in(memo, &got[i].0, ValueKind::ValuePointer, &got[i].2, ReadCause::ScanValue, fill)
+            .unwrap()
+            .into_static()
+    };
+    let mut memo = crate::values::ResolveMemo::default();
+    let v1 = resolve(&mut memo, 0, CacheFill::Skip);
+    assert_eq!(&*v1, &[1u8; 1500][..]);
+    let ValueBytes::Tail(buf, _) = &v1 else {
+        panic!("a record not kept is a buffer of its own: {v1:?}")
+    };
+    let at = buf.as_ptr();
+    memo.give_back(v1);
+    let v2 = resolve(&mut memo, 1, CacheFill::Skip);
+    assert_eq!(&*v2, &[2u8; 1200][..]);
+    match &v2 {
+        ValueBytes::Tail(buf, _) => assert_eq!(buf.as_ptr(), at, "read into the buffer given back"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cache.usage(), 0, "`Skip` keeps nothing");
+    // Not given back: a new buffer, the same value.
+    assert_eq!(&*resolve(&mut memo, 0, CacheFill::Skip), &[1u8; 1500][..]);
+    // A scan's record read without a map (this file system has none) is kept as a
+    // lookup's is, and shared with the cache.
+    let v3 = resolve(&mut memo, 2, CacheFill::Scan);
+    assert!(matches!(v3, ValueBytes::Shared(..)), "{v3:?}");
+    assert!(cache.usage() > 900);
+    assert_eq!(cache.hits(), 0);
+    assert_eq!(&*resolve(&mut memo, 2, CacheFill::Skip), &[3u8; 900][..]);
+    drop(memo);
+    assert_eq!(cache.hits(), 1, "a cached record is used whatever the fill");
+}
