@@ -279,7 +279,12 @@ fn read_record(
     let mut buf = spare.map(std::mem::take).unwrap_or_default();
     file.read_grown_into(p.offset, len, &mut buf, cause)?;
     file.count_block(cause, crate::env::BlockKind::Value);
-    let range = checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?;
+    // A value of `key` with its checksum holding, checked at fixed offsets; anything else
+    // is described by the general decoder.
+    let range = match format::read_value_range(&buf, key) {
+        Some(range) => range,
+        None => checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?,
+    };
     // Kept once its checksum and key held, as `fill` says. Either way the value is handed
     // out as a range of the buffer the record was read into, with no second copy: shared
     // with the cache (`Bytes::from` takes the `Vec` as it is), or the buffer itself, which
