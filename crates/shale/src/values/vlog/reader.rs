@@ -270,6 +270,47 @@ fn read_record(
         let range = checked_value(&buf, key, true).map_err(|m| bad(p.segment, p.offset, m))?;
         return Ok(ValueBytes::Shared(buf, range));
     }
+    let read = Missed {
+        vlog,
+        seg,
+        p,
+        key,
+        cause,
+        fill,
+    };
+    read_missed(&read, cache, spare)
+}
+
+/// A read [`read_record`] hands to [`read_missed`].
+struct Missed<'a> {
+    vlog: &'a VlogPlacement,
+    seg: &'a Segment,
+    p: Pointer,
+    key: &'a [u8],
+    cause: ReadCause,
+    fill: CacheFill,
+}
+
+/// The part of [`read_record`] for a record the cache does not hold: read it from its
+/// segment, check it, keep it as `fill` says. Not inlined: a scan over cached values
+/// runs [`read_record`] for every value, and this part (a copy and a checksum of the
+/// record) is the rare one there.
+#[inline(never)]
+fn read_missed(
+    read: &Missed<'_>,
+    cache: Option<&Arc<BlockCache>>,
+    spare: Option<&mut Vec<u8>>,
+) -> Result<ValueBytes<'static>> {
+    let &Missed {
+        vlog,
+        seg,
+        p,
+        key,
+        cause,
+        fill,
+    } = read;
+    let bad = |m: String| Error::corruption(vlog.segment_path(p.segment), p.offset, m);
+    let len = p.length as usize;
     let file = vlog.handle_through(seg, p.offset + len as u64)?;
     // Not `read_at`: the segment may have grown since this handle was opened, and
     // `read_at` checks the length the handle saw (the pointer was checked above, so
@@ -283,7 +324,7 @@ fn read_record(
     // is described by the general decoder.
     let range = match format::read_value_range(&buf, key) {
         Some(range) => range,
-        None => checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?,
+        None => checked_value(&buf, key, false).map_err(bad)?,
     };
     // Kept once its checksum and key held, as `fill` says. Either way the value is handed
     // out as a range of the buffer the record was read into, with no second copy: shared
