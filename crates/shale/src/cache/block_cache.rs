@@ -309,6 +309,35 @@ impl BlockCache {
         });
     }
 
+    /// [`BlockCache::insert`], but only where the block fits in its shard's budget without
+    /// evicting anything (and its key is not cached yet); returns whether it was kept. For
+    /// a reader whose reads are cheap to repeat and that passes over much data once (a
+    /// scan of values read from a mapped value-log segment): it fills an empty cache but
+    /// never pushes out what others keep, and then costs a lookup of the shard's usage,
+    /// not an insert and an eviction. The block is cloned (shared) only when kept.
+    pub fn insert_if_room(&self, file_number: u64, offset: u64, block: &SharedBytes) -> bool {
+        let charge = block.len().saturating_add(ENTRY_OVERHEAD);
+        let mut kept = false;
+        self.with_shard(file_number, offset, |s| {
+            if s.usage.saturating_add(charge) <= s.capacity
+                && !s.map.contains_key(&(file_number, offset))
+            {
+                s.insert((file_number, offset), block.clone(), charge);
+                kept = true;
+            }
+        });
+        kept
+    }
+
+    /// Whether a block of `len` bytes at `file_number`/`offset` fits in its shard's budget
+    /// now without evicting anything ([`BlockCache::insert_if_room`] would keep it, unless
+    /// another insert takes the room first).
+    pub fn has_room(&self, file_number: u64, offset: u64, len: usize) -> bool {
+        let charge = len.saturating_add(ENTRY_OVERHEAD);
+        let s = self.shard(file_number, offset).lock();
+        s.usage.saturating_add(charge) <= s.capacity
+    }
+
     /// Drop every cached block of `file_number` (a table that was deleted). O(entries).
     pub fn erase_file(&self, file_number: u64) {
         for shard in self.shards.iter() {
@@ -448,6 +477,34 @@ mod tests {
         assert!(c.get(1, 8192).is_none());
         assert!(c.get(1, 0).is_some(), "an oversized block evicts nothing");
         assert_eq!(c.usage(), 100 + ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn insert_if_room_fills_but_never_evicts() {
+        let charge = 1000 + ENTRY_OVERHEAD;
+        let c = BlockCache::new(3 * charge);
+        for off in 0..3 {
+            assert!(c.insert_if_room(1, off, &block(1000, off as u8)));
+        }
+        assert_eq!(c.usage(), 3 * charge);
+        // Full: the next block is not kept, and nothing was evicted for it.
+        assert!(!c.has_room(1, 3, 1000));
+        assert!(!c.insert_if_room(1, 3, &block(1000, 3)));
+        assert!(c.get(1, 3).is_none());
+        for off in 0..3 {
+            assert_eq!(&*c.get(1, off).unwrap(), &[off as u8; 1000][..], "offset {off}");
+        }
+        // A cached key is not replaced.
+        let c = BlockCache::new(3 * charge);
+        assert!(c.has_room(1, 0, 1000));
+        assert!(c.insert_if_room(1, 0, &block(1000, 0)));
+        assert!(!c.insert_if_room(1, 0, &block(10, 9)));
+        assert_eq!(&*c.get(1, 0).unwrap(), &[0u8; 1000][..]);
+        assert_eq!(c.usage(), charge);
+        // Room made by an erase is filled again.
+        c.erase_file(1);
+        assert!(c.insert_if_room(1, 7, &block(1000, 7)));
+        assert_eq!(c.usage(), charge);
     }
 
     #[test]

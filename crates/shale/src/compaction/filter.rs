@@ -80,6 +80,7 @@ impl EntryHook for Filtering<'_> {
                 kind,
                 stored,
                 crate::env::ReadCause::Compaction,
+                crate::values::CacheFill::Keep,
             ) {
                 Ok(v) => v,
                 Err(_) => {

@@ -44,9 +44,11 @@ pub struct ReadOptions {
     /// cached. Metadata (footers, indexes, filters), logs and value-log records are always
     /// checked.
     pub verify_checksums: Option<bool>,
-    /// Keep the table blocks the read brings in in the block cache. Default true; a one-off
-    /// pass over much of the store sets it false, so that it does not push out the blocks
-    /// other readers reuse.
+    /// Keep the table blocks and value-log records the read brings in in the block cache.
+    /// Default true; a one-off pass over much of the store sets it false, so that it does
+    /// not push out the blocks other readers reuse. With it on, a scan keeps a value-log
+    /// record it copied out of a mapped segment only while the cache has room for it
+    /// without evicting (`docs/designs/wisckey.md`, "A scan's cache misses").
     pub fill_cache: bool,
 }
 

@@ -27,7 +27,7 @@ use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
 use crate::table::format::TableRead;
-use crate::values::{ResolveMemo, ValueBytes, ValueStore};
+use crate::values::{CacheFill, ResolveMemo, ValueBytes, ValueStore};
 
 pub(crate) fn get(
     inner: &DbInner,
@@ -43,7 +43,13 @@ pub(crate) fn get(
         Some((kind, v)) => Ok(Some(
             inner
                 .values
-                .resolve(key, kind, &v, ReadCause::Get)?
+                .resolve(
+                    key,
+                    kind,
+                    &v,
+                    ReadCause::Get,
+                    CacheFill::of(options.fill_cache, false),
+                )?
                 .into_owned(),
         )),
     }
@@ -196,6 +202,8 @@ fn prepare(
 /// iterator reads (see [`Pinned`]) for as long as a prefetch job holds it.
 struct PlacementResolver {
     values: Arc<dyn ValueStore>,
+    /// The iterator's `ReadOptions::fill_cache`, for its values.
+    fill: CacheFill,
     _pinned: Arc<Pinned>,
 }
 
@@ -205,7 +213,7 @@ impl Resolve for PlacementResolver {
         // as a scan's value reads, apart from point lookups and the scan's table blocks.
         Ok(self
             .values
-            .resolve(key, kind, stored, ReadCause::ScanValue)?
+            .resolve(key, kind, stored, ReadCause::ScanValue, self.fill)?
             .into_static())
     }
 
@@ -218,14 +226,15 @@ impl Resolve for PlacementResolver {
     ) -> Result<ValueBytes<'static>> {
         Ok(self
             .values
-            .resolve_in(memo, key, kind, stored, ReadCause::ScanValue)?
+            .resolve_in(memo, key, kind, stored, ReadCause::ScanValue, self.fill)?
             .into_static())
     }
 }
 
-fn resolver(inner: &DbInner, pinned: &Arc<Pinned>) -> Arc<dyn Resolve> {
+fn resolver(inner: &DbInner, pinned: &Arc<Pinned>, read: TableRead) -> Arc<dyn Resolve> {
     Arc::new(PlacementResolver {
         values: Arc::clone(&inner.values),
+        fill: CacheFill::of(read.fill_cache, true),
         _pinned: Arc::clone(pinned),
     })
 }
@@ -239,7 +248,7 @@ pub(crate) fn cursor(
     let it = merged(inner, &sv, seq, read)?;
     let (lower, upper) = bound_seeks(&opts);
     Ok(Cursor {
-        it: PrefetchCursor::new(it, opts, resolver(inner, &pinned), prefetch),
+        it: PrefetchCursor::new(it, opts, resolver(inner, &pinned, read), prefetch),
         hooks: ReadHooks::new(inner, &sv),
         lower,
         upper,
@@ -351,7 +360,7 @@ pub(crate) fn iter(
     let back = merged(inner, &sv, seq, read)?;
     let (front_seek, back_seek) = bound_seeks(&opts);
     Ok(DbIterator {
-        entries: PrefetchEntries::new(front, back, opts, resolver(inner, &pinned), prefetch),
+        entries: PrefetchEntries::new(front, back, opts, resolver(inner, &pinned, read), prefetch),
         front_seek,
         back_seek,
         hooks: ReadHooks::new(inner, &sv),
@@ -502,8 +511,8 @@ mod tests {
         db.put(b"k", &[7u8; 1000]).expect("put");
         db.flush().expect("flush");
         let inner = db.inner().into_owned();
-        let (_, sv, _, pinned, _) = prepare(&inner, IterOptions::default());
-        let job_store = resolver(&inner, &pinned);
+        let (_, sv, _, pinned, read) = prepare(&inner, IterOptions::default());
+        let job_store = resolver(&inner, &pinned, read);
         let version = Arc::downgrade(&sv.version);
         // A newer version replaces the iterator's; then the iterator goes.
         db.put(b"k2", &[8u8; 1000]).expect("put");

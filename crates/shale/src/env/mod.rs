@@ -219,6 +219,19 @@ pub trait RandomAccessFile: Send + Sync {
         self.read_exact_at(&mut buf, offset)?;
         Ok(buf)
     }
+    /// Append the `len` bytes at `offset` to `out`, in its spare capacity where it has
+    /// room (a reader that reads one record after another into the same buffer allocates
+    /// once). Reading past the end is an error, and leaves `out` as it was. The default
+    /// zero-fills the new bytes and calls [`RandomAccessFile::read_exact_at`].
+    fn read_append(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        out.resize(start + len, 0);
+        let r = self.read_exact_at(out.get_mut(start..).unwrap_or_default(), offset);
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
     /// The file's size when it was opened.
     fn len(&self) -> u64;
     /// True for an empty file.
@@ -666,6 +679,20 @@ impl ReadFile {
         let buf = self.inner.read_to_vec(len, offset)?;
         self.io.add_read(cause, len as u64);
         Ok(buf)
+    }
+    /// [`ReadFile::read_grown_at`] into `out` (appended, in its spare capacity where it has
+    /// room: [`RandomAccessFile::read_append`]), so that a caller reading one record after
+    /// another can reuse one buffer.
+    pub fn read_grown_into(
+        &self,
+        offset: u64,
+        len: usize,
+        out: &mut Vec<u8>,
+        cause: ReadCause,
+    ) -> Result<()> {
+        self.inner.read_append(len, offset, out)?;
+        self.io.add_read(cause, len as u64);
+        Ok(())
     }
     /// Lend `len` bytes at `offset` without copying them, counted as [`ReadFile::read_at`]
     /// counts them, when the backend can ([`RandomAccessFile::read_shared`]: a mapped

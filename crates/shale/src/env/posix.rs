@@ -725,21 +725,32 @@ impl RandomAccessFile for PosixRandomAccessFile {
     /// sets the length to what the kernel wrote), so the buffer is never zero-filled first.
     fn read_to_vec(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
         let mut buf = Vec::with_capacity(len);
-        while buf.len() < len {
-            let at = offset + buf.len() as u64;
-            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut buf), at) {
+        self.read_append(len, offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    fn read_append(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        out.reserve(len);
+        while out.len() < start + len {
+            let at = offset + (out.len() - start) as u64;
+            match rustix::io::pread(&self.file, rustix::buffer::spare_capacity(&mut *out), at) {
                 Ok(0) => {
+                    out.truncate(start);
                     let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
                     return Err(self.read_error(eof, len, offset));
                 }
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(self.read_error(e.into(), len, offset)),
+                Err(e) => {
+                    out.truncate(start);
+                    return Err(self.read_error(e.into(), len, offset));
+                }
             }
         }
-        // The allocator may have given more capacity than asked for, and `pread` fills it.
-        buf.truncate(len);
-        Ok(buf)
+        // The buffer may have more capacity than asked for, and `pread` fills it.
+        out.truncate(start + len);
+        Ok(())
     }
 
     fn len(&self) -> u64 {
@@ -927,9 +938,9 @@ impl PosixRawMappedFile {
         // SAFETY: how bytes leave a raw map (UNSAFE.md, "reads out of a raw memory map").
         // Memory: `start + len <= map.len()` (checked above), so the source lies inside the
         // mapping, which lives as long as `self`; `reserve` made room for `len` more bytes
-        // after `out.len()`, so the destination is valid for `len` writes, and a fresh heap
-        // buffer cannot overlap a file mapping. `set_len` then covers exactly the bytes just
-        // written.
+        // after `out.len()`, so the destination is valid for `len` writes, and a `Vec`'s heap
+        // buffer (fresh, or reused by a scan) cannot overlap a file mapping. `set_len` then
+        // covers exactly the bytes just written.
         // Stability: no `&[u8]` over this map exists anywhere (the map is `MmapRaw`, never
         // dereferenced): bytes are only copied, by this raw copy of the caller's range. The
         // range is not changed while it is copied: only value-log segments are mapped this
@@ -976,6 +987,10 @@ impl RandomAccessFile for PosixRawMappedFile {
         let mut out = Vec::new();
         self.copy_out(len, offset, &mut out)?;
         Ok(out)
+    }
+
+    fn read_append(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.copy_out(len, offset, out)
     }
 
     fn len(&self) -> u64 {

@@ -16,6 +16,12 @@ pub enum ValueBytes<'a> {
     /// `range` of a shared buffer; a range outside the buffer reads as empty (never made:
     /// the placement builds it from a record it has just decoded).
     Shared(SharedBytes, Range<usize>),
+    /// Bytes of its own from the offset on (a value-log record read whole, its header and
+    /// key before the value): a scan's cursor gives the buffer back to its
+    /// [`crate::values::ResolveMemo`] when it steps on, and the next record read is read
+    /// into it ([`crate::values::ResolveMemo::give_back`]). An offset past the end reads as
+    /// empty.
+    Tail(Vec<u8>, usize),
 }
 
 impl Default for ValueBytes<'_> {
@@ -29,6 +35,11 @@ impl ValueBytes<'_> {
     pub fn into_owned(self) -> Vec<u8> {
         match self {
             ValueBytes::Owned(v) => v,
+            ValueBytes::Tail(mut v, start) => {
+                // Moved to the front in place: no second buffer.
+                v.drain(..start.min(v.len()));
+                v
+            }
             other => other.to_vec(),
         }
     }
@@ -39,6 +50,7 @@ impl ValueBytes<'_> {
             ValueBytes::Borrowed(b) => ValueBytes::Owned(b.to_vec()),
             ValueBytes::Owned(v) => ValueBytes::Owned(v),
             ValueBytes::Shared(buf, range) => ValueBytes::Shared(buf, range),
+            ValueBytes::Tail(v, start) => ValueBytes::Tail(v, start),
         }
     }
 }
@@ -51,6 +63,7 @@ impl Deref for ValueBytes<'_> {
             ValueBytes::Borrowed(b) => b,
             ValueBytes::Owned(v) => v,
             ValueBytes::Shared(buf, range) => buf.get(range.clone()).unwrap_or_default(),
+            ValueBytes::Tail(v, start) => v.get(*start..).unwrap_or_default(),
         }
     }
 }
@@ -85,5 +98,11 @@ mod tests {
         assert_eq!(borrowed.into_static(), ValueBytes::Owned(b"abc".to_vec()));
         assert_eq!(&*ValueBytes::Shared(buf, 10..20), b"");
         assert!(ValueBytes::default().is_empty());
+        let tail = ValueBytes::Tail(b"headvalue".to_vec(), 4);
+        assert_eq!(&*tail, b"value");
+        assert!(matches!(tail.clone().into_static(), ValueBytes::Tail(..)));
+        assert_eq!(tail.into_owned(), b"value".to_vec());
+        assert_eq!(&*ValueBytes::Tail(b"ab".to_vec(), 5), b"");
+        assert_eq!(ValueBytes::Tail(b"ab".to_vec(), 5).into_owned(), b"".to_vec());
     }
 }

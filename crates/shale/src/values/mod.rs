@@ -32,6 +32,35 @@ pub use crate::iter::{ResolveMemo, ValueBytes};
 pub use inline::InlinePlacement;
 pub use vlog::VlogPlacement;
 
+/// Whether a value that a resolve reads from the placement's files is kept in the store's
+/// block cache ([`ValueStore::resolve`]). What is cached already is used either way; a
+/// placement that keeps nothing there ignores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheFill {
+    /// Kept, evicting the least recently used entries as needed: a point lookup with
+    /// [`crate::ReadOptions::fill_cache`] on (the default).
+    Keep,
+    /// One value of a scan with `fill_cache` on: kept by the placement's rule for scans.
+    /// The value log keeps a record it read with `pread` as [`CacheFill::Keep`] does, and
+    /// one it copied out of a mapped segment only while the cache has room for it without
+    /// evicting anything (`docs/designs/wisckey.md`, "A scan's cache misses").
+    Scan,
+    /// Not kept: `fill_cache` off.
+    Skip,
+}
+
+impl CacheFill {
+    /// The fill of a point lookup (`scan` false) or of a scan's values with a reader's
+    /// [`crate::ReadOptions::fill_cache`].
+    pub fn of(fill_cache: bool, scan: bool) -> CacheFill {
+        match (fill_cache, scan) {
+            (false, _) => CacheFill::Skip,
+            (true, false) => CacheFill::Keep,
+            (true, true) => CacheFill::Scan,
+        }
+    }
+}
+
 /// A point in the durability log: file number and byte offset. Writes before it belong to
 /// older memtables; the meaning of `offset` is the placement's (the WAL uses whole files
 /// and leaves it 0).
@@ -379,14 +408,16 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// against the live segments and the record it names (checksum, and the record's key
     /// must be `key`): a bad pointer is [`crate::Error::Corruption`], never another value.
     /// `cause` is what the bytes read count under ([`crate::env::IoStats`]): a point lookup,
-    /// a scan's values, a compaction filter. A value the placement holds in memory may come
-    /// back shared ([`ValueBytes::Shared`]), not copied.
+    /// a scan's values, a compaction filter; `fill` whether a value read from a file is
+    /// kept in the block cache. A value the placement holds in memory may come back shared
+    /// ([`ValueBytes::Shared`]), not copied.
     fn resolve<'a>(
         &self,
         key: &[u8],
         kind: ValueKind,
         stored: &'a [u8],
         cause: crate::env::ReadCause,
+        fill: CacheFill,
     ) -> Result<ValueBytes<'a>>;
 
     /// [`ValueStore::resolve`] for one of a scan's entries: `memo` is the scan's own (one
@@ -400,9 +431,10 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         kind: ValueKind,
         stored: &'a [u8],
         cause: crate::env::ReadCause,
+        fill: CacheFill,
     ) -> Result<ValueBytes<'a>> {
         let _ = memo;
-        self.resolve(key, kind, stored, cause)
+        self.resolve(key, kind, stored, cause, fill)
     }
 
     /// Counters for `Db::stats()`.

@@ -224,6 +224,14 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         self.resolves.is_multiple_of(TIME_ONE_IN)
     }
 
+    /// Hand out `v` from now on; the value it replaces goes back to the memo (a buffer the
+    /// placement may read the next value into: [`ResolveMemo::give_back`]).
+    #[inline]
+    fn set_value(&mut self, v: ValueBytes<'static>) {
+        let old = std::mem::replace(&mut self.value, v);
+        self.memo.give_back(old);
+    }
+
     /// Resolve on this thread, timing it.
     fn resolve_here(
         &mut self,
@@ -398,7 +406,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
                 self.note_read_time(s.elapsed());
             }
             match r {
-                Ok(v) => self.value = v,
+                Ok(v) => self.set_value(v),
                 Err(e) => return self.fail(e),
             }
         }
@@ -565,7 +573,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         match value {
             Ok(v) => {
                 self.key = ahead.key;
-                self.value = v;
+                self.set_value(v);
                 Ok(())
             }
             Err(e) => self.fail(e),

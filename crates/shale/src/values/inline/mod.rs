@@ -347,6 +347,7 @@ impl ValueStore for InlinePlacement {
         kind: ValueKind,
         stored: &'a [u8],
         _cause: crate::env::ReadCause,
+        _fill: crate::values::CacheFill,
     ) -> Result<ValueBytes<'a>> {
         match kind {
             ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),

@@ -380,6 +380,17 @@ pub fn cached_value_range(bytes: &[u8], key: &[u8]) -> Option<std::ops::Range<us
     (bytes.get(RECORD_HEADER_LEN..value_at)? == key).then_some(value_at..bytes.len())
 }
 
+/// [`cached_value_range`] for a record just read from its segment: the same checks, and
+/// its checksum. `None` for anything else, which [`decode_record`] then describes; where
+/// this gives a range, that one decodes a value of `key` with the same range (a test
+/// checks both agree on any bytes). A scan runs it for every value that misses the cache.
+#[inline]
+pub fn read_value_range(bytes: &[u8], key: &[u8]) -> Option<std::ops::Range<usize>> {
+    let range = cached_value_range(bytes, key)?;
+    let crc = u32::from_le_bytes(*bytes.first_chunk::<4>()?);
+    (unmask_crc(crc) == crc32c(bytes.get(4..)?)).then_some(range)
+}
+
 /// Where a separated value lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pointer {
@@ -682,6 +693,7 @@ mod tests {
         // single bytes changed anywhere, cuts and extensions: where the fast check gives a
         // range, the general decoder (checksum skipped, as for a cached record) gives a
         // value of the key with that range; where it gives none, the general path refuses.
+        // The same for the check of a record just read, checksum included.
         let mut rng = StdRng::seed_from_u64(0x2545_f491_4f6c_dd1du64);
         let mut next = || rng.random::<u64>();
         let general = |b: &[u8], key: &[u8]| {
@@ -690,7 +702,13 @@ mod tests {
                 .filter(|r| r.key == key && r.kind == ValueKind::Value)
                 .map(|r| b.len() - r.value.len()..b.len())
         };
-        let mut accepted = 0;
+        let general_read = |b: &[u8], key: &[u8]| {
+            decode_record(b)
+                .ok()
+                .filter(|r| r.key == key && r.kind == ValueKind::Value)
+                .map(|r| b.len() - r.value.len()..b.len())
+        };
+        let (mut accepted, mut accepted_read) = (0, 0);
         for _ in 0..20_000 {
             let key: Vec<u8> = (0..next() % 6).map(|_| b'a' + (next() % 3) as u8).collect();
             let value: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
@@ -718,9 +736,14 @@ mod tests {
             let fast = cached_value_range(&b, &asked);
             assert_eq!(fast, general(&b, &asked), "{b:?} {asked:?}");
             accepted += usize::from(fast.is_some());
+            // And with the checksum, as a record just read is checked.
+            let read = read_value_range(&b, &asked);
+            assert_eq!(read, general_read(&b, &asked), "{b:?} {asked:?}");
+            accepted_read += usize::from(read.is_some());
         }
         // Both outcomes were seen often.
         assert!((1_000..19_000).contains(&accepted), "{accepted}");
+        assert!((1_000..accepted).contains(&accepted_read), "{accepted_read}");
     }
 
     #[test]

@@ -224,25 +224,31 @@ fn collection_punches_the_prefix_of_a_mapped_segment_while_its_rest_is_read_thro
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_flipped_bit_in_a_mapped_segment_is_corruption_naming_the_segment_and_offset() {
-    let dir = temp_dir("flip");
-    let fs = PosixFs::with_map_limit(1000);
-    let o = opts(&fs, true, 16 << 10);
-    let n = 40;
-    let db = Db::open(&dir, o.clone()).expect("open");
+/// A store in `dir` with `o` holding keys `0..n`, flushed and closed, with one bit of key
+/// 0's record (the first segment's first) flipped in its value (the record's tail).
+/// Returns the segment's number and path.
+fn flip_key0(dir: &Path, o: &Options, n: u32) -> (u64, PathBuf) {
+    let db = Db::open(dir, o.clone()).expect("open");
     for i in 0..n {
         db.put(&key(i), &value(i, 0, 1000)).expect("put");
     }
     db.flush().expect("flush");
     let first = db.stats().placement.segments[0].0;
     db.close().expect("close");
-    // The first record of the first segment is key 0's; its value is the record's tail.
     let path = dir.join(segment_file_name(first));
     let mut bytes = std::fs::read(&path).expect("read");
     let last = HEADER_LEN as usize + record_len(&key(0), &value(0, 0, 1000)) - 1;
     bytes[last] ^= 0x10;
     std::fs::write(&path, &bytes).expect("write");
+    (first, path)
+}
+
+#[test]
+fn a_flipped_bit_in_a_mapped_segment_is_corruption_naming_the_segment_and_offset() {
+    let dir = temp_dir("flip");
+    let fs = PosixFs::with_map_limit(1000);
+    let o = opts(&fs, true, 16 << 10);
+    let (first, path) = flip_key0(&dir, &o, 40);
     let db = Db::open(&dir, o).expect("reopen");
     match db.get(&key(0)) {
         Err(Error::Corruption { file, offset, .. }) => {
@@ -299,5 +305,145 @@ fn the_segment_being_appended_to_is_read_through_a_map_that_follows_it() {
     assert!(io.blocks_read_for(crate::env::ReadCause::Get, crate::env::BlockKind::Value) > 0);
     db.close().expect("close");
     assert_eq!(fs.mapped_files(), 0, "closing gives the budget back");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A store of `n` values of 1000 bytes (about three times a 1 MiB block cache) read back
+/// with its pointers replayed into the memtable (closed, not flushed: no table block takes
+/// room in the cache), its segments sealed and read through maps when `mmap`.
+fn reopened_store(name: &str, mmap: bool, n: u32) -> (PathBuf, Db) {
+    let dir = temp_dir(name);
+    let fs = PosixFs::with_map_limit(1000);
+    let mut o = opts(&fs, mmap, 1 << 20);
+    o.block_cache_bytes = 1 << 20;
+    o.scan_prefetch_threads = 0;
+    let db = Db::open(&dir, o.clone()).expect("open");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0, 1000)[..1000]).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(&dir, o).expect("reopen");
+    assert_eq!(db.stats().block_cache_bytes, 0, "nothing cached yet");
+    (dir, db)
+}
+
+/// Scan the whole store (checking every value); the block cache's hits during the scan.
+fn scan_hits(db: &Db, n: u32, read: crate::ReadOptions) -> u64 {
+    let before = db.stats().block_cache_hits;
+    let it = db
+        .iter(IterOptions {
+            read,
+            ..IterOptions::default()
+        })
+        .expect("iter");
+    let mut i = 0;
+    for item in it {
+        let (k, v) = item.expect("scan");
+        assert_eq!((k, v), (key(i), value(i, 0, 1000)[..1000].to_vec()), "key {i}");
+        i += 1;
+    }
+    assert_eq!(i, n);
+    db.stats().block_cache_hits - before
+}
+
+#[test]
+fn scans_of_mapped_segments_fill_the_cache_but_never_evict_from_it() {
+    // A scan's record copied out of a mapped segment is kept only while the cache has room
+    // (`reader::keep`): the first scan fills the cache, and later scans of the same store
+    // find the same records there instead of pushing each other's out.
+    let n = 3000;
+    let (dir, db) = reopened_store("scanfill", true, n);
+    let capacity = 1 << 20;
+    let charge = (crate::values::vlog::format::RECORD_HEADER_LEN + 8 + 1000
+        + crate::cache::block_cache::ENTRY_OVERHEAD) as u64;
+    scan_hits(&db, n, crate::ReadOptions::default());
+    let full = db.stats().block_cache_bytes;
+    assert!(full <= capacity && full + 2 * charge > capacity, "filled: {full}");
+    // Every later scan hits the records the first one kept (most of the cache: the rest
+    // is the blocks of the table recovery wrote, which the scans read too). Were they
+    // kept as a lookup keeps them, each scan would push out the records the one before it
+    // kept before it came back to them (none would be found, as with `pread` below).
+    for round in 0..2 {
+        let hits = scan_hits(&db, n, crate::ReadOptions::default());
+        assert!(hits > full / charge * 3 / 4, "round {round}: {hits} hits");
+        let now = db.stats().block_cache_bytes;
+        assert!(now <= capacity && now + 2 * charge > capacity, "round {round}: {now}");
+    }
+    // A point lookup still keeps what it reads, evicting for it.
+    let misses = db.stats().block_cache_misses;
+    let uncached = (0..n)
+        .find(|&i| {
+            db.get(&key(i)).expect("get");
+            db.stats().block_cache_misses > misses
+        })
+        .expect("most records are not cached");
+    let hits = db.stats().block_cache_hits;
+    db.get(&key(uncached)).expect("get");
+    assert_eq!(db.stats().block_cache_hits, hits + 1, "the lookup's record was kept");
+    assert!(db.stats().block_cache_bytes <= capacity);
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn scans_read_with_pread_keep_what_they_read_and_fill_cache_off_keeps_nothing() {
+    // `mmap_reads` off: a record read again costs a system call, so a scan keeps it as a
+    // lookup does (evicting): a scan over three times the cache pushes out what the scan
+    // before it kept before it comes back to it.
+    let n = 3000;
+    let (dir, db) = reopened_store("scanpread", false, n);
+    scan_hits(&db, n, crate::ReadOptions::default());
+    assert!(db.stats().block_cache_bytes > (1 << 20) / 2);
+    assert!(scan_hits(&db, n, crate::ReadOptions::default()) < 50);
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+    // `ReadOptions::fill_cache` off: neither a scan nor a lookup keeps a value, mapped or
+    // not.
+    for mmap in [true, false] {
+        let (dir, db) = reopened_store("scanskip", mmap, 300);
+        let skip = crate::ReadOptions {
+            fill_cache: false,
+            ..crate::ReadOptions::default()
+        };
+        assert_eq!(scan_hits(&db, 300, skip), 0);
+        assert_eq!(db.get_opt(&key(7), None, skip).expect("get"), Some(value(7, 0, 1000)[..1000].to_vec()));
+        assert_eq!(db.stats().block_cache_bytes, 0, "mmap {mmap}");
+        // On by default: the same reads keep them.
+        scan_hits(&db, 300, crate::ReadOptions::default());
+        assert!(db.stats().block_cache_bytes > 0);
+        db.close().expect("close");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_damaged_record_a_scan_reads_past_a_full_cache_is_corruption_naming_segment_and_offset() {
+    // The record is read and checked where the cache has no room for it (it is not kept):
+    // the checksum still runs, and the error names the segment file and the record.
+    let dir = temp_dir("scanflip");
+    let fs = PosixFs::with_map_limit(1000);
+    let mut o = opts(&fs, true, 1 << 20);
+    o.block_cache_bytes = 16 << 10;
+    o.scan_prefetch_threads = 0;
+    let n = 60;
+    let (_, path) = flip_key0(&dir, &o, n);
+    let db = Db::open(&dir, o).expect("reopen");
+    let from_one = IterOptions {
+        lower_bound: Some(key(1)),
+        ..IterOptions::default()
+    };
+    let rest = db.iter(from_one).expect("iter").collect::<crate::Result<Vec<_>>>();
+    assert_eq!(rest.expect("the rest is whole").len(), n as usize - 1);
+    let full = db.stats().block_cache_bytes;
+    assert!(full + 2 * 1100 > 16 << 10, "the cache is full: {full}");
+    match db.iter(IterOptions::default()).expect("iter").next() {
+        Some(Err(Error::Corruption { file, offset, .. })) => {
+            assert_eq!(file, path);
+            assert_eq!(offset, HEADER_LEN);
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(db.stats().block_cache_bytes, full, "nothing kept or evicted");
+    db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -795,10 +795,11 @@ impl ValueStore for VlogPlacement {
         kind: ValueKind,
         stored: &'a [u8],
         cause: crate::env::ReadCause,
+        fill: super::CacheFill,
     ) -> Result<ValueBytes<'a>> {
         match kind {
             ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),
-            ValueKind::ValuePointer => reader::read_value(self, key, stored, cause),
+            ValueKind::ValuePointer => reader::read_value(self, key, stored, cause, fill),
             ValueKind::Delete | ValueKind::RangeDelete => Err(Error::InvalidArgument(
                 "a delete has no value to resolve".into(),
             )),
@@ -812,10 +813,13 @@ impl ValueStore for VlogPlacement {
         kind: ValueKind,
         stored: &'a [u8],
         cause: crate::env::ReadCause,
+        fill: super::CacheFill,
     ) -> Result<ValueBytes<'a>> {
         match kind {
-            ValueKind::ValuePointer => reader::read_value_in(self, memo, key, stored, cause),
-            _ => self.resolve(key, kind, stored, cause),
+            ValueKind::ValuePointer => {
+                reader::read_value_in(self, memo, key, stored, cause, fill)
+            }
+            _ => self.resolve(key, kind, stored, cause, fill),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::cache::block_cache::{BlockCache, SharedBytes};
 use crate::env::{ReadCause, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
-use crate::values::{Apply, RecoverContext, ResolveMemo, ValueBytes};
+use crate::values::{Apply, CacheFill, RecoverContext, ResolveMemo, ValueBytes};
 
 /// Records up to this many bytes are kept in the block cache once read; a larger value is
 /// read from its segment each time (it would push many table blocks out for one value).
@@ -22,15 +22,18 @@ const CACHED_RECORD_MAX: usize = 64 * 1024;
 ///
 /// A cached record comes back as a range of the cached buffer ([`ValueBytes::Shared`]): a
 /// scan hands it on without copying the value, so only the record's first bytes (its header
-/// and key, checked here) are touched.
+/// and key, checked here) are touched. A record read from its segment comes back in the
+/// buffer it was read into, with no second copy: shared with the cache when it is kept
+/// there (`fill`, [`keep`]), else the buffer itself ([`ValueBytes::Tail`]).
 pub(crate) fn read_value(
     vlog: &VlogPlacement,
     key: &[u8],
     stored: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let p = decode_pointer(vlog, key, stored)?;
-    read_value_of(vlog, p, key, cause)
+    read_value_of(vlog, p, key, cause, fill)
 }
 
 /// What a scan keeps between the values it resolves ([`read_value_in`]): the segments of
@@ -49,6 +52,14 @@ struct ScanMemo {
     next: usize,
     cache: Option<Arc<BlockCache>>,
     hits: u64,
+}
+
+/// What [`read_record`] uses of a scan's memo: the block-cache hits not counted yet, and
+/// the spare buffer of the scan's [`ResolveMemo`] (the buffer of a value the cursor is done
+/// with), which a record not kept in the cache is read into instead of a new one.
+struct ScanRead<'a> {
+    hits: &'a mut u64,
+    spare: &'a mut Vec<u8>,
 }
 
 /// Segments a scan's memo holds. A scan of keys written in another order than their key
@@ -77,6 +88,8 @@ impl ScanMemo {
         p: Pointer,
         key: &[u8],
         cause: ReadCause,
+        fill: CacheFill,
+        spare: &mut Vec<u8>,
     ) -> Result<ValueBytes<'static>> {
         let i = match self
             .segments
@@ -96,9 +109,13 @@ impl ScanMemo {
         };
         let Some(Some(seg)) = self.segments.get(i) else {
             // Filled just above.
-            return read_value_of(vlog, p, key, cause);
+            return read_value_of(vlog, p, key, cause, fill);
         };
-        let r = read_record(vlog, seg, p, key, cause, Some(&mut self.hits));
+        let scan = ScanRead {
+            hits: &mut self.hits,
+            spare,
+        };
+        let r = read_record(vlog, seg, p, key, cause, fill, Some(scan));
         if self.hits >= HITS_PER_COUNT {
             self.count_hits();
         }
@@ -120,10 +137,11 @@ pub(crate) fn read_value_in(
     key: &[u8],
     stored: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let p = decode_pointer(vlog, key, stored)?;
-    if let Some(m) = memo.get_mut::<ScanMemo>() {
-        return m.read(vlog, p, key, cause);
+    if let (Some(m), spare) = memo.get_mut_and_spare::<ScanMemo>() {
+        return m.read(vlog, p, key, cause, fill, spare);
     }
     let mut m = ScanMemo {
         segments: Default::default(),
@@ -131,7 +149,7 @@ pub(crate) fn read_value_in(
         cache: vlog.cache().cloned(),
         hits: 0,
     };
-    let r = m.read(vlog, p, key, cause);
+    let r = m.read(vlog, p, key, cause, fill, memo.get_mut_and_spare::<ScanMemo>().1);
     memo.set(m);
     r
 }
@@ -142,9 +160,10 @@ fn read_value_of(
     p: Pointer,
     key: &[u8],
     cause: ReadCause,
+    fill: CacheFill,
 ) -> Result<ValueBytes<'static>> {
     let seg = live_segment(vlog, &p)?;
-    read_record(vlog, &seg, p, key, cause, None)
+    read_record(vlog, &seg, p, key, cause, fill, None)
 }
 
 /// Decode a stored pointer; a bad one is corruption (of the tree: no segment to name).
@@ -181,16 +200,19 @@ fn live_segment(vlog: &VlogPlacement, p: &Pointer) -> Result<Arc<Segment>> {
     })
 }
 
-/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `hits`:
-/// count a block-cache hit there instead of in the cache's counter (a scan's memo).
+/// Read the record `p` names in `seg` (its segment, live) as [`read_value`] says. `scan`
+/// (a scan's memo): count a block-cache hit there instead of in the cache's counter, and
+/// read a record that is not kept into the memo's spare buffer.
 #[inline(always)]
+#[allow(clippy::too_many_arguments, reason = "inlined into its two callers")]
 fn read_record(
     vlog: &VlogPlacement,
     seg: &Segment,
     p: Pointer,
     key: &[u8],
     cause: ReadCause,
-    hits: Option<&mut u64>,
+    fill: CacheFill,
+    scan: Option<ScanRead<'_>>,
 ) -> Result<ValueBytes<'static>> {
     // The path is built only for an error: it is a formatted name, not free per read.
     let bad = |segment: u64, offset: u64, m: String| {
@@ -222,19 +244,23 @@ fn read_record(
         ));
     }
     let cache = vlog.cache().filter(|_| len <= CACHED_RECORD_MAX);
-    let cached = match (cache, hits) {
+    let cached = match (cache, &scan) {
         (None, _) => None,
         (Some(c), None) => c.get(p.segment, p.offset),
-        (Some(c), Some(hits)) => {
-            let found = c.get_uncounted(p.segment, p.offset);
-            match found {
-                Some(_) => *hits += 1,
-                None => c.count(0, 1),
-            }
-            found
-        }
+        (Some(c), Some(_)) => c.get_uncounted(p.segment, p.offset),
     }
     .filter(|b| b.len() == len);
+    let spare = match scan {
+        Some(s) => {
+            if cached.is_some() {
+                *s.hits += 1;
+            } else if let Some(c) = cache {
+                c.count(0, 1);
+            }
+            Some(s.spare)
+        }
+        None => None,
+    };
     if let Some(buf) = cached {
         // The common case of a scan over cached values: a value of `key`, checked without
         // building the general decoder's result or error.
@@ -244,22 +270,103 @@ fn read_record(
         let range = checked_value(&buf, key, true).map_err(|m| bad(p.segment, p.offset, m))?;
         return Ok(ValueBytes::Shared(buf, range));
     }
+    let read = Missed {
+        vlog,
+        seg,
+        p,
+        key,
+        cause,
+        fill,
+    };
+    read_missed(&read, cache, spare)
+}
+
+/// A read [`read_record`] hands to [`read_missed`].
+struct Missed<'a> {
+    vlog: &'a VlogPlacement,
+    seg: &'a Segment,
+    p: Pointer,
+    key: &'a [u8],
+    cause: ReadCause,
+    fill: CacheFill,
+}
+
+/// The part of [`read_record`] for a record the cache does not hold: read it from its
+/// segment, check it, keep it as `fill` says. Not inlined: a scan over cached values
+/// runs [`read_record`] for every value, and this part (a copy and a checksum of the
+/// record) is the rare one there.
+#[inline(never)]
+fn read_missed(
+    read: &Missed<'_>,
+    cache: Option<&Arc<BlockCache>>,
+    spare: Option<&mut Vec<u8>>,
+) -> Result<ValueBytes<'static>> {
+    let &Missed {
+        vlog,
+        seg,
+        p,
+        key,
+        cause,
+        fill,
+    } = read;
+    let bad = |m: String| Error::corruption(vlog.segment_path(p.segment), p.offset, m);
+    let len = p.length as usize;
     let file = vlog.handle_through(seg, p.offset + len as u64)?;
     // Not `read_at`: the segment may have grown since this handle was opened, and
     // `read_at` checks the length the handle saw (the pointer was checked above, so
     // `len` is bounded by the segment's valid bytes). Read into a fresh buffer's
-    // spare capacity: no zero-fill of the record first.
-    let buf = file.read_grown_at(p.offset, len, cause)?;
+    // spare capacity (a scan's spare buffer, or a fresh one): no zero-fill of the record
+    // first.
+    let mut buf = spare.map(std::mem::take).unwrap_or_default();
+    file.read_grown_into(p.offset, len, &mut buf, cause)?;
     file.count_block(cause, crate::env::BlockKind::Value);
-    let range = checked_value(&buf, key, false).map_err(|m| bad(p.segment, p.offset, m))?;
-    let Some(c) = cache else {
-        // Too large to cache: copied out, and the record's buffer freed.
-        return Ok(ValueBytes::Owned(buf.get(range).unwrap_or_default().to_vec()));
+    // A value of `key` with its checksum holding, checked at fixed offsets; anything else
+    // is described by the general decoder.
+    let range = match format::read_value_range(&buf, key) {
+        Some(range) => range,
+        None => checked_value(&buf, key, false).map_err(bad)?,
     };
-    let buf = SharedBytes::from(buf);
-    // Kept once its checksum and key held.
-    c.insert(p.segment, p.offset, buf.clone());
-    Ok(ValueBytes::Shared(buf, range))
+    // Kept once its checksum and key held, as `fill` says. Either way the value is handed
+    // out as a range of the buffer the record was read into, with no second copy: shared
+    // with the cache (`Bytes::from` takes the `Vec` as it is), or the buffer itself, which
+    // a scan's cursor gives back to its memo for the next record.
+    let mapped = file.is_mapped();
+    match cache.filter(|c| wants(c, p, fill, mapped)) {
+        Some(c) => {
+            let buf = SharedBytes::from(buf);
+            keep(c, p, &buf, fill, mapped);
+            Ok(ValueBytes::Shared(buf, range))
+        }
+        None => Ok(ValueBytes::Tail(buf, range.start)),
+    }
+}
+
+/// Keep `record` (of `p`, just read and checked) in the block cache as `fill` says. A
+/// scan's record copied out of a mapped segment is kept only where the cache has room
+/// without evicting: reading it again costs a copy and a checksum (the page cache holds
+/// the segment), less than an insert and the eviction it causes, and a scan over more
+/// values than the cache holds would otherwise replace the whole cache with records it
+/// may never read again (`docs/designs/wisckey.md`, "A scan's cache misses"). A record
+/// read with `pread` (`mmap_reads` off) costs a system call to read again, and is kept as
+/// a point lookup keeps it.
+fn keep(c: &BlockCache, p: Pointer, record: &SharedBytes, fill: CacheFill, mapped: bool) {
+    match fill {
+        CacheFill::Skip => {}
+        CacheFill::Scan if mapped => {
+            c.insert_if_room(p.segment, p.offset, record);
+        }
+        CacheFill::Keep | CacheFill::Scan => c.insert(p.segment, p.offset, record.clone()),
+    }
+}
+
+/// Whether [`keep`] would keep the record of `p` (of `p.length` bytes), asked before the
+/// record is shared: a record nothing keeps stays a buffer of its own.
+fn wants(c: &BlockCache, p: Pointer, fill: CacheFill, mapped: bool) -> bool {
+    match fill {
+        CacheFill::Skip => false,
+        CacheFill::Scan if mapped => c.has_room(p.segment, p.offset, p.length as usize),
+        CacheFill::Keep | CacheFill::Scan => true,
+    }
 }
 
 /// The range of the value in `buf`, a whole record (its checksum checked unless

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::values::RecoverContext;
+use crate::values::{CacheFill, RecoverContext};
 use crate::env::ReadCause;
 use state::VlogState;
 
@@ -80,7 +80,7 @@ fn small_values_stay_inline_and_large_ones_are_pointers() {
     assert_eq!(got[0].1, ValueKind::Value);
     assert_eq!(got[1].1, ValueKind::ValuePointer);
     assert_eq!(
-        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
+        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
             .unwrap()
             .as_ref(),
         b"a longer value"
@@ -119,29 +119,29 @@ fn a_pointer_never_yields_another_keys_value() {
     let (ptr1, ptr2) = (&got[0].2, &got[1].2);
     // Right key, right pointer.
     assert_eq!(
-        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get, CacheFill::Keep)
             .unwrap()
             .as_ref(),
         b"value one"
     );
     // k1's lookup handed k2's pointer: the record's key does not match.
-    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get).unwrap_err();
+    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get, CacheFill::Keep).unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     // A pointer past the valid end, into a missing segment, or into the middle of a record.
     let mut q = Pointer::decode(ptr1).unwrap();
     for bad in misplaced(q).into_iter().chain([Pointer { segment: 99, ..q }]) {
         let e = p
-            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get)
+            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get, CacheFill::Keep)
             .unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{bad:?}: {e}");
     }
     q.length = 3;
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get, CacheFill::Keep)
             .is_err()
     );
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get)
+        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get, CacheFill::Keep)
             .is_err()
     );
 }
@@ -500,7 +500,7 @@ fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
     // The segment is removed (as collection removes a dropped one) while a pointer remains.
     p.remove_segment(ptr.segment);
     let e = p
-        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get)
+        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
         .unwrap_err();
     match e {
         Error::Corruption {
@@ -530,7 +530,7 @@ fn resolve_in(
     key: &[u8],
     stored: &[u8],
 ) -> std::result::Result<Vec<u8>, (std::path::PathBuf, u64, String)> {
-    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue) {
+    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue, CacheFill::Scan) {
         Ok(v) => Ok(v.to_vec()),
         Err(Error::Corruption {
             file,
@@ -677,4 +677,44 @@ fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
     );
     drop(memo);
     assert_eq!(cache.hits() + cache.misses(), 3 * keys.len() as u64 + 1);
+}
+
+#[test]
+fn a_scans_records_not_kept_are_read_into_the_buffer_its_cursor_gave_back() {
+    // A record the cache does not keep comes back in the buffer it was read into, and the
+    // next one is read into the buffer the cursor gave back (no allocation per value).
+    let env = Env::memory();
+    let (p, cache) = placement_with_cache(&env);
+    let got = append(&p, 1, &[(b"k1", &[1u8; 1500]), (b"k2", &[2u8; 1200]), (b"k3", &[3u8; 900])]);
+    let resolve = |memo: &mut crate::values::ResolveMemo, i: usize, fill| {
+        p.resolve_in(memo, &got[i].0, ValueKind::ValuePointer, &got[i].2, ReadCause::ScanValue, fill)
+            .unwrap()
+            .into_static()
+    };
+    let mut memo = crate::values::ResolveMemo::default();
+    let v1 = resolve(&mut memo, 0, CacheFill::Skip);
+    assert_eq!(&*v1, &[1u8; 1500][..]);
+    let ValueBytes::Tail(buf, _) = &v1 else {
+        panic!("a record not kept is a buffer of its own: {v1:?}")
+    };
+    let at = buf.as_ptr();
+    memo.give_back(v1);
+    let v2 = resolve(&mut memo, 1, CacheFill::Skip);
+    assert_eq!(&*v2, &[2u8; 1200][..]);
+    match &v2 {
+        ValueBytes::Tail(buf, _) => assert_eq!(buf.as_ptr(), at, "read into the buffer given back"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cache.usage(), 0, "`Skip` keeps nothing");
+    // Not given back: a new buffer, the same value.
+    assert_eq!(&*resolve(&mut memo, 0, CacheFill::Skip), &[1u8; 1500][..]);
+    // A scan's record read without a map (this file system has none) is kept as a
+    // lookup's is, and shared with the cache.
+    let v3 = resolve(&mut memo, 2, CacheFill::Scan);
+    assert!(matches!(v3, ValueBytes::Shared(..)), "{v3:?}");
+    assert!(cache.usage() > 900);
+    assert_eq!(cache.hits(), 0);
+    assert_eq!(&*resolve(&mut memo, 2, CacheFill::Skip), &[3u8; 900][..]);
+    drop(memo);
+    assert_eq!(cache.hits(), 1, "a cached record is used whatever the fill");
 }
