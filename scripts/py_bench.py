@@ -8,9 +8,10 @@ Phases, each a plain Python loop over precomputed keys (16 bytes) and values (10
   readseq      one full forward iteration (every key must be seen)
   fillbatch    --num puts in write batches of --batch, random order, into a new store
 
-Engines: `shale` (the `leveldb` design in its default, tuned settings: 64 MiB memtables),
-`shale-paper` (the `leveldb` design in its paper settings: LevelDB's 4 MiB memtables and
-tree), `plyvel` (plyvel's
+Engines: `shale` (the `leveldb` design in its default, tuned settings: four 16 MiB
+memtables flushed as one), `shale-64m` (the same with one 64 MiB memtable flushed alone,
+the tuned settings before session 21), `shale-paper` (the `leveldb` design in its paper
+settings: LevelDB's 4 MiB memtables and tree), `plyvel` (plyvel's
 defaults: 4 MiB write buffer, 8 MiB block cache, no bloom filter, Snappy), and
 `plyvel-matched` (plyvel with Shale's 64 MiB block cache and 10 bloom bits per key, and no
 compression). Rounds interleave the engines (the order rotates each round) so a noisy
@@ -37,10 +38,13 @@ import time
 
 
 def open_store(engine: str, path: str):
-    if engine in ("shale", "shale-paper"):
+    if engine in ("shale", "shale-paper", "shale-64m"):
         import shale
 
         settings = "paper" if engine == "shale-paper" else "tuned"
+        if engine == "shale-64m":
+            return shale.DB(path, create_if_missing=True, design="leveldb",
+                            write_buffer_size=64 << 20, min_memtables_to_merge=1)
         return shale.DB(path, create_if_missing=True, design="leveldb", settings=settings)
     import plyvel
 
