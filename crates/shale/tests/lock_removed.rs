@@ -21,6 +21,18 @@ use store_common::{key, put_round, scan, value};
 
 use shale::{Db, Error, Options};
 
+/// The tests of this file run one at a time. One starts a child process; between its
+/// `fork` and `exec` the child holds a copy of every descriptor of this process, and so the
+/// `flock`s of the stores other tests have open: a test that closes its store and reopens it
+/// in that window finds its own directory still locked (`Error::Locked`).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const CHILD_DIR: &str = "SHALE_LOCK_TEST_CHILD_DIR";
 const CHILD_DESIGN: &str = "SHALE_LOCK_TEST_CHILD_DESIGN";
 
@@ -119,6 +131,7 @@ fn child_opens_the_store() {
 
 #[test]
 fn a_removed_lock_file_keeps_a_second_opener_out() {
+    let _serial = serial();
     for design in Options::available_presets() {
         let tmp = TempDir::new(design);
         let dir = tmp.0.as_path();
@@ -183,6 +196,7 @@ fn steal_lock(dir: &Path) -> File {
 /// nothing, and turns read-only with the reason.
 #[test]
 fn a_store_whose_lock_file_another_process_holds_deletes_nothing() {
+    let _serial = serial();
     for design in Options::available_presets() {
         let tmp = TempDir::new(&format!("{design}-intruder"));
         let dir = tmp.0.as_path();
@@ -232,6 +246,7 @@ fn a_store_whose_lock_file_another_process_holds_deletes_nothing() {
 /// recovered from the log once the intruder is gone.
 #[test]
 fn a_store_that_lost_its_lock_writes_no_manifest_at_close() {
+    let _serial = serial();
     for design in Options::available_presets() {
         let tmp = TempDir::new(&format!("{design}-close"));
         let dir = tmp.0.as_path();

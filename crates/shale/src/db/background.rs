@@ -360,6 +360,7 @@ pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {
         let busy = flush_due(&bg, &inner.options)
             || bg.flushing
             || !bg.running.is_empty()
+            || bg.sweeping > 0
             || bg.compaction_wanted
             || bg.manual;
         if !busy {
@@ -398,14 +399,26 @@ fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
     // The edit was made from an older version than the one it is applied to when other
     // plans committed meanwhile. It still fits: it deletes only this plan's inputs, which no
     // other plan may touch while they are busy, and adds files with fresh numbers.
+    //
+    // A background plan leaves the running list with its commit and counts as sweeping
+    // until its inputs are deleted: until then the store is not settled (`wait_settled`),
+    // so a caller who waited sees no obsolete file left.
     commit(inner, edit, None, |bg, _| {
         if let Some(t) = ticket {
             bg.running.retain(|(n, _)| *n != t);
+            bg.sweeping += 1;
         }
     })?;
     inner.counters.compactions.fetch_add(1, Ordering::Relaxed);
     record_level(inner, plan.output_level, read, moved_in, written);
+    #[cfg(test)]
+    gate::before_sweep(inner, ticket.is_some());
     delete_obsolete_files(inner);
+    if ticket.is_some() {
+        let mut bg = inner.bg.lock();
+        bg.sweeping = bg.sweeping.saturating_sub(1);
+        inner.bg_cv.notify_all();
+    }
     Ok(())
 }
 
@@ -645,6 +658,10 @@ pub(crate) mod gate {
         pub(crate) released: bool,
         /// Compactions running when it did.
         pub(crate) peak: usize,
+        /// Hold background plans between their commit and the deletion of their inputs.
+        pub(crate) hold_sweep: bool,
+        /// A plan is held there.
+        pub(crate) sweep_held: bool,
     }
 
     /// A worker's pick found nothing.
@@ -655,6 +672,30 @@ pub(crate) mod gate {
         {
             g.starved = true;
             inner.bg_cv.notify_all();
+        }
+    }
+
+    /// After a plan committed, before it deletes its inputs: while the gate says
+    /// `hold_sweep`, a background plan says so (`sweep_held`) and waits.
+    pub(super) fn before_sweep(inner: &DbInner, background: bool) {
+        if !background {
+            return;
+        }
+        let mut bg = inner.bg.lock();
+        loop {
+            let stop = inner
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire);
+            match bg.gate.as_mut() {
+                Some(g) if g.hold_sweep && !stop => {
+                    if !g.sweep_held {
+                        g.sweep_held = true;
+                        inner.bg_cv.notify_all();
+                    }
+                }
+                _ => return,
+            }
+            inner.bg_cv.wait(&mut bg);
         }
     }
 

@@ -199,6 +199,9 @@ pub(crate) struct BgState {
     pub(crate) last_freeze: Option<std::time::Instant>,
     /// The first background or durability failure: the store is read-only from then on.
     pub(crate) error: Option<String>,
+    /// Background compactions committed whose inputs are still being deleted: the store is
+    /// not settled until they are (`background::wait_settled`).
+    pub(crate) sweeping: usize,
     /// Background compactions in flight, each with its ticket. Their input files and output
     /// ranges are what the picker must avoid.
     pub(crate) running: Vec<(u64, Plan)>,
@@ -863,8 +866,10 @@ impl Db {
     }
 
     /// Wait until the store's background work is done (RocksDB's `WaitForCompact`): every
-    /// frozen memtable flushed, no compaction running, and none left for the layout to
-    /// start. The memtable in use is not flushed (call [`Db::flush`] first for that). Writes
+    /// frozen memtable flushed (but those waiting for ever, with no
+    /// [`Options::memtable_merge_timeout`], for [`Options::min_memtables_to_merge`] of
+    /// them), no compaction running or still deleting its inputs, and none left for the
+    /// layout to start. The memtable in use is not flushed (call [`Db::flush`] first for that). Writes
     /// made meanwhile may start more work, which this then waits for too. Returns at once
     /// on a read-only handle, where nothing runs.
     ///
@@ -925,11 +930,12 @@ impl Db {
     /// `shale.range-tombstones` (range tombstones not yet flushed, and flushed ones the
     /// version keeps), and RocksDB's `shale.num-immutable-mem-table` (frozen memtables not
     /// yet flushed), `shale.mem-table-flush-pending` (`1` while a flush runs or is due: not
-    /// for frozen memtables waiting for [`Options::min_memtables_to_merge`]),
+    /// for frozen memtables waiting for ever for [`Options::min_memtables_to_merge`]),
     /// `shale.compaction-pending` (`1` from any change to the tree until the background
     /// finds nothing more to start; `0` after a failure) and `shale.num-running-compactions`
-    /// (background ones): with all three `0` the store is settled, as a test that wants an
-    /// image with no work left waits for. `None` for an unknown name.
+    /// (background ones, counted until their inputs are deleted): with all three `0` the
+    /// store is settled, as a test that wants an image with no work left waits for
+    /// ([`Db::wait_for_compactions`]). `None` for an unknown name.
     pub fn property(&self, name: &str) -> Option<String> {
         stats::property(&self.inner(), name)
     }

@@ -157,7 +157,11 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
             let pending = (bg.compaction_wanted || bg.manual) && bg.error.is_none();
             Some(u8::from(pending && !inner.read_only).to_string())
         }
-        "shale.num-running-compactions" => Some(inner.bg.lock().running.len().to_string()),
+        // Committed ones still deleting their inputs count as running.
+        "shale.num-running-compactions" => {
+            let bg = inner.bg.lock();
+            Some((bg.running.len() + bg.sweeping).to_string())
+        }
         // RocksDB's GetDbIdentity: the id every table and log of the store records.
         // The options this handle runs with, as the options record (`docs/format/options.md`)
         // writes them: every axis and every option that shapes the store's files.
