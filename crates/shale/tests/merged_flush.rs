@@ -182,6 +182,49 @@ fn frozen_memtables_are_flushed_when_the_merge_timeout_runs_out() {
     }
 }
 
+/// `Db::flush` returns while other writers freeze memtables that wait for more (no
+/// timeout): it waits only for what was frozen when it was called. (It used to wait until
+/// nothing was frozen, which with writers stopped after a freeze could be for ever.) The
+/// workload runs on a thread, so a hang fails the test instead of stopping the suite.
+#[test]
+fn flush_returns_while_writers_freeze_memtables_that_wait() {
+    for design in ["leveldb", "pebblesdb"] {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let env = Env::memory();
+            let db = std::sync::Arc::new(Db::open(DIR, options(design, &env)).unwrap());
+            // Three writers; the first also flushes every 500 of its puts.
+            let writers: Vec<_> = (0..3u32)
+                .map(|w| {
+                    let db = std::sync::Arc::clone(&db);
+                    std::thread::spawn(move || {
+                        for i in 0..4000 {
+                            let k = w * 100_000 + i;
+                            db.put(&key(k), &value(k)).unwrap();
+                            if w == 0 && i % 500 == 499 {
+                                db.flush().unwrap();
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            db.flush().unwrap();
+            for w in 0..3u32 {
+                for i in 0..4000 {
+                    let k = w * 100_000 + i;
+                    assert_eq!(db.get(&key(k)).unwrap(), Some(value(k)), "{design}");
+                }
+            }
+            let _ = done.send(());
+        });
+        let r = finished.recv_timeout(std::time::Duration::from_secs(120));
+        assert!(r.is_ok(), "{design}: Db::flush did not return");
+    }
+}
+
 #[test]
 fn merging_more_memtables_than_may_wait_is_refused() {
     let mut o = Options::default().with_env(Env::memory());

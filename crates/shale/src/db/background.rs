@@ -55,14 +55,22 @@ pub(crate) fn flush_memtables(
     }
 }
 
+/// The oldest frozen memtables a flush was asked for ([`super::BgState::flush_through`]).
+fn requested(bg: &super::BgState) -> usize {
+    bg.imms
+        .iter()
+        .take_while(|i| i.freeze_no <= bg.flush_through)
+        .count()
+}
+
 /// Whether a flush will run without another write: there are
 /// [`crate::Options::min_memtables_to_merge`] frozen memtables, or a flush was asked for
-/// ([`super::BgState::flush_requested`]), or those frozen will be flushed when their
+/// ([`super::BgState::flush_through`]), or those frozen will be flushed when their
 /// [`crate::Options::memtable_merge_timeout`] runs out.
 pub(crate) fn flush_due(bg: &super::BgState, options: &crate::Options) -> bool {
     !bg.imms.is_empty()
         && (bg.imms.len() >= options.min_memtables_to_merge
-            || bg.flush_requested
+            || requested(bg) > 0
             || options.memtable_merge_timeout.is_some())
 }
 
@@ -73,7 +81,7 @@ fn flush_wait(bg: &super::BgState, options: &crate::Options) -> Option<std::time
     if bg.imms.is_empty() {
         return None;
     }
-    if bg.imms.len() >= options.min_memtables_to_merge || bg.flush_requested {
+    if bg.imms.len() >= options.min_memtables_to_merge || requested(bg) > 0 {
         return Some(std::time::Duration::ZERO);
     }
     let timeout = options.memtable_merge_timeout?;
@@ -197,27 +205,31 @@ fn drop_obsolete_range_dels(current: &crate::version::Version, edit: &mut Versio
 }
 
 /// Flush the oldest frozen memtables as one: [`crate::Options::min_memtables_to_merge`] of
-/// them (one by default), or all there are when a flush was asked for and they merge. So
-/// each flush of a store that does not merge writes exactly one memtable, as before the
-/// option existed. Requires that no other flush runs (the flush thread, or
+/// them (one by default), at least those a flush was asked for when they merge, or all
+/// there are once the timeout ran out. So each flush of a store that does not merge writes
+/// exactly one memtable, as before the option existed. Requires that no other flush runs (the flush thread, or
 /// `flush_and_wait` through it).
-fn flush_one(inner: &DbInner) -> Result<bool> {
+fn flush_one(inner: &DbInner) -> Result<Option<u64>> {
     let merge = inner.options.min_memtables_to_merge;
-    let (mems, log_end, last_seq) = {
+    let (mems, log_end, last_seq, newest_no) = {
         let bg = inner.bg.lock();
-        // Fewer than `merge` are flushed only when asked for or after the timeout: then all.
-        let n = if bg.imms.len() < merge || (bg.flush_requested && merge > 1) {
-            bg.imms.len()
+        let (len, asked) = (bg.imms.len(), requested(&bg));
+        let n = if merge == 1 {
+            1
+        } else if asked > 0 {
+            asked.max(merge.min(len))
         } else {
-            merge
+            // Fewer than `merge` only after the timeout: then all.
+            merge.min(len)
         };
         match bg.imms.get(n.wrapping_sub(1)) {
             Some(newest) => (
                 bg.imms.iter().take(n).map(|i| Arc::clone(&i.mem)).collect::<Vec<_>>(),
                 newest.log_end,
                 newest.last_seq,
+                newest.freeze_no,
             ),
-            None => return Ok(false),
+            None => return Ok(None),
         }
     };
     // Writes logged for the memtables before they froze may still be inserting (the
@@ -254,9 +266,6 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
     }
     commit(inner, edit, Some(last_seq), |bg, imms| {
         bg.imms.drain(..mems.len().min(bg.imms.len()));
-        if bg.imms.is_empty() {
-            bg.flush_requested = false;
-        }
         imms.retain(|m| !mems.iter().any(|f| Arc::ptr_eq(m, f)));
     })?;
     inner.counters.flushes.fetch_add(1, Ordering::Relaxed);
@@ -264,7 +273,7 @@ fn flush_one(inner: &DbInner) -> Result<bool> {
         record_level(inner, level, 0, 0, size);
     }
     delete_obsolete_files(inner);
-    Ok(true)
+    Ok(Some(newest_no))
 }
 
 /// Count one flush or compaction into `level`: bytes read (all inputs), bytes of those
@@ -308,6 +317,10 @@ pub(crate) fn flush_thread(inner: Arc<DbInner>) {
         let r = flush_one(&inner);
         let mut bg = inner.bg.lock();
         bg.flushing = false;
+        // Flushed, committed and swept: what `Db::flush` waits for.
+        if let Ok(Some(n)) = r {
+            bg.flushed_through = bg.flushed_through.max(n);
+        }
         inner.bg_cv.notify_all();
         if r.is_err() {
             // The error is recorded; the loop waits for shutdown.
@@ -316,8 +329,9 @@ pub(crate) fn flush_thread(inner: Arc<DbInner>) {
     }
 }
 
-/// Freeze the memtable (if it holds anything) and wait until every frozen memtable is
-/// flushed.
+/// Freeze the memtable (if it holds anything) and wait until every memtable frozen so far
+/// is flushed, without waiting for more to merge with (RocksDB's `Flush`). Memtables
+/// other writers freeze meanwhile are not waited for.
 pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     {
         let mut wal = inner.wal.lock();
@@ -325,16 +339,18 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
         super::write::make_room(inner, &mut wal, true)?;
     }
     let mut bg = inner.bg.lock();
-    // Frozen memtables waiting for more to merge with are flushed now.
-    if !bg.imms.is_empty() && !bg.flush_requested {
-        bg.flush_requested = true;
+    let target = bg.freezes;
+    if bg.flush_through < target {
+        bg.flush_through = target;
         inner.bg_cv.notify_all();
     }
     loop {
         if let Some(e) = &bg.error {
             return Err(Error::ReadOnly(e.clone()));
         }
-        if bg.imms.is_empty() && !bg.flushing {
+        // Memtables are flushed oldest first; a flush is done once its files are committed
+        // and what it made obsolete (the log before it) deleted.
+        if bg.flushed_through >= target {
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
@@ -344,8 +360,9 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Wait until nothing runs and nothing will start before the next write: no frozen
-/// memtable waits for its flush, no compaction runs, and the last pick found nothing
+/// Wait until nothing runs and nothing will start before the next write: no flush is due
+/// (frozen memtables may remain only where they wait for ever for more to merge with), no
+/// compaction runs or still deletes its inputs, and the last pick found nothing
 /// (the state in which the `shale.*-pending` properties and
 /// `shale.num-running-compactions` all read 0). Returns at once on a read-only handle.
 pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {

@@ -180,6 +180,8 @@ pub(crate) struct Imm {
     /// The newest sequence number a write into it was given: once it is published, every
     /// insert into the memtable has finished.
     pub(crate) last_seq: SeqNo,
+    /// Its place among the store's freezes, from 1 (`BgState::freezes`).
+    pub(crate) freeze_no: u64,
 }
 
 /// State shared with the background threads.
@@ -191,10 +193,15 @@ pub(crate) struct BgState {
     pub(crate) compaction_wanted: bool,
     /// Set while a flush is running: `Db::flush` waits for it.
     pub(crate) flushing: bool,
-    /// Flush the frozen memtables there are without waiting for
-    /// [`crate::Options::min_memtables_to_merge`] of them (`Db::flush`, or a freeze the
-    /// value placement asked for). Cleared when none is left.
-    pub(crate) flush_requested: bool,
+    /// Frozen memtables so far: the `freeze_no` of the newest.
+    pub(crate) freezes: u64,
+    /// Frozen memtables up to this `freeze_no` are flushed without waiting for
+    /// [`crate::Options::min_memtables_to_merge`] of them: `Db::flush` asked for them, or
+    /// the value placement wanted the freeze.
+    pub(crate) flush_through: u64,
+    /// Every frozen memtable up to this `freeze_no` is flushed, committed and swept (the
+    /// flush thread sets it after each flush): what `Db::flush` waits for.
+    pub(crate) flushed_through: u64,
     /// When the newest frozen memtable was frozen (`Options::memtable_merge_timeout`).
     pub(crate) last_freeze: Option<std::time::Instant>,
     /// The first background or durability failure: the store is read-only from then on.

@@ -841,12 +841,17 @@ fn switch_memtable(inner: &Arc<DbInner>, wal: &mut WalState, flush_now: bool) ->
     let new_mem = inner.memory.new_memtable();
     let old_mem = std::mem::replace(&mut wal.mem, Arc::clone(&new_mem));
     let mut bg = inner.bg.lock();
+    bg.freezes += 1;
+    let freeze_no = bg.freezes;
     bg.imms.push_back(Imm {
         mem: Arc::clone(&old_mem),
         log_end,
         last_seq: wal.last_assigned,
+        freeze_no,
     });
-    bg.flush_requested |= flush_now;
+    if flush_now {
+        bg.flush_through = freeze_no;
+    }
     bg.last_freeze = Some(Instant::now());
     {
         let mut sv = inner.super_version.write();

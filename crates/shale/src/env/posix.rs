@@ -46,6 +46,10 @@ const LOG_RESERVE_STEP: u64 = 1 << 20;
 #[cfg(target_os = "linux")]
 const LOG_READAHEAD_PIECE: u64 = 128 << 10;
 
+/// Spare capacity past a read's length that `read_append` lets `pread` fill (and then
+/// drops); a buffer with more is read into zeroed room of the read's length instead.
+const READ_APPEND_SLACK: usize = 4096;
+
 /// Files the process keeps memory-mapped at once ([`FileSystem::open_mapped`]), over every
 /// store: LevelDB's limit (`kDefaultMmapLimit`, 1000 on 64-bit systems). Past it, tables
 /// are opened for `pread` (LevelDB's fallback too), so a store with more tables than this
@@ -731,6 +735,19 @@ impl RandomAccessFile for PosixRandomAccessFile {
 
     fn read_append(&self, len: usize, offset: u64, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
+        // `pread` into the spare capacity fills all of it: a reused buffer much larger than
+        // the read (a scan's spare buffer after a large record) would read that many bytes
+        // from the file. Such a read goes into zeroed room of exactly `len` instead.
+        if out.capacity().saturating_sub(start) > len.saturating_add(READ_APPEND_SLACK) {
+            out.resize(start + len, 0);
+            return self
+                .file
+                .read_exact_at(&mut out[start..], offset)
+                .map_err(|e| {
+                    out.truncate(start);
+                    self.read_error(e, len, offset)
+                });
+        }
         out.reserve(len);
         while out.len() < start + len {
             let at = offset + (out.len() - start) as u64;
@@ -1106,6 +1123,32 @@ mod tests {
         let mut buf = vec![0u8; f.len() as usize];
         f.read_exact_at(&mut buf, 0).unwrap();
         buf
+    }
+
+    /// `read_append` into a buffer with little spare room and into one with far more (a
+    /// reused scan buffer) reads the same bytes after what the buffer holds, and a read past
+    /// the end leaves the buffer as it was.
+    #[test]
+    fn read_append_reads_exactly_the_range_whatever_the_spare_capacity() {
+        let dir = TempDir::new("append");
+        let fs = PosixFs::new();
+        let p = dir.path("v.log");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        let mut w = fs.create(&p).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let f = fs.open(&p).unwrap();
+        for capacity in [0, 64, 128 << 10] {
+            let mut out = Vec::with_capacity(capacity);
+            out.extend_from_slice(b"head");
+            f.read_append(1000, 300, &mut out).unwrap();
+            assert_eq!(&out[..4], b"head", "{capacity}");
+            assert_eq!(&out[4..], &data[300..1300], "{capacity}");
+            let e = f.read_append(1000, 19_500, &mut out).unwrap_err();
+            assert!(e.to_string().contains("v.log"), "{e}");
+            assert_eq!(out.len(), 1004, "{capacity}: a failed read appends nothing");
+        }
     }
 
     #[test]
