@@ -207,8 +207,9 @@ fn drop_obsolete_range_dels(current: &crate::version::Version, edit: &mut Versio
 /// Flush the oldest frozen memtables as one: [`crate::Options::min_memtables_to_merge`] of
 /// them (one by default), at least those a flush was asked for when they merge, or all
 /// there are once the timeout ran out. So each flush of a store that does not merge writes
-/// exactly one memtable, as before the option existed. Requires that no other flush runs (the flush thread, or
-/// `flush_and_wait` through it).
+/// exactly one memtable, as before the option existed. Requires that no other flush runs
+/// (the flush thread, or `flush_and_wait` through it). Returns the newest flushed
+/// memtable's `freeze_no`, or `None` when nothing was frozen.
 fn flush_one(inner: &DbInner) -> Result<Option<u64>> {
     let merge = inner.options.min_memtables_to_merge;
     let (mems, log_end, last_seq, newest_no) = {
