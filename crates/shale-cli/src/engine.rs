@@ -278,6 +278,8 @@ pub struct LwcSettings {
 pub struct VlogSettings {
     /// `Options::min_separated_value_size`.
     pub min_separated_value_size: Option<usize>,
+    /// `Options::vlog_memtable_value_max`.
+    pub memtable_value_max: Option<usize>,
     /// `Options::vlog_segment_size`.
     pub segment_size: Option<u64>,
     /// `Options::vlog_gc`.
@@ -380,6 +382,10 @@ pub struct EngineFlags {
     /// preset's (512 for wisckey).
     #[arg(long = "min-separated-value-size", alias = "min_separated_value_size")]
     pub min_separated_value_size: Option<usize>,
+    /// Value log: separated values of at most this many bytes are kept in the memtable
+    /// beside their pointers (0: pointers only, as in the paper); default: 1024.
+    #[arg(long = "vlog-memtable-value-max", alias = "vlog_memtable_value_max")]
+    pub vlog_memtable_value_max: Option<usize>,
     /// Value log: segment size in bytes; default: the preset's (128 MiB).
     #[arg(long = "vlog-segment-size", alias = "vlog_segment_size")]
     pub vlog_segment_size: Option<u64>,
@@ -577,6 +583,7 @@ impl EngineFlags {
             parallel_seek_min_tables: self.parallel_seeks,
             vlog: VlogSettings {
                 min_separated_value_size: self.min_separated_value_size,
+                memtable_value_max: self.vlog_memtable_value_max,
                 segment_size: self.vlog_segment_size,
                 gc: self.vlog_gc,
                 gc_ratio: self.vlog_gc_ratio,
@@ -658,6 +665,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     let v = &config.vlog;
     if let Some(n) = v.min_separated_value_size {
         o.min_separated_value_size = n;
+    }
+    if let Some(n) = v.memtable_value_max {
+        o.vlog_memtable_value_max = n;
     }
     if let Some(n) = v.segment_size {
         o.vlog_segment_size = n;
@@ -825,9 +835,10 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     }
     if o.values == ValuesKind::Vlog {
         lines.push(format!(
-            "  vlog:     min_separated_value_size={} segment {} gc={} ratio {} prefetch_threads={} \
-             prefetch_depth={} prefetch_after={}",
+            "  vlog:     min_separated_value_size={} memtable_value_max={} segment {} gc={} \
+             ratio {} prefetch_threads={} prefetch_depth={} prefetch_after={}",
             o.min_separated_value_size,
+            o.vlog_memtable_value_max,
             mib(o.vlog_segment_size),
             o.vlog_gc,
             o.vlog_gc_ratio,

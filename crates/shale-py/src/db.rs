@@ -94,7 +94,8 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `available_designs()`), `settings` (`tuned`, the default, or `paper`: the design's
 /// settings as its paper measured it, LevelDB's 4 MiB memtable), `layout` (`leveled`,
 /// `flsm`), `values` (`inline`, `vlog`), `memory` (`skiplist`), `min_separated_value_size`,
-/// `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
+/// `vlog_memtable_value_max` (separated values of at most this many bytes kept in the
+/// memtable beside their pointers; 0: pointers only), `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
 /// LevelDB does: on in every design, off in `Options::default()`), `memtable_bloom_ratio`
 /// (a bloom filter over each memtable's keys, this fraction of its bytes, 0 to 0.25;
 /// default 0, none), `min_memtables_to_merge` (frozen memtables flushed as one; room is made
@@ -127,7 +128,7 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
-        max_background_compactions=None, mmap_reads=None, memtable_bloom_ratio=None,
+        vlog_memtable_value_max=None, max_background_compactions=None, mmap_reads=None, memtable_bloom_ratio=None,
         min_memtables_to_merge=None, read_only=false, secondary=false
     ))]
     #[expect(
@@ -156,6 +157,7 @@ impl PyDb {
         values: Option<Bound<'py, PyAny>>,
         memory: Option<Bound<'py, PyAny>>,
         min_separated_value_size: Option<usize>,
+        vlog_memtable_value_max: Option<usize>,
         max_background_compactions: Option<usize>,
         mmap_reads: Option<bool>,
         memtable_bloom_ratio: Option<f64>,
@@ -185,6 +187,7 @@ impl PyDb {
             values: opt_text("values", values.as_ref())?,
             memory: opt_text("memory", memory.as_ref())?,
             min_separated_value_size,
+            vlog_memtable_value_max,
             max_background_compactions,
             mmap_reads,
             memtable_bloom_ratio,

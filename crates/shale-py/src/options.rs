@@ -61,6 +61,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) values: Option<String>,
     pub(crate) memory: Option<String>,
     pub(crate) min_separated_value_size: Option<usize>,
+    pub(crate) vlog_memtable_value_max: Option<usize>,
     pub(crate) max_background_compactions: Option<usize>,
     pub(crate) mmap_reads: Option<bool>,
     pub(crate) memtable_bloom_ratio: Option<f64>,
@@ -119,6 +120,7 @@ impl OpenArgs<'_> {
             &mut o.min_separated_value_size,
             self.min_separated_value_size,
         );
+        set(&mut o.vlog_memtable_value_max, self.vlog_memtable_value_max);
         set(
             &mut o.max_background_compactions,
             self.max_background_compactions,

@@ -358,6 +358,16 @@ class TestBadArguments:
             assert all(db.get(b"%05d" % i) == b"v" * 100 for i in range(500))
         with pytest.raises(shale.InvalidArgumentError, match="min_memtables_to_merge"):
             shale.DB(f"{path}-bad", create_if_missing=True, min_memtables_to_merge=0)
+        for keep in (0, 1024):
+            with shale.DB(f"{path}-carry{keep}", create_if_missing=True, design="wisckey",
+                          vlog_memtable_value_max=keep) as db:
+                for i in range(300):
+                    db.put(b"%05d" % i, b"%d" % i * 200)
+                assert "vlog_memtable_value_max=%d" % keep in \
+                    db.get_property(b"shale.options").decode()
+                assert list(db) == [(b"%05d" % i, b"%d" % i * 200) for i in range(300)]
+                db.compact_range()
+                assert all(db.get(b"%05d" % i) == b"%d" % i * 200 for i in range(300))
         with pytest.raises(ValueError, match="settings"):
             shale.DB(path, create_if_missing=True, design="leveldb", settings="fast")
         with pytest.raises(ValueError, match="give 'design'"):

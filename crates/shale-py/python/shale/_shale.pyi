@@ -71,6 +71,7 @@ class DB:
         values: Union[str, bytes, None] = None,
         memory: Union[str, bytes, None] = None,
         min_separated_value_size: Optional[int] = None,
+        vlog_memtable_value_max: Optional[int] = None,
         max_background_compactions: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
         memtable_bloom_ratio: Optional[float] = None,

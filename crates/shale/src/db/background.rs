@@ -16,24 +16,30 @@ use crate::filename::{FileKind, parse_file_name};
 use crate::layout::{PickContext, Plan, PlanKind};
 use crate::key::SeqNo;
 use crate::manifest::VersionEdit;
+use crate::iter::InternalIterator;
 use crate::memory::MemTable;
+use crate::values::ValueStore;
 
 /// Seal a frozen memtable whose inserts have all returned and hand it to the layout's flush
 /// (nothing for an empty one): the edit adding the files it wrote, synced.
 pub(crate) fn flush_memtable(
     layout: &dyn crate::layout::Layout,
+    values: &dyn ValueStore,
     mem: &Arc<dyn MemTable>,
     ctx: &CompactionContext<'_>,
 ) -> Result<VersionEdit> {
-    flush_memtables(layout, std::slice::from_ref(mem), ctx)
+    flush_memtables(layout, values, std::slice::from_ref(mem), ctx)
 }
 
 /// [`flush_memtable`] for several frozen memtables written out as one
 /// ([`crate::Options::min_memtables_to_merge`]): the layout's flush reads their entries
 /// merged into one stream in internal-key order (their sequence numbers differ, so no two
-/// entries tie), as it reads one memtable's.
+/// entries tie), as it reads one memtable's. Either way the layout sees each entry's value
+/// as `values` writes it to a table ([`ValueStore::table_value`]: without a value the
+/// memtable carries beside its pointer).
 pub(crate) fn flush_memtables(
     layout: &dyn crate::layout::Layout,
+    values: &dyn ValueStore,
     mems: &[Arc<dyn MemTable>],
     ctx: &CompactionContext<'_>,
 ) -> Result<VersionEdit> {
@@ -43,14 +49,69 @@ pub(crate) fn flush_memtables(
     let mut full = mems.iter().filter(|m| !m.is_empty());
     match (full.next(), full.next()) {
         (None, _) => Ok(VersionEdit::default()),
-        (Some(one), None) => layout.flush(&mut *Arc::clone(one).iter(), ctx),
+        (Some(one), None) => layout.flush(
+            &mut TableValues {
+                inner: Arc::clone(one).iter(),
+                values,
+            },
+            ctx,
+        ),
         (Some(_), Some(_)) => {
             let children = mems
                 .iter()
                 .filter(|m| !m.is_empty())
                 .map(|m| Arc::clone(m).iter())
                 .collect();
-            layout.flush(&mut crate::iter::merging::MergingIterator::new(children), ctx)
+            layout.flush(
+                &mut TableValues {
+                    inner: Box::new(crate::iter::merging::MergingIterator::new(children)),
+                    values,
+                },
+                ctx,
+            )
+        }
+    }
+}
+
+/// A memory component's entries as a flush writes them: each value as
+/// [`ValueStore::table_value`] gives it.
+struct TableValues<'a> {
+    inner: Box<dyn InternalIterator + 'a>,
+    values: &'a dyn ValueStore,
+}
+
+impl InternalIterator for TableValues<'_> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.inner.seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek_for_prev(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        let stored = self.inner.value();
+        // A key the memtable holds is well formed; one that is not keeps its bytes, and
+        // the table builder reports it.
+        match crate::key::parse_internal_key(self.inner.key()) {
+            Ok(k) => self.values.table_value(k.kind, stored),
+            Err(_) => stored,
         }
     }
 }
@@ -237,7 +298,7 @@ fn flush_one(inner: &DbInner) -> Result<Option<u64>> {
     // newest's last sequence number covers the older ones').
     inner.wait_published(last_seq);
     let mut edit = match with_context(inner, WriteCause::Flush, |ctx| {
-        flush_memtables(inner.layout.as_ref(), &mems, ctx)
+        flush_memtables(inner.layout.as_ref(), inner.values.as_ref(), &mems, ctx)
     }) {
         Ok(e) => e,
         Err(e) => {

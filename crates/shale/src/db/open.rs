@@ -219,6 +219,7 @@ fn open_locked(
             layout: layout.as_ref(),
             tables: &tables,
             versions: &versions,
+            values: values.as_ref(),
             version: std::cell::RefCell::new(versions.current()),
         };
         let names = fs.list_dir(dir)?;
@@ -417,6 +418,7 @@ struct Replay<'a> {
     layout: &'a dyn Layout,
     tables: &'a Arc<TableCache>,
     versions: &'a VersionSet,
+    values: &'a dyn ValueStore,
     /// The MANIFEST's version with the replay's flushes so far applied (not committed:
     /// recovery commits them in one edit), so each flush sees the files of the ones before.
     version: std::cell::RefCell<Arc<crate::version::Version>>,
@@ -454,7 +456,7 @@ impl Replay<'_> {
             // compaction (`options::filter`).
             filter: None,
         };
-        let flushed = flush_memtable(self.layout, mem, &ctx)?;
+        let flushed = flush_memtable(self.layout, self.values, mem, &ctx)?;
         let next = version
             .apply(&flushed)
             .map_err(|d| Error::corruption(self.dir, 0, format!("a recovery flush: {d}")))?;

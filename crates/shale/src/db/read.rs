@@ -217,6 +217,10 @@ impl Resolve for PlacementResolver {
             .into_static())
     }
 
+    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+        self.values.carried_at(key, kind, stored)
+    }
+
     fn resolve_in(
         &self,
         memo: &mut ResolveMemo,

@@ -522,7 +522,12 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     let mut salvaged_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let salvaged = {
         let flush = |mem: &Arc<dyn MemTable>, out: &mut Vec<FileMeta>| -> Result<()> {
-            let edit = super::background::flush_memtable(parts.layout.as_ref(), mem, &cctx)?;
+            let edit = super::background::flush_memtable(
+                parts.layout.as_ref(),
+                parts.values.as_ref(),
+                mem,
+                &cctx,
+            )?;
             out.extend(edit.new_files.into_iter().map(|(_, f)| f));
             Ok(())
         };

@@ -169,8 +169,11 @@ fn points_to(inner: &DbInner, sv: &SuperVersion, r: &Relocation) -> Result<bool>
     // tombstone deleted is dead (relocating it would write it again, newer than the
     // tombstone, and bring the key back).
     let found = super::read::lookup(inner, sv, &r.key, MAX_SEQNO, ReadCause::Gc.into())?;
+    // A memtable's entry may carry the value after the pointer: the pointer is what names
+    // the record.
     Ok(found.is_some_and(|(kind, stored)| {
-        kind == ValueKind::ValuePointer && stored == r.pointer.as_slice()
+        kind == ValueKind::ValuePointer
+            && inner.values.table_value(kind, &stored) == r.pointer.as_slice()
     }))
 }
 

@@ -23,6 +23,11 @@ pub const PRESET_WRITE_BUFFER_SIZE: usize = 4 << 20;
 /// [`Options::memtable_bloom_ratio`] of the tuned presets.
 pub const TUNED_MEMTABLE_BLOOM_RATIO: f64 = 0.02;
 
+/// The default [`Options::vlog_memtable_value_max`]: separated values of up to 1 KiB are
+/// kept in the memtable beside their pointers (docs/designs/wisckey.md, "Values in the
+/// memtable").
+pub const DEFAULT_VLOG_MEMTABLE_VALUE_MAX: usize = 1024;
+
 /// [`Options::write_buffer_size`] of the tuned presets but `flodb`: with
 /// [`TUNED_MEMTABLES_TO_MERGE`] of them flushed as one, level 0 receives 64 MiB tables, as
 /// from one 64 MiB memtable, while each insert searches a 16 MiB skiplist.
@@ -734,6 +739,14 @@ pub struct Options {
     /// since it is the write-ahead log, but the tree keeps them inline. 0 separates every
     /// value (the paper). Default 512.
     pub min_separated_value_size: usize,
+    /// With `values = vlog`: a separated value of at most this many bytes is kept in the
+    /// memtable beside its pointer (it is in the value log too; a flush writes the pointer
+    /// alone to the table), so reads of what is still in memory do not go to the log; the
+    /// memtable's size counts the values it keeps. 0 keeps none: the memtable holds
+    /// pointers only, as in the WiscKey paper. Larger values are not kept: copying them
+    /// costs writes more than it saves reads. Default 1024
+    /// (`docs/designs/wisckey.md`, "Values in the memtable").
+    pub vlog_memtable_value_max: usize,
     /// With `values = vlog`: a value-log segment is closed and a new one started once it
     /// holds this many bytes. Default 128 MiB.
     pub vlog_segment_size: u64,
@@ -805,6 +818,7 @@ impl Default for Options {
             scan_prefetch_bytes: 8 << 20,
             scan_prefetch_slow_read_micros: 10,
             min_separated_value_size: 512,
+            vlog_memtable_value_max: DEFAULT_VLOG_MEMTABLE_VALUE_MAX,
             vlog_segment_size: 128 << 20,
             vlog_gc: true,
             vlog_gc_ratio: 0.5,
@@ -1054,8 +1068,14 @@ impl Options {
         };
         match name {
             "leveldb" => Ok(leveldb),
+            // The paper's memtable holds pointers only; the tuned settings keep values of
+            // up to 1 KiB beside them (docs/designs/wisckey.md, "Values in the memtable").
             "wisckey" => Ok(Options {
                 values: ValuesKind::Vlog,
+                vlog_memtable_value_max: match settings {
+                    PresetSettings::Paper => 0,
+                    PresetSettings::Tuned => DEFAULT_VLOG_MEMTABLE_VALUE_MAX,
+                },
                 ..leveldb
             }),
             // Fewer, larger levels: a level only appends, so its size limit decides how often

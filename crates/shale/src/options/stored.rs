@@ -156,6 +156,12 @@ const FIELDS: &[Field] = &[
         min_separated_value_size
     ),
     plain!("vlog_segment_size", Rule::Free, "", vlog_segment_size),
+    plain!(
+        "vlog_memtable_value_max",
+        Rule::Free,
+        "",
+        vlog_memtable_value_max
+    ),
     plain!("vlog_gc", Rule::Free, "", vlog_gc),
     plain!("vlog_gc_ratio", Rule::Free, "", vlog_gc_ratio),
     plain!(

@@ -437,6 +437,25 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         self.resolve(key, kind, stored, cause, fill)
     }
 
+    /// Where the value starts in `stored`, an entry of `kind` for `key` that a memory
+    /// component holds, when the entry carries the value beside what a table would store
+    /// (the value log's memtable entries: the pointer, then the value,
+    /// [`crate::Options::vlog_memtable_value_max`]): a scan takes the value from there
+    /// without resolving it. `None` for anything else, which
+    /// [`resolve`](Self::resolve) reads and checks. Default: none.
+    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+        let _ = (key, kind, stored);
+        None
+    }
+
+    /// What a flush writes to a table for a memory component's entry of `kind` that stores
+    /// `stored`: `stored` without a value it carries ([`carried_at`](Self::carried_at)).
+    /// Default: `stored`.
+    fn table_value<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> &'a [u8] {
+        let _ = kind;
+        stored
+    }
+
     /// Counters for `Db::stats()`.
     fn stats(&self) -> PlacementStats {
         PlacementStats::default()

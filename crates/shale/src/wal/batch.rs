@@ -139,6 +139,20 @@ impl WriteBatch {
         self.push(ValueKind::ValuePointer, key, Some(pointer));
     }
 
+    /// Set `key` to a value pointer followed by the value it names, for a memtable that
+    /// keeps the value beside the pointer (the value log's memtable entries,
+    /// `docs/format/vlog.md` §2): the stored value is `pointer` then `value`.
+    pub(crate) fn put_value_pointer_carrying(&mut self, key: &[u8], pointer: &[u8], value: &[u8]) {
+        self.rep
+            .reserve(ENTRY_FRAMING + key.len() + pointer.len() + value.len());
+        self.rep.push(ValueKind::ValuePointer as u8);
+        put_length_prefixed(&mut self.rep, key);
+        crate::format::put_varint64(&mut self.rep, (pointer.len() + value.len()) as u64);
+        self.rep.extend_from_slice(pointer);
+        self.rep.extend_from_slice(value);
+        self.set_count(self.count().saturating_add(1));
+    }
+
     fn push(&mut self, kind: ValueKind, key: &[u8], value: Option<&[u8]>) {
         // One reservation per entry instead of several doublings of a small vector.
         let need = ENTRY_FRAMING + key.len() + value.map_or(0, <[u8]>::len);

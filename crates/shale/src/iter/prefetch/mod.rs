@@ -49,6 +49,14 @@ pub trait Resolve: Send + Sync {
     /// in memory may come back shared rather than copied.
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>>;
 
+    /// Where the value starts in `stored` when the entry carries it beside its pointer
+    /// ([`crate::values::ValueStore::carried_at`]): the cursor then hands it out from the
+    /// entry without resolving. Default: never.
+    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+        let _ = (key, kind, stored);
+        None
+    }
+
     /// [`Resolve::resolve`] by the cursor itself, with its own `memo` (kept between its
     /// entries: [`crate::values::ValueStore::resolve_in`]). Default: `resolve`.
     fn resolve_in(
@@ -181,6 +189,9 @@ pub struct PrefetchCursor<I: InternalIterator> {
     resolves: u32,
     /// What the placement keeps between this cursor's resolves on its own thread.
     memo: ResolveMemo,
+    /// On an inner entry that carries its value beside its pointer: where the value
+    /// starts in the entry's stored bytes ([`Resolve::carried_at`]).
+    carried: Option<usize>,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
@@ -209,6 +220,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             read_time: None,
             resolves: 0,
             memo: ResolveMemo::default(),
+            carried: None,
         }
     }
 
@@ -287,7 +299,11 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         match self.pos {
             Pos::Invalid => &[],
             Pos::OnInner if self.inner.kind() == ValueKind::Value => self.inner.value(),
-            Pos::OnInner | Pos::Owned => &self.value,
+            Pos::OnInner => match self.carried {
+                Some(at) => self.inner.value().get(at..).unwrap_or_default(),
+                None => &self.value,
+            },
+            Pos::Owned => &self.value,
         }
     }
 
@@ -395,7 +411,13 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             self.pos = Pos::Invalid;
             return Ok(());
         }
+        self.carried = None;
         if pointer {
+            // A value in memory beside its pointer is handed out from the entry: nothing
+            // to read, time or prefetch.
+            self.carried = self.values.carried_at(key, kind, self.inner.value());
+        }
+        if pointer && self.carried.is_none() {
             let start = timed.then(Instant::now);
             let r = self
                 .values
@@ -472,6 +494,8 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         self.key.extend_from_slice(self.inner.key());
         if self.inner.kind() == ValueKind::Value {
             self.value = ValueBytes::Owned(self.inner.value().to_vec());
+        } else if let Some(at) = self.carried.take() {
+            self.value = ValueBytes::Owned(self.inner.value().get(at..).unwrap_or_default().to_vec());
         }
         self.pos = Pos::Owned;
         self.drop_window();
@@ -499,11 +523,16 @@ impl<I: InternalIterator> PrefetchCursor<I> {
                 }
                 Ok(()) => {
                     let kind = self.inner.kind();
-                    let bytes = self.inner.value().to_vec();
+                    let stored = self.inner.value();
                     let value = if kind == ValueKind::Value {
-                        Pending::Ready(ValueBytes::Owned(bytes))
+                        Pending::Ready(ValueBytes::Owned(stored.to_vec()))
+                    } else if let Some(at) =
+                        self.values.carried_at(self.inner.key(), kind, stored)
+                    {
+                        let carried = stored.get(at..).unwrap_or_default();
+                        Pending::Ready(ValueBytes::Owned(carried.to_vec()))
                     } else {
-                        Pending::Stored(kind, bytes)
+                        Pending::Stored(kind, stored.to_vec())
                     };
                     self.window.push_back(Ok(Ahead {
                         key: self.inner.key().to_vec(),

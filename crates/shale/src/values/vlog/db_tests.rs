@@ -884,3 +884,58 @@ pub(super) fn load_and_churn(
     }
     db.flush().expect("flush");
 }
+
+#[test]
+fn values_kept_in_the_memtable_are_read_from_it_and_flushed_as_pointers() {
+    use crate::env::ReadCause;
+    let env = Env::memory();
+    let o = opts(&env, 0.5);
+    assert_eq!(o.vlog_memtable_value_max, 1024, "the preset keeps values up to 1 KiB");
+    let db = Db::open(DIR, o.clone()).expect("open");
+    let n = 200;
+    for i in 0..n {
+        db.put(&key(i), &value(i, 0)).expect("put");
+    }
+    db.flush().expect("flush");
+    // The second round stays in the memtable, each value beside its pointer.
+    for i in 0..n {
+        db.put(&key(i), &value(i, 1)).expect("put");
+    }
+    let want: Entries = (0..n).map(|i| (key(i), value(i, 1))).collect();
+    let value_reads =
+        |env: &Env| env.io().read(ReadCause::Get) + env.io().read(ReadCause::ScanValue);
+    let before = value_reads(&env);
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1)), "{i}");
+    }
+    let (got, back) = scan_both_ways(&db, None);
+    assert_eq!((&got, &back), (&want, &want));
+    assert_eq!(value_reads(&env), before, "the memtable's values are read from it");
+    // Flushed, the entries become bare pointers (which `verify` below accepts: it refuses
+    // bytes after a pointer). The flush counts every record of the first round as
+    // superseded, as with bare pointers in the memtable, and collection drops them all.
+    db.flush().expect("flush");
+    let first_round: u64 = (0..n)
+        .map(|i| record_len(&key(i), &value(i, 0)) as u64)
+        .sum();
+    assert_eq!(total_garbage(&db), first_round);
+    let value_reads_before = value_reads(&env);
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1)), "{i}");
+    }
+    assert!(value_reads(&env) > value_reads_before, "read from the log once flushed");
+    let mut collected = 0;
+    while let n @ 1.. = db.run_value_job(true).expect("gc") {
+        collected += n;
+    }
+    assert!(collected > 0, "nothing collected");
+    let (got, back) = scan_both_ways(&db, None);
+    assert_eq!((&got, &back), (&want, &want));
+    db.close().expect("close");
+    let report = crate::design::verify(DIR, o.clone()).expect("verify");
+    assert!(report.placement.pointers > 0, "{report:?}");
+    let db = Db::open(DIR, o).expect("reopen");
+    let (got, _) = scan_both_ways(&db, None);
+    assert_eq!(got, want);
+    db.close().expect("close");
+}

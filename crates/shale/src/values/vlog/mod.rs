@@ -155,6 +155,9 @@ pub struct VlogPlacement {
     /// (and the prefix can be punched out): a quarter of a segment, at least
     /// [`gc::MIN_STEP`].
     gc_step: u64,
+    /// Memtable entries keep values of at most this many bytes after the pointer
+    /// ([`crate::Options::vlog_memtable_value_max`]); relocations never do.
+    carry_max: usize,
     /// Log bytes after which a memtable that is not full is frozen anyway (separated values
     /// make memtables fill slowly, and the head only moves at a flush).
     freeze_after: u64,
@@ -228,6 +231,7 @@ impl VlogPlacement {
             unreadable: Mutex::new(std::collections::BTreeMap::new()),
             min_gc_ratio: options.vlog_gc_ratio,
             gc_step: (options.vlog_segment_size / 4).max(gc::MIN_STEP),
+            carry_max: options.vlog_memtable_value_max,
             freeze_after: 2 * options
                 .vlog_segment_size
                 .max(options.write_buffer_size as u64),
@@ -453,10 +457,15 @@ impl VlogPlacement {
             }
             (w.number(), base)
         };
+        // A relocation's values stay in the log only: collection must not fill memtables.
+        let carry_max = if relocation { 0 } else { self.carry_max };
         // The stored entries take no more room than the batch's own unless a separated
         // value is shorter than its pointer (then the batch grows); a pass over the batch to
-        // size it exactly cost more than it saved. Large values are not given their room.
-        let mut stored = WriteBatch::with_capacity(batch.room_to_copy().min(4096));
+        // size it exactly cost more than it saved. Without values kept beside pointers,
+        // large values are not given their room.
+        let room = batch.room_to_copy();
+        let mut stored =
+            WriteBatch::with_capacity(if carry_max > 0 { room } else { room.min(4096) });
         let mut offset = base;
         let mut ptr = [0u8; format::MAX_POINTER_LEN];
         let mut inline_bytes = 0u64;
@@ -468,7 +477,11 @@ impl VlogPlacement {
                     offset,
                     length: len as u32,
                 };
-                stored.put_value_pointer(e.key, p.encode(&mut ptr));
+                if carry_max > 0 && e.value.len() <= carry_max {
+                    stored.put_value_pointer_carrying(e.key, p.encode(&mut ptr), e.value);
+                } else {
+                    stored.put_value_pointer(e.key, p.encode(&mut ptr));
+                }
             } else {
                 // The tree keeps this one: its record is garbage once flushed.
                 inline_bytes += len as u64;
@@ -485,6 +498,27 @@ impl VlogPlacement {
             self.add_garbage(segment, inline_bytes);
         }
         Ok(stored)
+    }
+
+    /// The value a pointer entry of `key` carries after the pointer (a memtable's,
+    /// [`crate::Options::vlog_memtable_value_max`]); `None` for a bare pointer.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] for bytes after the pointer that are not the value it names.
+    fn carried<'a>(&self, key: &[u8], stored: &'a [u8]) -> Result<Option<&'a [u8]>> {
+        match format::carried_value(stored, key) {
+            format::Carried::No => Ok(None),
+            format::Carried::At(at) => Ok(stored.get(at..)),
+            format::Carried::Bad(len, expect) => Err(Error::corruption(
+                &self.dir,
+                0,
+                format!(
+                    "the entry of key {:?} holds {len} bytes after its value pointer where the \
+                     record it names holds a value of {expect}",
+                    String::from_utf8_lossy(key)
+                ),
+            )),
+        }
     }
 
     /// Whether the file of segment `number` is this store's to delete: its header checks
@@ -747,7 +781,7 @@ impl ValueStore for VlogPlacement {
     /// only makes collection look at the segment sooner.
     fn filtered(&self, kind: ValueKind, stored: &[u8]) {
         if kind == ValueKind::ValuePointer
-            && let Ok(p) = Pointer::decode(stored)
+            && let Ok((p, _)) = Pointer::decode_prefix(stored)
         {
             self.add_garbage(p.segment, u64::from(p.length));
         }
@@ -799,7 +833,10 @@ impl ValueStore for VlogPlacement {
     ) -> Result<ValueBytes<'a>> {
         match kind {
             ValueKind::Value => Ok(ValueBytes::Borrowed(stored)),
-            ValueKind::ValuePointer => reader::read_value(self, key, stored, cause, fill),
+            ValueKind::ValuePointer => match self.carried(key, stored)? {
+                Some(v) => Ok(ValueBytes::Borrowed(v)),
+                None => reader::read_value(self, key, stored, cause, fill),
+            },
             ValueKind::Delete | ValueKind::RangeDelete => Err(Error::InvalidArgument(
                 "a delete has no value to resolve".into(),
             )),
@@ -816,10 +853,25 @@ impl ValueStore for VlogPlacement {
         fill: super::CacheFill,
     ) -> Result<ValueBytes<'a>> {
         match kind {
-            ValueKind::ValuePointer => {
-                reader::read_value_in(self, memo, key, stored, cause, fill)
-            }
+            ValueKind::ValuePointer => match self.carried(key, stored)? {
+                Some(v) => Ok(ValueBytes::Borrowed(v)),
+                None => reader::read_value_in(self, memo, key, stored, cause, fill),
+            },
             _ => self.resolve(key, kind, stored, cause, fill),
+        }
+    }
+
+    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+        match (kind, format::carried_value(stored, key)) {
+            (ValueKind::ValuePointer, format::Carried::At(at)) => Some(at),
+            _ => None,
+        }
+    }
+
+    fn table_value<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> &'a [u8] {
+        match (kind, Pointer::decode_prefix(stored)) {
+            (ValueKind::ValuePointer, Ok((_, n))) => stored.get(..n).unwrap_or(stored),
+            _ => stored,
         }
     }
 
@@ -865,7 +917,7 @@ impl Drop for VlogPlacement {
 impl super::ValueGc for VlogPlacement {
     fn superseded(&self, kind: ValueKind, stored: &[u8], edit: &mut VersionEdit) {
         if kind == ValueKind::ValuePointer
-            && let Ok(p) = Pointer::decode(stored)
+            && let Ok((p, _)) = Pointer::decode_prefix(stored)
         {
             gc::count_superseded(self, p, edit);
         }

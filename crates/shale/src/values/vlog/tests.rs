@@ -34,6 +34,9 @@ fn placement_in(
     let mut o = Options::preset("wisckey").unwrap().with_env(env.clone());
     o.min_separated_value_size = min_separated;
     o.vlog_segment_size = 4096;
+    // These tests read what the log holds: the memtable entries are bare pointers
+    // (`carried_values_*` below keep values beside them).
+    o.vlog_memtable_value_max = 0;
     env.fs().create_dir_all(Path::new("/v")).unwrap();
     let p = VlogPlacement::new(&o, Path::new("/v"), Arc::new(AtomicU64::new(1)));
     let state = ps(VlogState::default());
@@ -717,4 +720,94 @@ fn a_scans_records_not_kept_are_read_into_the_buffer_its_cursor_gave_back() {
     assert_eq!(&*resolve(&mut memo, 2, CacheFill::Skip), &[3u8; 900][..]);
     drop(memo);
     assert_eq!(cache.hits(), 1, "a cached record is used whatever the fill");
+}
+
+/// A placement for `/v` like [`placement`]'s, keeping values of up to `carry_max` bytes
+/// beside their pointers in the entries it hands the memtable.
+fn carrying_placement(env: &Env, carry_max: usize) -> VlogPlacement {
+    let mut p = placement(env, 0);
+    p.carry_max = carry_max;
+    p
+}
+
+#[test]
+fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
+    use crate::values::ValueGc;
+    let env = Env::memory();
+    let p = carrying_placement(&env, 100);
+    let small = b"a value kept beside its pointer".to_vec();
+    let large = vec![9u8; 101];
+    let got = append(&p, 1, &[(b"k1", &small), (b"k2", &large), (b"k3", b"")]);
+    assert!(got.iter().all(|g| g.1 == ValueKind::ValuePointer));
+    // k1 carries its value after the pointer; k2's value is over the limit, and k3's is
+    // empty: bare pointers.
+    let bare1 = p.table_value(ValueKind::ValuePointer, &got[0].2).to_vec();
+    let q1 = Pointer::decode(&bare1).unwrap();
+    assert_eq!(got[0].2, [bare1.as_slice(), small.as_slice()].concat());
+    assert_eq!(p.carried_at(b"k1", ValueKind::ValuePointer, &got[0].2), Some(bare1.len()));
+    for g in &got[1..] {
+        assert!(Pointer::decode(&g.2).is_ok());
+        assert_eq!(p.table_value(ValueKind::ValuePointer, &g.2), g.2.as_slice());
+        assert_eq!(p.carried_at(&g.0, ValueKind::ValuePointer, &g.2), None);
+    }
+    // Inline values and other kinds carry nothing.
+    assert_eq!(p.carried_at(b"k1", ValueKind::Value, &got[0].2), None);
+    assert_eq!(p.table_value(ValueKind::Value, &got[0].2), got[0].2.as_slice());
+    // Both forms read the same value; the carried one never touches the log.
+    let before = env.io().total_read();
+    let carried = p
+        .resolve(b"k1", ValueKind::ValuePointer, &got[0].2, ReadCause::Get, CacheFill::Keep)
+        .unwrap();
+    assert!(matches!(carried, ValueBytes::Borrowed(_)));
+    assert_eq!(carried.as_ref(), small.as_slice());
+    assert_eq!(env.io().total_read(), before);
+    let mut memo = crate::values::ResolveMemo::default();
+    for (key, stored, value) in [
+        (&b"k1"[..], &got[0].2, &small[..]),
+        (b"k1", &bare1, &small[..]),
+        (b"k2", &got[1].2, &large[..]),
+    ] {
+        let v = p
+            .resolve_in(&mut memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue, CacheFill::Scan)
+            .unwrap();
+        assert_eq!(v.as_ref(), value);
+    }
+    // Another key's lookup, or bytes after the pointer that are not its value's length, are
+    // corruption, never a value.
+    let mut cut = got[0].2.clone();
+    cut.pop();
+    let mut grown = got[0].2.clone();
+    grown.push(0);
+    for (key, stored) in [(&b"k1"[..], &cut), (b"k1", &grown), (b"k22", &got[0].2)] {
+        let e = p
+            .resolve(key, ValueKind::ValuePointer, stored, ReadCause::Get, CacheFill::Keep)
+            .unwrap_err();
+        assert!(matches!(e, Error::Corruption { .. }), "{e}");
+        assert_eq!(p.carried_at(key, ValueKind::ValuePointer, stored), None);
+    }
+    // Superseding or filtering a carried entry counts its record as a bare pointer does.
+    let mut carried_edit = VersionEdit::default();
+    p.superseded(ValueKind::ValuePointer, &got[0].2, &mut carried_edit);
+    let q = carrying_placement(&Env::memory(), 100);
+    let bare = append(&q, 1, &[(b"k1", &small)]);
+    let mut bare_edit = VersionEdit::default();
+    q.superseded(ValueKind::ValuePointer, q.table_value(ValueKind::ValuePointer, &bare[0].2), &mut bare_edit);
+    assert_eq!(view(&carried_edit).garbage, view(&bare_edit).garbage);
+    assert_eq!(view(&carried_edit).garbage.get(&q1.segment), Some(&u64::from(q1.length)));
+}
+
+#[test]
+fn relocations_and_a_limit_of_zero_carry_no_values() {
+    let env = Env::memory();
+    let p = carrying_placement(&env, 1 << 20);
+    let mut b = WriteBatch::new();
+    b.put(b"k", b"relocated value");
+    b.set_sequence(1);
+    let stored = p.append_relocation(&b).unwrap().unwrap();
+    let e = stored.iter().next().unwrap();
+    assert_eq!(e.kind, ValueKind::ValuePointer);
+    assert!(Pointer::decode(e.value).is_ok(), "a bare pointer");
+    let q = placement(&env, 0);
+    let got = append(&q, 2, &[(b"k", b"value")]);
+    assert!(Pointer::decode(&got[0].2).is_ok(), "a bare pointer");
 }
