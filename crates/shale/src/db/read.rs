@@ -217,8 +217,8 @@ impl Resolve for PlacementResolver {
             .into_static())
     }
 
-    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
-        self.values.carried_at(key, kind, stored)
+    fn carried_at(&self) -> Option<crate::values::CarriedAt> {
+        self.values.carried_at()
     }
 
     fn resolve_in(

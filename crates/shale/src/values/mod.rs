@@ -61,6 +61,11 @@ impl CacheFill {
     }
 }
 
+/// Where the value starts in `stored`, an entry of `kind` for `key` that a memory component
+/// holds, when the entry carries the value ([`ValueStore::carried_at`]); `None` for anything
+/// else, which [`ValueStore::resolve`] reads and checks.
+pub type CarriedAt = fn(key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize>;
+
 /// A point in the durability log: file number and byte offset. Writes before it belong to
 /// older memtables; the meaning of `offset` is the placement's (the WAL uses whole files
 /// and leaves it 0).
@@ -437,14 +442,13 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
         self.resolve(key, kind, stored, cause, fill)
     }
 
-    /// Where the value starts in `stored`, an entry of `kind` for `key` that a memory
-    /// component holds, when the entry carries the value beside what a table would store
-    /// (the value log's memtable entries: the pointer, then the value,
-    /// [`crate::Options::vlog_memtable_value_max`]): a scan takes the value from there
-    /// without resolving it. `None` for anything else, which
-    /// [`resolve`](Self::resolve) reads and checks. Default: none.
-    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
-        let _ = (key, kind, stored);
+    /// How to find the value that a memory component's entry carries beside what a table
+    /// would store (the value log's memtable entries: the pointer, then the value,
+    /// [`crate::Options::vlog_memtable_value_max`]), so that a scan takes it from the entry
+    /// without resolving it: a function the cursor calls for every pointer entry it meets.
+    /// `None` for a placement whose entries never carry a value (the default): the cursor
+    /// then asks nothing.
+    fn carried_at(&self) -> Option<CarriedAt> {
         None
     }
 

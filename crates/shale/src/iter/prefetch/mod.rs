@@ -49,11 +49,10 @@ pub trait Resolve: Send + Sync {
     /// in memory may come back shared rather than copied.
     fn resolve(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Result<ValueBytes<'static>>;
 
-    /// Where the value starts in `stored` when the entry carries it beside its pointer
+    /// How to find a value an entry carries beside its pointer
     /// ([`crate::values::ValueStore::carried_at`]): the cursor then hands it out from the
-    /// entry without resolving. Default: never.
-    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
-        let _ = (key, kind, stored);
+    /// entry without resolving. Default: entries never carry one.
+    fn carried_at(&self) -> Option<crate::values::CarriedAt> {
         None
     }
 
@@ -192,6 +191,8 @@ pub struct PrefetchCursor<I: InternalIterator> {
     /// On an inner entry that carries its value beside its pointer: where the value
     /// starts in the entry's stored bytes ([`Resolve::carried_at`]).
     carried: Option<usize>,
+    /// The placement's [`Resolve::carried_at`], asked once.
+    carried_at: Option<crate::values::CarriedAt>,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
@@ -203,6 +204,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         values: Arc<dyn Resolve>,
         prefetch: Option<Prefetch>,
     ) -> Self {
+        let carried_at = values.carried_at();
         PrefetchCursor {
             inner: DbIter::new(inner, opts),
             values,
@@ -221,6 +223,7 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             resolves: 0,
             memo: ResolveMemo::default(),
             carried: None,
+            carried_at,
         }
     }
 
@@ -411,12 +414,12 @@ impl<I: InternalIterator> PrefetchCursor<I> {
             self.pos = Pos::Invalid;
             return Ok(());
         }
-        self.carried = None;
-        if pointer {
-            // A value in memory beside its pointer is handed out from the entry: nothing
-            // to read, time or prefetch.
-            self.carried = self.values.carried_at(key, kind, self.inner.value());
-        }
+        // A value in memory beside its pointer is handed out from the entry: nothing to
+        // read, time or prefetch.
+        self.carried = match self.carried_at {
+            Some(at) if pointer => at(key, kind, self.inner.value()),
+            _ => None,
+        };
         if pointer && self.carried.is_none() {
             let start = timed.then(Instant::now);
             let r = self
@@ -526,8 +529,9 @@ impl<I: InternalIterator> PrefetchCursor<I> {
                     let stored = self.inner.value();
                     let value = if kind == ValueKind::Value {
                         Pending::Ready(ValueBytes::Owned(stored.to_vec()))
-                    } else if let Some(at) =
-                        self.values.carried_at(self.inner.key(), kind, stored)
+                    } else if let Some(at) = self
+                        .carried_at
+                        .and_then(|f| f(self.inner.key(), kind, stored))
                     {
                         let carried = stored.get(at..).unwrap_or_default();
                         Pending::Ready(ValueBytes::Owned(carried.to_vec()))

@@ -861,11 +861,9 @@ impl ValueStore for VlogPlacement {
         }
     }
 
-    fn carried_at(&self, key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
-        match (kind, format::carried_value(stored, key)) {
-            (ValueKind::ValuePointer, format::Carried::At(at)) => Some(at),
-            _ => None,
-        }
+    fn carried_at(&self) -> Option<super::CarriedAt> {
+        // With none kept, no memtable entry carries a value (recovery replays bare pointers).
+        (self.carry_max > 0).then_some(carried_at)
     }
 
     fn table_value<'a>(&self, kind: ValueKind, stored: &'a [u8]) -> &'a [u8] {
@@ -911,6 +909,15 @@ impl ValueStore for VlogPlacement {
 impl Drop for VlogPlacement {
     fn drop(&mut self) {
         self.sealer.stop();
+    }
+}
+
+/// [`super::CarriedAt`] of the value log: a pointer entry followed by exactly its record's
+/// value (`format::carried_value`).
+fn carried_at(key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+    match (kind, format::carried_value(stored, key)) {
+        (ValueKind::ValuePointer, format::Carried::At(at)) => Some(at),
+        _ => None,
     }
 }
 
