@@ -490,16 +490,16 @@ pub fn memtable_merging(
     settings: PresetSettings,
     flag: Option<usize>,
 ) -> (usize, usize) {
-    let o = match kind {
+    let mut o = match kind {
         EngineKind::Shale | EngineKind::RocksdbTuned => {
             Options::preset_with(design, settings).unwrap_or_default()
         }
         EngineKind::Rocksdb | EngineKind::Fjall => Options::default(),
     };
-    match flag {
-        Some(n) => (n, o.max_immutable_memtables.max(n.saturating_add(2))),
-        None => (o.min_memtables_to_merge, o.max_immutable_memtables),
+    if let Some(n) = flag {
+        o.set_memtables_to_merge(n);
     }
+    (o.min_memtables_to_merge, o.max_immutable_memtables)
 }
 
 /// Parse `--settings`.

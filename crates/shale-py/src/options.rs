@@ -128,9 +128,7 @@ impl OpenArgs<'_> {
         set(&mut o.mmap_reads, self.mmap_reads);
         set(&mut o.memtable_bloom_ratio, self.memtable_bloom_ratio);
         if let Some(n) = self.min_memtables_to_merge {
-            // Room for the memtables a flush waits for, and two that fill while it runs.
-            o.min_memtables_to_merge = n;
-            o.max_immutable_memtables = o.max_immutable_memtables.max(n.saturating_add(2));
+            o.set_memtables_to_merge(n);
         }
         o.table.compression = compression(self.compression.as_ref())?;
         if let Some(l) = &self.layout {

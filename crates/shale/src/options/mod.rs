@@ -1138,6 +1138,15 @@ impl Options {
         }
     }
 
+    /// Flush `n` frozen memtables as one ([`Options::min_memtables_to_merge`]), with room
+    /// for them: [`Options::max_immutable_memtables`] is raised to at least `n + 2` (the
+    /// memtables a flush waits for, and two that fill while it runs). What the CLI's
+    /// `--memtables-to-merge` and Python's `min_memtables_to_merge=` set.
+    pub fn set_memtables_to_merge(&mut self, n: usize) {
+        self.min_memtables_to_merge = n;
+        self.max_immutable_memtables = self.max_immutable_memtables.max(n.saturating_add(2));
+    }
+
     /// `o` with LevelDB's leveled tree (its `Options` defaults and the constants of its
     /// `version_set.cc`, as of LevelDB 1.23): 2 MiB tables, level 1 of 10 MiB and each
     /// level 10 times the one above, level-0 triggers 4/8/12, outputs cut at 10 tables'

@@ -495,10 +495,14 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         }
         self.key.clear();
         self.key.extend_from_slice(self.inner.key());
+        // The value the reader is on, copied out of the inner cursor (the one it replaces
+        // goes back to the memo: a buffer the next read may reuse).
         if self.inner.kind() == ValueKind::Value {
-            self.value = ValueBytes::Owned(self.inner.value().to_vec());
+            let v = ValueBytes::Owned(self.inner.value().to_vec());
+            self.set_value(v);
         } else if let Some(at) = self.carried.take() {
-            self.value = ValueBytes::Owned(self.inner.value().get(at..).unwrap_or_default().to_vec());
+            let v = ValueBytes::Owned(self.inner.value().get(at..).unwrap_or_default().to_vec());
+            self.set_value(v);
         }
         self.pos = Pos::Owned;
         self.drop_window();
