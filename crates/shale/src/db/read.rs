@@ -217,7 +217,7 @@ impl Resolve for PlacementResolver {
             .into_static())
     }
 
-    fn carried_at(&self) -> Option<crate::values::CarriedAt> {
+    fn carried_at(&self) -> Option<crate::iter::CarriedAt> {
         self.values.carried_at()
     }
 

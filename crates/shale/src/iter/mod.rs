@@ -16,6 +16,12 @@ mod value_bytes;
 pub use resolve_memo::ResolveMemo;
 pub use value_bytes::ValueBytes;
 
+/// Where the value starts in `stored`, an entry of `kind` for `key` that a memory component
+/// holds, when the entry carries the value beside its pointer
+/// (`values::ValueStore::carried_at`); `None` for anything else, which the placement's
+/// resolve reads and checks.
+pub type CarriedAt = fn(key: &[u8], kind: crate::key::ValueKind, stored: &[u8]) -> Option<usize>;
+
 /// A positioned cursor over internal entries in internal-key order.
 ///
 /// Movement methods return an error when a source fails (I/O, corruption); after an error the

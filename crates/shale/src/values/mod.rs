@@ -28,7 +28,7 @@ use crate::key::{SeqNo, ValueKind};
 use crate::manifest::{AxisState, VersionEdit};
 use crate::wal::WriteBatch;
 
-pub use crate::iter::{ResolveMemo, ValueBytes};
+pub use crate::iter::{CarriedAt, ResolveMemo, ValueBytes};
 pub use inline::InlinePlacement;
 pub use vlog::VlogPlacement;
 
@@ -60,11 +60,6 @@ impl CacheFill {
         }
     }
 }
-
-/// Where the value starts in `stored`, an entry of `kind` for `key` that a memory component
-/// holds, when the entry carries the value ([`ValueStore::carried_at`]); `None` for anything
-/// else, which [`ValueStore::resolve`] reads and checks.
-pub type CarriedAt = fn(key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize>;
 
 /// A point in the durability log: file number and byte offset. Writes before it belong to
 /// older memtables; the meaning of `offset` is the placement's (the WAL uses whole files

@@ -52,7 +52,7 @@ pub trait Resolve: Send + Sync {
     /// How to find a value an entry carries beside its pointer
     /// ([`crate::values::ValueStore::carried_at`]): the cursor then hands it out from the
     /// entry without resolving. Default: entries never carry one.
-    fn carried_at(&self) -> Option<crate::values::CarriedAt> {
+    fn carried_at(&self) -> Option<crate::iter::CarriedAt> {
         None
     }
 
@@ -192,7 +192,7 @@ pub struct PrefetchCursor<I: InternalIterator> {
     /// starts in the entry's stored bytes ([`Resolve::carried_at`]).
     carried: Option<usize>,
     /// The placement's [`Resolve::carried_at`], asked once.
-    carried_at: Option<crate::values::CarriedAt>,
+    carried_at: Option<crate::iter::CarriedAt>,
 }
 
 impl<I: InternalIterator> PrefetchCursor<I> {
