@@ -40,6 +40,14 @@ pub(crate) fn get(
     match lookup(inner, &sv, key, seq, table_read(ReadCause::Get, options))? {
         None => Ok(None),
         Some((ValueKind::Value, v)) => Ok(Some(v)),
+        // A value a memtable entry carries beside its pointer: the entry's copy, without
+        // a second one.
+        Some((kind, mut v))
+            if let Some(at) = inner.values.carried_at().and_then(|f| f(key, kind, &v)) =>
+        {
+            v.drain(..at);
+            Ok(Some(v))
+        }
         Some((kind, v)) => Ok(Some(
             inner
                 .values

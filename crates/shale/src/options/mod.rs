@@ -744,7 +744,8 @@ pub struct Options {
     /// alone to the table), so reads of what is still in memory do not go to the log; the
     /// memtable's size counts the values it keeps. 0 keeps none: the memtable holds
     /// pointers only, as in the WiscKey paper. Larger values are not kept: copying them
-    /// costs writes more than it saves reads. Default 1024
+    /// costs writes more than it saves reads. Any size is accepted (a limit above every
+    /// value keeps them all). Default 1024 (0 in `wisckey`'s paper settings)
     /// (`docs/designs/wisckey.md`, "Values in the memtable").
     pub vlog_memtable_value_max: usize,
     /// With `values = vlog`: a value-log segment is closed and a new one started once it

@@ -407,6 +407,10 @@ pub trait ValueStore: Send + Sync + std::fmt::Debug {
     /// Turn a stored value of `kind` for `key` into the user's value. A pointer is checked
     /// against the live segments and the record it names (checksum, and the record's key
     /// must be `key`): a bad pointer is [`crate::Error::Corruption`], never another value.
+    /// A memory component's entry that carries its value beside its pointer
+    /// ([`carried_at`](Self::carried_at)) is answered from the entry: its bytes after the
+    /// pointer are taken only when their length is the value length of the record the
+    /// pointer names, else they are `Corruption` too.
     /// `cause` is what the bytes read count under ([`crate::env::IoStats`]): a point lookup,
     /// a scan's values, a compaction filter; `fill` whether a value read from a file is
     /// kept in the block cache. A value the placement holds in memory may come back shared

@@ -19,6 +19,35 @@ struct MapStore {
     /// (pointer, name of the resolving thread), in call order.
     calls: Mutex<Vec<(Vec<u8>, String)>>,
     gate: Option<Gate>,
+    /// Entries may carry their value after the pointer ([`carry_some`]).
+    carry: bool,
+}
+
+/// Where a [`carry_some`] entry's value starts: after the 8-byte pointer and a `|`.
+fn map_carried_at(_key: &[u8], kind: ValueKind, stored: &[u8]) -> Option<usize> {
+    (kind == ValueKind::ValuePointer && stored.get(8) == Some(&b'|')).then_some(9)
+}
+
+/// Every other pointer entry of `d` rewritten to carry its value (`pointer|value`), its
+/// pointer dropped from `store`: resolving one fails, so a cursor must take the value from
+/// the entry.
+fn carry_some(d: &mut Data, store: &mut MapStore) {
+    store.carry = true;
+    let mut n = 0;
+    for (ik, v) in d.entries.iter_mut() {
+        let pointer_entry =
+            crate::key::parse_internal_key(ik).is_ok_and(|p| p.kind == ValueKind::ValuePointer);
+        if !pointer_entry {
+            continue;
+        }
+        n += 1;
+        if n % 2 == 0
+            && let Some((_, value)) = store.values.remove(v.as_slice())
+        {
+            v.push(b'|');
+            v.extend_from_slice(&value);
+        }
+    }
 }
 
 /// Holds the resolve of one pointer until opened; says when that resolve has begun.
@@ -38,6 +67,10 @@ impl Gate {
 }
 
 impl Resolve for MapStore {
+    fn carried_at(&self) -> Option<crate::iter::CarriedAt> {
+        self.carry.then_some(map_carried_at)
+    }
+
     fn resolve(
         &self,
         key: &[u8],
@@ -194,6 +227,19 @@ fn current<I: InternalIterator>(c: &PrefetchCursor<I>) -> Option<(Vec<u8>, Vec<u
     c.valid().then(|| (c.key().to_vec(), c.value().to_vec()))
 }
 
+/// The model's key after `p`, if any.
+fn after(model: &BTreeMap<Vec<u8>, Vec<u8>>, p: Vec<u8>) -> Option<Vec<u8>> {
+    model
+        .range((std::ops::Bound::Excluded(p), std::ops::Bound::Unbounded))
+        .next()
+        .map(|e| e.0.clone())
+}
+
+/// The model's key before `p`, if any.
+fn before(model: &BTreeMap<Vec<u8>, Vec<u8>>, p: Vec<u8>) -> Option<Vec<u8>> {
+    model.range(..p).next_back().map(|e| e.0.clone())
+}
+
 fn is_pool_thread(name: &str) -> bool {
     name.starts_with("shale-prefetch-")
 }
@@ -328,6 +374,51 @@ fn pool_resolves_only_once_the_scan_is_sequential() {
     assert_eq!(rest, d.want[at + 2 + depth..]);
 }
 
+/// `steps` random seeks and moves of `c` (mostly long runs in one direction, with turns),
+/// each position checked against `model`.
+fn random_moves_match(
+    c: &mut PrefetchCursor<VecIter>,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    rng: &mut Rng,
+    steps: usize,
+    label: &str,
+) {
+    let mut pos: Option<Vec<u8>> = None;
+    for _ in 0..steps {
+        let probe = user_key(rng.below(160) as usize);
+        let op = rng.below(20);
+        match op {
+            0 => {
+                c.seek(&probe).unwrap();
+                pos = model.range(probe..).next().map(|e| e.0.clone());
+            }
+            1 => {
+                c.seek_for_prev(&probe).unwrap();
+                pos = model.range(..=probe).next_back().map(|e| e.0.clone());
+            }
+            2 => {
+                c.seek_to_first().unwrap();
+                pos = model.keys().next().cloned();
+            }
+            3 => {
+                c.seek_to_last().unwrap();
+                pos = model.keys().next_back().cloned();
+            }
+            // Mostly long runs in one direction, with turns.
+            4..=12 => {
+                c.next().unwrap();
+                pos = pos.and_then(|p| after(model, p));
+            }
+            _ => {
+                c.prev().unwrap();
+                pos = pos.and_then(|p| before(model, p));
+            }
+        }
+        let want = pos.as_ref().map(|k| (k.clone(), model[k].clone()));
+        assert_eq!(current(c), want, "{label}, op {op}");
+    }
+}
+
 #[test]
 fn seeks_and_turns_in_the_middle_of_a_window_return_the_right_entries() {
     let (d, store) = data(150, false);
@@ -337,46 +428,51 @@ fn seeks_and_turns_in_the_middle_of_a_window_return_the_right_entries() {
     let mut rng = Rng::new(3);
     for depth in [1, 2, 5, 16] {
         let mut c = cursor(&d, &store, prefetch(&pool, depth));
-        let mut pos: Option<Vec<u8>> = None;
-        for _ in 0..3000 {
-            let probe = user_key(rng.below(160) as usize);
-            let op = rng.below(20);
-            match op {
-                0 => {
-                    c.seek(&probe).unwrap();
-                    pos = model.range(probe..).next().map(|e| e.0.clone());
-                }
-                1 => {
-                    c.seek_for_prev(&probe).unwrap();
-                    pos = model.range(..=probe).next_back().map(|e| e.0.clone());
-                }
-                2 => {
-                    c.seek_to_first().unwrap();
-                    pos = model.keys().next().cloned();
-                }
-                3 => {
-                    c.seek_to_last().unwrap();
-                    pos = model.keys().next_back().cloned();
-                }
-                // Mostly long runs in one direction, with turns.
-                4..=12 => {
-                    c.next().unwrap();
-                    pos = pos.and_then(|p| {
-                        model
-                            .range((std::ops::Bound::Excluded(p), std::ops::Bound::Unbounded))
-                            .next()
-                            .map(|e| e.0.clone())
-                    });
-                }
-                _ => {
-                    c.prev().unwrap();
-                    pos = pos.and_then(|p| model.range(..p).next_back().map(|e| e.0.clone()));
-                }
-            }
-            let want = pos.as_ref().map(|k| (k.clone(), model[k].clone()));
-            assert_eq!(current(&c), want, "depth {depth}, op {op}");
-        }
+        random_moves_match(&mut c, &model, &mut rng, 3000, &format!("depth {depth}"));
     }
+}
+
+#[test]
+fn values_carried_beside_pointers_are_read_from_the_entry_through_windows_and_turns() {
+    let (mut d, mut store) = data(150, false);
+    carry_some(&mut d, &mut store);
+    let carried = d
+        .entries
+        .iter()
+        .filter(|(_, v)| v.get(8) == Some(&b'|'))
+        .count();
+    assert!(carried > 20, "{carried}");
+    let store = Arc::new(store);
+    let dyn_store: Arc<dyn Resolve> = Arc::clone(&store) as Arc<dyn Resolve>;
+    let pool = PrefetchPool::new(2, 1 << 20);
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = d.want.iter().cloned().collect();
+    let mut rng = Rng::new(5);
+    for depth in [None, Some(1), Some(3), Some(16)] {
+        let mut c = cursor(&d, &dyn_store, depth.and_then(|n| prefetch(&pool, n)));
+        // Whole scans both ways, then random moves.
+        c.seek_to_first().unwrap();
+        let mut got = Vec::new();
+        while let Some(e) = current(&c) {
+            got.push(e);
+            c.next().unwrap();
+        }
+        assert_eq!(got, d.want, "forward, depth {depth:?}");
+        c.seek_to_last().unwrap();
+        let mut back = Vec::new();
+        while let Some(e) = current(&c) {
+            back.push(e);
+            c.prev().unwrap();
+        }
+        back.reverse();
+        assert_eq!(back, d.want, "backward, depth {depth:?}");
+        random_moves_match(&mut c, &model, &mut rng, 2000, &format!("depth {depth:?}"));
+    }
+    // No carried entry was ever handed to a resolve (its pointer is unknown to the store).
+    assert!(store.calls().iter().all(|(p, _)| p.get(8) != Some(&b'|')));
+    assert!(
+        store.calls().iter().any(|(_, t)| is_pool_thread(t)),
+        "the windows were used"
+    );
 }
 
 /// Every outcome of a scan, in order: entries, then an error if there is one.

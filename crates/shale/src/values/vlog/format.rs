@@ -432,8 +432,9 @@ pub fn carried_value(stored: &[u8], key: &[u8]) -> Carried {
 }
 
 /// The record length of the pointer at the start of `bytes` and where the pointer ends,
-/// when its three varints end within the first 8 bytes (every pointer into a segment
-/// below 256 MiB whose record is below 2 MiB) and `bytes` has 8: the bytes that end a
+/// when its three varints end within the first 8 bytes (a pointer whose segment number is
+/// below 16,384, offset below 256 MiB and record below 16 KiB: every value a memtable keeps
+/// under the default limit, in segments of the default size) and `bytes` has 8: the bytes that end a
 /// varint (high bit clear) found in one word. `None` for anything else (the general
 /// decoder's case); where this gives a result, [`Pointer::decode_prefix`] gives the same.
 #[inline(always)]

@@ -459,13 +459,21 @@ impl VlogPlacement {
         };
         // A relocation's values stay in the log only: collection must not fill memtables.
         let carry_max = if relocation { 0 } else { self.carry_max };
-        // The stored entries take no more room than the batch's own unless a separated
-        // value is shorter than its pointer (then the batch grows); a pass over the batch to
-        // size it exactly cost more than it saved. Without values kept beside pointers,
-        // large values are not given their room.
+        // Without values kept beside pointers, the stored entries take no more room than
+        // the batch's own unless a separated value is shorter than its pointer (then the
+        // batch grows), and large values are not given their room. A kept value adds its
+        // pointer to its entry: room for one per entry, but no more than the values that
+        // can be kept need. A pass over the batch to size it exactly cost more than it
+        // saved.
         let room = batch.room_to_copy();
-        let mut stored =
-            WriteBatch::with_capacity(if carry_max > 0 { room } else { room.min(4096) });
+        let capacity = if carry_max > 0 {
+            let entries = batch.len();
+            (room + entries * format::MAX_POINTER_LEN)
+                .min(4096 + entries.saturating_mul(carry_max + format::MAX_POINTER_LEN))
+        } else {
+            room.min(4096)
+        };
+        let mut stored = WriteBatch::with_capacity(capacity);
         let mut offset = base;
         let mut ptr = [0u8; format::MAX_POINTER_LEN];
         let mut inline_bytes = 0u64;
