@@ -161,6 +161,21 @@ impl<I: InternalIterator> DbIter<I> {
         }
     }
 
+    /// [`key`](Self::key) and [`value`](Self::value) together, from one walk down the inner
+    /// iterators. Requires `valid()`; empty otherwise.
+    pub fn entry(&self) -> (&[u8], &[u8]) {
+        if !self.valid {
+            return (&[], &[]);
+        }
+        match self.dir {
+            Direction::Forward => {
+                let (k, v) = self.inner.entry();
+                (user_key(k), v)
+            }
+            Direction::Backward => (&self.saved_key, &self.saved_value),
+        }
+    }
+
     /// [`ValueKind::Value`] or [`ValueKind::ValuePointer`]: how to read [`value`](Self::value).
     /// Requires `valid()`.
     pub fn kind(&self) -> ValueKind {

@@ -326,6 +326,13 @@ impl InternalIterator for MergingIterator {
             .and_then(|&i| self.children.get(i))
             .map_or(&[][..], |c| c.value())
     }
+
+    fn entry(&self) -> (&[u8], &[u8]) {
+        self.heap
+            .first()
+            .and_then(|&i| self.children.get(i))
+            .map_or((&[][..], &[][..]), |c| c.entry())
+    }
 }
 
 #[cfg(test)]
@@ -343,6 +350,38 @@ mod tests {
 
     fn at(it: &MergingIterator) -> Option<Vec<u8>> {
         it.valid().then(|| it.key().to_vec())
+    }
+
+    #[test]
+    fn entry_is_key_and_value_through_skiplists_and_vectors() {
+        use crate::memory::MemTable;
+        use crate::memory::skiplist::SkipListMemTable;
+        let mut rng = Rng::new(11);
+        let entries = random_internal_entries(&mut rng, 400);
+        let parts = split_randomly(&mut rng, &entries, 4);
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (i, part) in parts.into_iter().enumerate() {
+            if i % 2 == 0 {
+                children.push(Box::new(VecIter::new(part)));
+            } else {
+                let mem = std::sync::Arc::new(SkipListMemTable::new());
+                for (ik, v) in &part {
+                    let p = crate::key::parse_internal_key(ik).unwrap();
+                    mem.insert(p.user_key, p.seq, p.kind, v);
+                }
+                children.push(mem.iter());
+            }
+        }
+        let mut m = MergingIterator::new(children);
+        m.seek_to_first().unwrap();
+        let mut seen = 0;
+        while m.valid() {
+            assert_eq!(m.entry(), (m.key(), m.value()));
+            seen += 1;
+            m.next().unwrap();
+        }
+        assert_eq!(seen, entries.len());
+        assert_eq!(m.entry(), (&[][..], &[][..]));
     }
 
     #[test]

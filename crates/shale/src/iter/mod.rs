@@ -57,6 +57,12 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current entry's value bytes. Requires `valid()`.
     fn value(&self) -> &[u8];
+    /// The current entry's key and value together: one walk down a stack of iterators
+    /// where [`key`](Self::key) and [`value`](Self::value) would make two. Requires
+    /// `valid()`.
+    fn entry(&self) -> (&[u8], &[u8]) {
+        (self.key(), self.value())
+    }
 }
 
 /// Boxed iterators are iterators too.
@@ -87,6 +93,9 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn value(&self) -> &[u8] {
         (**self).value()
+    }
+    fn entry(&self) -> (&[u8], &[u8]) {
+        (**self).entry()
     }
 }
 

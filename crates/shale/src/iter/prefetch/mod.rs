@@ -408,8 +408,13 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         let pointer = kind != ValueKind::Value;
         // Decided before the key is borrowed; counted only for entries resolved below.
         let timed = pointer && self.time_next();
-        // The key once: from a memtable or a table block it is decoded on every call.
-        let key = self.inner.key();
+        // The key once (from a memtable or a table block it is decoded on every call), with
+        // a pointer's stored bytes from the same walk down the inner iterators.
+        let (key, stored) = if pointer {
+            self.inner.entry()
+        } else {
+            (self.inner.key(), &[][..])
+        };
         if self.limit.excludes(key) {
             self.pos = Pos::Invalid;
             return Ok(());
@@ -417,14 +422,12 @@ impl<I: InternalIterator> PrefetchCursor<I> {
         // A value in memory beside its pointer is handed out from the entry: nothing to
         // read, time or prefetch.
         self.carried = match self.carried_at {
-            Some(at) if pointer => at(key, kind, self.inner.value()),
+            Some(at) if pointer => at(key, kind, stored),
             _ => None,
         };
         if pointer && self.carried.is_none() {
             let start = timed.then(Instant::now);
-            let r = self
-                .values
-                .resolve_in(&mut self.memo, key, kind, self.inner.value());
+            let r = self.values.resolve_in(&mut self.memo, key, kind, stored);
             self.saw_pointer = true;
             self.resolves = self.resolves.wrapping_add(1);
             if let Some(s) = start {

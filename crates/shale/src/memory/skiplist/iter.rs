@@ -89,4 +89,8 @@ impl InternalIterator for SkipListIter {
     fn value(&self) -> &[u8] {
         self.table.list.key_value(self.node).1
     }
+
+    fn entry(&self) -> (&[u8], &[u8]) {
+        self.table.list.key_value(self.node)
+    }
 }
