@@ -540,9 +540,14 @@ impl Pointer {
     /// A description of the problem.
     #[inline]
     pub fn decode_prefix(bytes: &[u8]) -> Result<(Pointer, usize), String> {
-        if let Some(found) = Pointer::decode_short_prefix(bytes) {
-            return Ok(found);
+        match Pointer::decode_short_prefix(bytes) {
+            Some(found) => Ok(found),
+            None => Pointer::decode_prefix_general(bytes),
         }
+    }
+
+    /// [`Pointer::decode_prefix`] through the general varint reader, for any input.
+    fn decode_prefix_general(bytes: &[u8]) -> Result<(Pointer, usize), String> {
         let mut r = Reader::new(bytes);
         let p = Pointer {
             segment: r.varint64()?,
@@ -575,14 +580,9 @@ impl Pointer {
 
     /// [`Pointer::decode`] through the general varint reader, for any input.
     fn decode_general(bytes: &[u8]) -> Result<Pointer, String> {
-        let mut r = Reader::new(bytes);
-        let p = Pointer {
-            segment: r.varint64()?,
-            offset: r.varint64()?,
-            length: r.varint32()?,
-        };
-        if !r.is_empty() {
-            return Err(format!("{} bytes after a value pointer", r.remaining()));
+        let (p, n) = Pointer::decode_prefix_general(bytes)?;
+        if n < bytes.len() {
+            return Err(format!("{} bytes after a value pointer", bytes.len() - n));
         }
         Ok(p)
     }
