@@ -242,6 +242,9 @@ pub struct EngineConfig {
     /// Shale: read tables through memory maps (`Options::mmap_reads`); `None` keeps the
     /// design's. Peers ignore it.
     pub mmap_reads: Option<bool>,
+    /// Shale: copy small log appends into a writable map (`Options::mmap_log_writes`);
+    /// `None` keeps the design's. Peers ignore it.
+    pub mmap_log_writes: Option<bool>,
     /// Shale: check table blocks' checksums on reads (`Options::verify_checksums`);
     /// `None` keeps the default (on). Peers ignore it.
     pub verify_checksums: Option<bool>,
@@ -431,6 +434,12 @@ pub struct EngineFlags {
     /// preset).
     #[arg(long = "mmap-reads", alias = "mmap_read", value_parser = on_off)]
     pub mmap_reads: Option<bool>,
+    /// Shale: copy appends of less than 2 KiB to the logs (WAL, value-log segments) into a
+    /// writable memory map of their reserved space (`on`, RocksDB's `allow_mmap_writes`)
+    /// or hand each to the OS with `write(2)` (`off`); default: the design's (on for every
+    /// preset).
+    #[arg(long = "mmap-log-writes", alias = "mmap_writes", value_parser = on_off)]
+    pub mmap_log_writes: Option<bool>,
     /// Shale: check each table block's checksum when a read takes it from a file (`on`,
     /// the default, as RocksDB's `verify_checksums`) or not (`off`, LevelDB's and plyvel's
     /// default: db_bench's `--verify_checksum`).
@@ -604,6 +613,7 @@ impl EngineFlags {
                 seek_compaction_merges: self.lwc_seek_merges,
             },
             mmap_reads: self.mmap_reads,
+            mmap_log_writes: self.mmap_log_writes,
             verify_checksums: self.verify_checksums,
             memory_only: false,
         })
@@ -713,6 +723,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     if let Some(b) = config.mmap_reads {
         o.mmap_reads = b;
     }
+    if let Some(b) = config.mmap_log_writes {
+        o.mmap_log_writes = b;
+    }
     if let Some(b) = config.verify_checksums {
         o.verify_checksums = b;
     }
@@ -749,6 +762,10 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
             "  reads:    mmap_reads={} verify_checksums={}",
             if o.mmap_reads { "on" } else { "off" },
             if o.verify_checksums { "on" } else { "off" }
+        ),
+        format!(
+            "  logs:     mmap_log_writes={}",
+            if o.mmap_log_writes { "on" } else { "off" }
         ),
     ];
     if o.min_memtables_to_merge > 1 {
@@ -1040,6 +1057,7 @@ mod tests {
             flodb: FloDbSettings::default(),
             lwc: LwcSettings::default(),
             mmap_reads: None,
+            mmap_log_writes: None,
             verify_checksums: None,
             memory_only: false,
         };

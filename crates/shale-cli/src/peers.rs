@@ -117,6 +117,7 @@ mod tests {
             flodb: Default::default(),
             lwc: Default::default(),
             mmap_reads: None,
+            mmap_log_writes: None,
             verify_checksums: None,
             memory_only: false,
         }

@@ -96,7 +96,9 @@ fn property(db: &Db, name: &str) -> Option<String> {
 /// `flsm`), `values` (`inline`, `vlog`), `memory` (`skiplist`), `min_separated_value_size`,
 /// `vlog_memtable_value_max` (separated values of at most this many bytes kept in the
 /// memtable beside their pointers; 0: pointers only), `max_background_compactions`, `mmap_reads` (read table files through memory maps, as
-/// LevelDB does: on in every design, off in `Options::default()`), `memtable_bloom_ratio`
+/// LevelDB does: on in every design, off in `Options::default()`), `mmap_log_writes` (copy
+/// small log appends into a writable memory map instead of a `write(2)` each: on in every
+/// design, off in `Options::default()`), `memtable_bloom_ratio`
 /// (a bloom filter over each memtable's keys, this fraction of its bytes, 0 to 0.25;
 /// default 0, none), `min_memtables_to_merge` (frozen memtables flushed as one; room is made
 /// for them).
@@ -128,7 +130,7 @@ impl PyDb {
         block_restart_interval=None, max_file_size=None, compression=None,
         bloom_filter_bits=None, comparator=None, comparator_name=None, design=None,
         settings=None, layout=None, values=None, memory=None, min_separated_value_size=None,
-        vlog_memtable_value_max=None, max_background_compactions=None, mmap_reads=None, memtable_bloom_ratio=None,
+        vlog_memtable_value_max=None, max_background_compactions=None, mmap_reads=None, mmap_log_writes=None, memtable_bloom_ratio=None,
         min_memtables_to_merge=None, read_only=false, secondary=false
     ))]
     #[expect(
@@ -160,6 +162,7 @@ impl PyDb {
         vlog_memtable_value_max: Option<usize>,
         max_background_compactions: Option<usize>,
         mmap_reads: Option<bool>,
+        mmap_log_writes: Option<bool>,
         memtable_bloom_ratio: Option<f64>,
         min_memtables_to_merge: Option<usize>,
         read_only: bool,
@@ -190,6 +193,7 @@ impl PyDb {
             vlog_memtable_value_max,
             max_background_compactions,
             mmap_reads,
+            mmap_log_writes,
             memtable_bloom_ratio,
             min_memtables_to_merge,
         };

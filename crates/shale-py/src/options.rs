@@ -64,6 +64,7 @@ pub(crate) struct OpenArgs<'py> {
     pub(crate) vlog_memtable_value_max: Option<usize>,
     pub(crate) max_background_compactions: Option<usize>,
     pub(crate) mmap_reads: Option<bool>,
+    pub(crate) mmap_log_writes: Option<bool>,
     pub(crate) memtable_bloom_ratio: Option<f64>,
     pub(crate) min_memtables_to_merge: Option<usize>,
 }
@@ -126,6 +127,7 @@ impl OpenArgs<'_> {
             self.max_background_compactions,
         );
         set(&mut o.mmap_reads, self.mmap_reads);
+        set(&mut o.mmap_log_writes, self.mmap_log_writes);
         set(&mut o.memtable_bloom_ratio, self.memtable_bloom_ratio);
         if let Some(n) = self.min_memtables_to_merge {
             o.set_memtables_to_merge(n);

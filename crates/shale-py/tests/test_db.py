@@ -215,6 +215,23 @@ def test_mmap_reads(path, mmap_reads):
         shale.DB(path, mmap_reads="yes")
 
 
+@pytest.mark.parametrize("mmap_log_writes", [True, False])
+@pytest.mark.parametrize("design", ["leveldb", "wisckey"])
+def test_mmap_log_writes(path, design, mmap_log_writes):
+    # Small log appends copied into a writable map (every design's default) or written
+    # with write(2): the same data through log switches, a reopen that replays the logs
+    # (no flush: the last memtable comes back from its log alone), and a second reopen.
+    opts = dict(design=design, mmap_log_writes=mmap_log_writes, write_buffer_size=64 * 1024)
+    with shale.DB(path, create_if_missing=True, **opts) as db:
+        model = fill(db, 3000)
+        assert dict(db) == model
+    for _ in range(2):
+        with shale.DB(path, **opts) as db:
+            assert dict(db) == model
+    with pytest.raises(TypeError):
+        shale.DB(path, mmap_log_writes="yes")
+
+
 def test_designs_listed():
     designs = shale.available_designs()
     assert {"leveldb", "pebblesdb", "wisckey"} <= set(designs)

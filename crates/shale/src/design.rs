@@ -34,9 +34,10 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
         LayoutKind::Lwc => Arc::new(Lwc::new(options)),
     };
     let values: Arc<dyn ValueStore> = match options.values {
-        ValuesKind::Inline => {
-            Arc::new(InlinePlacement::new(options.env.clone(), dir, file_numbers))
-        }
+        ValuesKind::Inline => Arc::new(
+            InlinePlacement::new(options.env.clone(), dir, file_numbers)
+                .with_mmap_log_writes(options.mmap_log_writes),
+        ),
         ValuesKind::Vlog => Arc::new(VlogPlacement::new(options, dir, file_numbers)),
     };
     let memory = memory_component(options);

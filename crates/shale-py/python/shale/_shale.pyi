@@ -74,6 +74,7 @@ class DB:
         vlog_memtable_value_max: Optional[int] = None,
         max_background_compactions: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
+        mmap_log_writes: Optional[bool] = None,
         memtable_bloom_ratio: Optional[float] = None,
         min_memtables_to_merge: Optional[int] = None,
         read_only: bool = False,

@@ -38,6 +38,16 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn create_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create(path)
     }
+    /// [`FileSystem::create_log`] for a log whose small appends the backend may copy into
+    /// a writable memory map of its reserved space instead of handing them over with a
+    /// system call (`Options::mmap_log_writes`, RocksDB's `allow_mmap_writes`). The bytes
+    /// and what a crash leaves are the same as [`FileSystem::create_log`]'s; what differs
+    /// is how an I/O error under a mapped page shows: as `SIGBUS`, not an error
+    /// (`UNSAFE.md`). The POSIX backend does this on Linux (`docs/env.md`); the default
+    /// is [`FileSystem::create_log`].
+    fn create_mapped_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create_log(path)
+    }
     /// Reopen the existing file `path` to append after its first `at` bytes: a file that
     /// grows by committed generations (an appendable table) continues at the end of the
     /// last committed one. Bytes past `at` (an append that was never committed) are cut
@@ -482,6 +492,20 @@ impl Env {
     /// `cause`.
     pub fn create_log(&self, path: &Path, cause: WriteCause) -> Result<WriteFile> {
         Ok(self.counted(self.fs.create_log(path)?, path, cause))
+    }
+    /// [`Env::create_log`], its small appends copied into a writable map where the backend
+    /// can ([`FileSystem::create_mapped_log`]) when `mapped`.
+    pub fn create_log_with(
+        &self,
+        path: &Path,
+        cause: WriteCause,
+        mapped: bool,
+    ) -> Result<WriteFile> {
+        if mapped {
+            Ok(self.counted(self.fs.create_mapped_log(path)?, path, cause))
+        } else {
+            self.create_log(path, cause)
+        }
     }
     /// Reopen `path` to append after its first `at` bytes (see [`FileSystem::reopen`]),
     /// with writes counted under `cause`.

@@ -90,6 +90,8 @@ const FIELDS: &[Field] = &[
     // How tables are read, not how they are written: free. Recorded so that a store made
     // with a preset reopens (`load_options`) reading as the preset does.
     plain!("mmap_reads", Rule::Free, "", mmap_reads),
+    // How logs are appended to, not what they hold: free.
+    plain!("mmap_log_writes", Rule::Free, "", mmap_log_writes),
     plain!("memtable_bloom_ratio", Rule::Free, "", memtable_bloom_ratio),
     plain!(
         "max_immutable_memtables",

@@ -57,6 +57,8 @@ pub struct InlinePlacement {
     /// Logs recovery read, and their bytes (for `verify`).
     replayed_logs: AtomicU64,
     replayed_bytes: AtomicU64,
+    /// Copy small appends into a map of the log (`Options::mmap_log_writes`).
+    mmap_log_writes: bool,
 }
 
 impl std::fmt::Debug for InlinePlacement {
@@ -78,7 +80,15 @@ impl InlinePlacement {
             dropped: AtomicU64::new(0),
             replayed_logs: AtomicU64::new(0),
             replayed_bytes: AtomicU64::new(0),
+            mmap_log_writes: false,
         }
+    }
+
+    /// Copy small appends into a writable map of each log (`Options::mmap_log_writes`,
+    /// [`Env::create_log_with`]).
+    pub fn with_mmap_log_writes(mut self, mapped: bool) -> InlinePlacement {
+        self.mmap_log_writes = mapped;
+        self
     }
 
     /// Replay the logs from the MANIFEST's log number on through `apply` and count what
@@ -108,7 +118,11 @@ impl InlinePlacement {
     /// durable.
     fn create_log(&self, header: &LogHeader) -> Result<LogWriter> {
         let path = self.dir.join(log_file_name(header.number));
-        let file = self.env.create(&path, WriteCause::Wal)?;
+        // A log file: space reserved ahead of the writer (`Env::create_log`), whose zeros
+        // replay reads as the log's end.
+        let file = self
+            .env
+            .create_log_with(&path, WriteCause::Wal, self.mmap_log_writes)?;
         let mut log = LogWriter::new(file);
         log.add_record(&header.encode())?;
         log.flush()?;

@@ -28,13 +28,16 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The value-log segments of `dir` this process has mapped now, from `/proc/self/maps`
-/// (one line per mapping; a deleted file's line ends in `(deleted)`).
+/// The value-log segments of `dir` this process has mapped for reads now, from
+/// `/proc/self/maps` (one line per mapping; a deleted file's line ends in `(deleted)`).
+/// The writer's map of the segment it appends to (`Options::mmap_log_writes`) is
+/// writable (`rw-s`) and not counted.
 fn segment_maps(dir: &Path) -> Vec<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
     let dir = dir.to_string_lossy().into_owned();
     maps.lines()
         .filter(|l| l.contains(&dir) && l.contains(".vlog"))
+        .filter(|l| l.split_whitespace().nth(1).is_some_and(|perms| perms.starts_with("r-")))
         .map(str::to_owned)
         .collect()
 }

@@ -192,6 +192,8 @@ pub struct VlogPlacement {
     /// Read sealed segments through a memory map of their valid bytes
     /// (`Options::mmap_reads`).
     mmap_reads: bool,
+    /// Copy small appends into a map of the segment (`Options::mmap_log_writes`).
+    mmap_log_writes: bool,
 }
 
 impl std::fmt::Debug for VlogPlacement {
@@ -249,6 +251,7 @@ impl VlogPlacement {
             pin_limit: options.max_open_files,
             salvage_scan: Mutex::new(None),
             mmap_reads: options.mmap_reads,
+            mmap_log_writes: options.mmap_log_writes,
         }
     }
 
@@ -620,7 +623,13 @@ impl ValueStore for VlogPlacement {
         }
         self.note_edit(edit);
         let number = self.file_numbers.fetch_add(1, Ordering::Relaxed);
-        let w = SegmentWriter::create(&self.env, &self.dir, number, ctx.store_id)?;
+        let w = SegmentWriter::create(
+            &self.env,
+            &self.dir,
+            number,
+            ctx.store_id,
+            self.mmap_log_writes,
+        )?;
         let _ = self.store_id.set(ctx.store_id);
         self.segments
             .write()

@@ -26,6 +26,8 @@ pub(crate) struct SegmentWriter {
     synced: u64,
     /// Syncs the segment from other threads (made once: a second descriptor).
     syncer: Option<Arc<dyn FileSyncer>>,
+    /// Small appends are copied into a map of the file (`Options::mmap_log_writes`).
+    mapped: bool,
 }
 
 impl SegmentWriter {
@@ -39,9 +41,10 @@ impl SegmentWriter {
         dir: &Path,
         number: u64,
         store_id: u64,
+        mapped: bool,
     ) -> Result<SegmentWriter> {
         let path = dir.join(format::segment_file_name(number));
-        let mut file = env.create_log(&path, WriteCause::Vlog)?;
+        let mut file = env.create_log_with(&path, WriteCause::Vlog, mapped)?;
         file.append(&format::encode_header(number, store_id))?;
         file.flush()?;
         file.sync()?;
@@ -53,6 +56,7 @@ impl SegmentWriter {
             number,
             store_id,
             scratch: Vec::new(),
+            mapped,
         })
     }
 
@@ -70,7 +74,7 @@ impl SegmentWriter {
     /// to queue for sealing: the seal's sync makes the cut durable with the bytes.
     pub(crate) fn rotate(&mut self, env: &Env, dir: &Path, next: u64) -> Result<Sealed> {
         self.file.finish()?;
-        let mut new = SegmentWriter::create(env, dir, next, self.store_id)?;
+        let mut new = SegmentWriter::create(env, dir, next, self.store_id, self.mapped)?;
         new.scratch = std::mem::take(&mut self.scratch);
         let old = std::mem::replace(self, new);
         let end = old.file.len();
