@@ -434,7 +434,7 @@ pub struct EngineFlags {
     /// preset).
     #[arg(long = "mmap-reads", alias = "mmap_read", value_parser = on_off)]
     pub mmap_reads: Option<bool>,
-    /// Shale: copy appends of less than 2 KiB to the logs (WAL, value-log segments) into a
+    /// Shale: copy appends of less than 512 bytes to the logs (WAL, value-log segments) into a
     /// writable memory map of their reserved space (`on`, RocksDB's `allow_mmap_writes`)
     /// or hand each to the OS with `write(2)` (`off`); default: the design's (on for every
     /// preset).

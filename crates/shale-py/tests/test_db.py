@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -215,6 +216,15 @@ def test_mmap_reads(path, mmap_reads):
         shale.DB(path, mmap_reads="yes")
 
 
+def writable_log_maps(path):
+    """This process's writable shared maps of log files under `path` (/proc/self/maps)."""
+    with open("/proc/self/maps") as f:
+        return [
+            line for line in f
+            if str(path) in line and line.split()[1].startswith("rw") and line.rstrip().endswith(".log")
+        ]
+
+
 @pytest.mark.parametrize("mmap_log_writes", [True, False])
 @pytest.mark.parametrize("design", ["leveldb", "wisckey"])
 def test_mmap_log_writes(path, design, mmap_log_writes):
@@ -230,6 +240,19 @@ def test_mmap_log_writes(path, design, mmap_log_writes):
             assert dict(db) == model
     with pytest.raises(TypeError):
         shale.DB(path, mmap_log_writes="yes")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="logs are mapped on Linux")
+@pytest.mark.parametrize("mmap_log_writes", [True, False])
+def test_mmap_log_writes_maps_the_log_exactly_when_on(path, mmap_log_writes):
+    # The log is mapped once its space is reserved ahead of the writer (a thread does
+    # that beside the puts): put until the map shows or many puts went by.
+    with shale.DB(path, create_if_missing=True, design="leveldb", mmap_log_writes=mmap_log_writes) as db:
+        for i in range(100_000):
+            db.put(b"k%06d" % i, b"v" * 20)
+            if i % 1000 == 999 and writable_log_maps(path):
+                break
+        assert bool(writable_log_maps(path)) == mmap_log_writes
 
 
 def test_designs_listed():

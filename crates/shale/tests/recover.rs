@@ -351,6 +351,40 @@ fn compaction_inputs_are_deleted_promptly() {
     assert!(held > db.stats().levels.iter().map(|l| l.files).sum::<usize>());
 }
 
+/// A torn last record in a log that kept the zeros it reserved ahead of its writer
+/// (`Env::create_log`): only the torn record's bytes count as dropped, not the zeros.
+#[test]
+fn a_torn_record_before_reserved_zeros_counts_only_its_own_bytes() {
+    let mem = MemFs::new();
+    let env = Env::new(Arc::new(mem.clone()));
+    let mut o = opts(&env);
+    o.write_buffer_size = 1 << 20;
+    let db = Db::open("/z", o.clone()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    let image = mem.fork();
+    db.close().unwrap();
+    let ienv = Env::new(Arc::new(image.clone()));
+    let log = image
+        .file_names()
+        .into_iter()
+        .filter(|p| p.starts_with("/z") && p.extension().is_some_and(|e| e == "log"))
+        .max_by_key(|p| ienv.fs().file_size(p).unwrap())
+        .unwrap();
+    let mut bytes = ienv.read_all(&log, shale::env::ReadCause::Other).unwrap();
+    let end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    assert!(end < bytes.len(), "the image keeps the log's reservation");
+    // The last record loses its last 20 bytes; the reservation after it stays.
+    bytes[end - 20..end].fill(0);
+    rewrite(&image, &log, &bytes);
+    let db = Db::open("/z", o.with_env(ienv)).unwrap();
+    let got = all(&db);
+    assert_eq!(got.len(), 99);
+    // One record is 7 + 12 + 2 + 4 + 1 + 100 bytes; 20 of them are gone.
+    assert_eq!(db.stats().placement.wal_bytes_dropped, 126 - 20);
+}
+
 /// A crash while writing a record whose value happens to contain a well-formed log record:
 /// the torn tail must be dropped, not taken for damage followed by a valid record.
 #[test]

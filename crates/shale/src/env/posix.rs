@@ -43,6 +43,15 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// How far past the bytes handed to the OS a log keeps space reserved and cached.
 #[cfg(target_os = "linux")]
 const LOG_RESERVE_AHEAD: u64 = 8 << 20;
+
+/// How far ahead of `written` bytes a log keeps reserved: one step while the log is small,
+/// growing with it to [`LOG_RESERVE_AHEAD`]. A log that stays small (the WAL of a small
+/// memtable, switched every few hundred KiB) then does not reserve and cache 8 MiB of
+/// zeros for each file.
+#[cfg(target_os = "linux")]
+fn reserve_ahead(written: u64) -> u64 {
+    written.clamp(LOG_RESERVE_STEP, LOG_RESERVE_AHEAD)
+}
 /// The reservation grows by this much per `fallocate`.
 #[cfg(target_os = "linux")]
 const LOG_RESERVE_STEP: u64 = 1 << 20;
@@ -392,6 +401,9 @@ struct PosixWritableFile {
     /// A log's writable map of the reserved bytes after `written` (see [`LogMap`]).
     #[cfg(target_os = "linux")]
     map: Option<LogMap>,
+    /// Appends copied into the map.
+    #[cfg(target_os = "linux")]
+    mapped_appends: u64,
 }
 
 impl PosixWritableFile {
@@ -417,6 +429,8 @@ impl PosixWritableFile {
             map_appends: false,
             #[cfg(target_os = "linux")]
             map: None,
+            #[cfg(target_os = "linux")]
+            mapped_appends: 0,
         })
     }
 
@@ -469,6 +483,8 @@ impl PosixWritableFile {
             map_appends: false,
             #[cfg(target_os = "linux")]
             map: None,
+            #[cfg(target_os = "linux")]
+            mapped_appends: 0,
         })
     }
 
@@ -546,6 +562,7 @@ impl PosixWritableFile {
         {
             return false;
         }
+        self.mapped_appends += 1;
         self.written = end;
         r.wrote(end);
         true
@@ -660,9 +677,9 @@ impl Drop for PosixWritableFile {
 /// Keeps a log's space reserved and its pages cached ahead of the writer, from a thread of
 /// its own: the thread `fallocate`s the next [`LOG_RESERVE_STEP`] bytes (which extends the
 /// file with zeros) and asks for them to be read into the page cache (`fadvise(WILLNEED)`
-/// reads zeros of an unwritten extent without any I/O), until it is
-/// [`LOG_RESERVE_AHEAD`] past the writer; then it parks until the writer comes within half
-/// of that.
+/// reads zeros of an unwritten extent without any I/O), until it is [`reserve_ahead`] past
+/// the writer (one step for a small log, up to [`LOG_RESERVE_AHEAD`]); then it parks until
+/// the writer comes within half of that.
 ///
 /// Neither call changes a byte the writer wrote (`fallocate` without flags only allocates,
 /// and readahead skips cached pages), so the two need no coordination: if the thread falls
@@ -705,7 +722,7 @@ impl Reserver {
                     let written = s.written.load(Ordering::Acquire);
                     // A writer that got ahead has allocated its pages itself: start past it.
                     at = at.max(written / LOG_RESERVE_STEP * LOG_RESERVE_STEP);
-                    if at >= written + LOG_RESERVE_AHEAD {
+                    if at >= written + reserve_ahead(written) {
                         // `wrote` unparks; a wake-up that comes first is kept as a token.
                         std::thread::park();
                         continue;
@@ -751,7 +768,7 @@ impl Reserver {
     fn wrote(&self, written: u64) {
         use std::sync::atomic::Ordering;
         self.shared.written.store(written, Ordering::Release);
-        if written + LOG_RESERVE_AHEAD / 2 > self.shared.reserved.load(Ordering::Acquire)
+        if written + reserve_ahead(written) / 2 > self.shared.reserved.load(Ordering::Acquire)
             && let Some(t) = &self.thread
         {
             t.thread().unpark();
@@ -780,10 +797,13 @@ impl Drop for Reserver {
 
 /// Appends shorter than this are copied into a log's writable map ([`LogMap`]); longer
 /// ones are written with `pwrite`. Measured (session 23): a small `write(2)` into cached
-/// pages costs about 0.6 us where a copy into the map costs a page fault per 4 KiB (about
-/// 2.5 us) spread over the appends that fill the page; the two break even near 2 KiB.
+/// pages costs about 0.6 us where a copy into the map costs a page fault per 4 KiB page
+/// spread over the appends that fill it. A C loop alone broke even near 2 KiB; whole
+/// `leveldb` fills, with flushes and compactions mapping tables beside the writer, gained
+/// 12-16 % with 256-byte values, 0-13 % with 512, and lost 8-19 % with 1 KiB and 16-23 % with
+/// 1.5 KiB (`docs/env.md`).
 #[cfg(target_os = "linux")]
-const MAPPED_APPEND_MAX: usize = 2048;
+const MAPPED_APPEND_MAX: usize = 512;
 
 /// Bytes of a log a [`LogMap`] spans; a copy past its end maps the next window.
 #[cfg(target_os = "linux")]
@@ -835,20 +855,36 @@ impl LogMap {
         };
         // SAFETY: `start..start + data.len()` lies inside the map (checked just above),
         // which is valid for writes: a shared read-write mapping this struct owns for
-        // `map.len()` bytes. No Rust reference to the mapped bytes exists (`MmapRaw`
-        // hands out only raw pointers), and nothing in this process reads these bytes
+        // `map.len()` bytes, so every `dst.add(i)` below, `i < data.len()`, is in it, and
+        // so is each 8-byte store at `i + 8 <= data.len()` (`[u8; 8]` has alignment 1, so
+        // any address is aligned for it). No Rust reference to the mapped bytes exists
+        // (`MmapRaw` hands out only raw pointers), and no Shale reader reads these bytes
         // while they are copied: a log is read only below the end its writer has
         // published, and the caller copies at and after `written`, its end. The pages are
         // in the file: the caller copies only below the reservation, which `fallocate`
-        // has added to the file, so the copy faults in a page of the file and never one
-        // past its end (which would be `SIGBUS`). The source is not in the map, so the
-        // ranges do not overlap.
+        // has added to the file, so a store faults in a page of the file and never one
+        // past its end (which would be `SIGBUS`). The source is not in the map.
+        //
+        // The stores are volatile and in address order, 8 bytes at a time, rather than one
+        // `copy_nonoverlapping`: `memcpy` may store a buffer's end before its start, and a
+        // process killed in the middle would then leave the end of a record (say the last
+        // fragment of a WAL record, in the next log block) without its start, which the
+        // log's readers take for damage followed by a valid record. In order, a copy cut
+        // short leaves a prefix of the append, as a `write(2)` cut short does: a torn tail.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                self.map.as_mut_ptr().add(start),
-                data.len(),
-            );
+            let dst = self.map.as_mut_ptr().add(start);
+            let mut words = data.chunks_exact(8);
+            let mut i = 0;
+            for w in &mut words {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(w);
+                std::ptr::write_volatile(dst.add(i).cast::<[u8; 8]>(), word);
+                i += 8;
+            }
+            for &b in words.remainder() {
+                std::ptr::write_volatile(dst.add(i), b);
+                i += 1;
+            }
         }
         true
     }
@@ -1589,24 +1625,25 @@ mod tests {
         // every 50th a large one (written with pwrite), past the first 32 MiB window.
         let mut expect = Vec::new();
         let mut i = 0u32;
-        let mut mapped = 0usize;
+        let mut mapped = 0u64;
         while expect.len() < LOG_MAP_WINDOW + (3 << 20) {
             let n = if i % 50 == 49 {
                 5000
             } else {
-                100 + i as usize % 300
+                50 + i as usize % 600
             };
             let piece: Vec<u8> = (0..n as u32).map(|j| (i * 31 + j) as u8).collect();
             let ahead = wait_for_reservation(&w, (expect.len() + n) as u64);
+            let before = w.mapped_appends;
             w.append_and_flush(&piece).unwrap();
-            if ahead && n < MAPPED_APPEND_MAX {
-                mapped += 1;
-                let m = w
-                    .map
-                    .as_ref()
-                    .expect("a small append inside the reservation maps");
-                assert!(m.covers(expect.len() as u64, (expect.len() + n) as u64));
-            }
+            let copied = w.mapped_appends - before;
+            // Copied exactly when small and inside the reservation; else written.
+            assert_eq!(
+                copied,
+                u64::from(ahead && n < MAPPED_APPEND_MAX),
+                "append {i}"
+            );
+            mapped += copied;
             expect.extend_from_slice(&piece);
             i += 1;
         }
@@ -1641,11 +1678,13 @@ mod tests {
         drop(w);
         assert!(read_all(&fs, &p) == expect);
 
-        // Dropped without finish: unmapped and cut at what was appended.
+        // Dropped without finish, with a live map: unmapped and cut at what was appended.
         let q = dir.path("000004.log");
-        let mut w = fs.create_mapped_log(&q).unwrap();
+        let mut w = PosixWritableFile::create_log(&q, true).unwrap();
+        let ahead = wait_for_reservation(&w, 300);
         w.append(&[7u8; 300]).unwrap();
         w.flush().unwrap();
+        assert_eq!(w.map.is_some(), ahead);
         drop(w);
         assert_eq!(read_all(&fs, &q), vec![7u8; 300]);
         // The option off: the same log, written with pwrite only.

@@ -663,9 +663,9 @@ pub struct Options {
     /// writable memory map of the space reserved ahead of the writer instead of handing
     /// each to the OS with `write(2)`: an append of a few hundred bytes then costs a copy
     /// (and a page fault per 4 KiB page) instead of a system call, about 0.5 us less per
-    /// write on the benchmark machine (docs/benchmarks.md, session 23). Appends of 2 KiB
-    /// or more are written with `pwrite` either way (a page fault per page costs more than
-    /// the system call there). The bytes on disk, syncs and what a crash leaves are the
+    /// write on the benchmark machine (docs/benchmarks.md [S23q]). Appends of 512 bytes or
+    /// more are written with `pwrite` either way (whole fills with larger records measured
+    /// slower through the map, `docs/env.md`). The bytes on disk, syncs and what a crash leaves are the
     /// same. RocksDB's `allow_mmap_writes` (off by default); early LevelDB wrote its files
     /// through maps (`PosixMmapFile`) before it moved to `write(2)`.
     ///

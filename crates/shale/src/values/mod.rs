@@ -165,6 +165,31 @@ pub(crate) fn zeros_between(
     Ok(true)
 }
 
+/// Where the bytes of the first `len` bytes of `file` end once the zeros after them are left
+/// out (read backwards in chunks of 64 KiB): a log's written length, without the space it
+/// reserved ahead of its writer (`Env::create_log`), for counting what a log held. A record
+/// whose last bytes are zeros ends earlier by this measure, so it is for counts only, never
+/// for where reading stops.
+pub(crate) fn data_end(
+    file: &crate::env::ReadFile,
+    len: u64,
+    cause: crate::env::ReadCause,
+) -> Result<u64> {
+    const CHUNK: u64 = 64 << 10;
+    let mut buf = vec![0u8; CHUNK.min(len) as usize];
+    let mut end = len;
+    while end > 0 {
+        let n = end.min(CHUNK);
+        let chunk = buf.get_mut(..n as usize).unwrap_or_default();
+        file.read_exact_at(chunk, end - n, cause)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b != 0) {
+            return Ok(end - n + i as u64 + 1);
+        }
+        end -= n;
+    }
+    Ok(0)
+}
+
 /// What recovery gives a placement.
 pub struct RecoverContext<'a> {
     /// The file system.

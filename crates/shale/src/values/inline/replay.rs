@@ -66,6 +66,9 @@ struct Probe {
     number: u64,
     path: PathBuf,
     size: u64,
+    /// `size` without the zeros after the last non-zero byte (`values::data_end`): the
+    /// bytes the log held, for counting what replay read or dropped.
+    data_end: u64,
     header: Option<LogHeader>,
     /// Why the log may not be replayed although it is present (not in the chain).
     excluded: Option<String>,
@@ -102,7 +105,7 @@ pub(super) fn replay(input: &ReplayInput<'_>, apply: &mut Apply<'_>) -> Result<R
     let newest_with_data = probes
         .iter()
         .rev()
-        .find(|p| p.size > header_end(p))
+        .find(|p| p.data_end > header_end(p))
         .map(|p| p.number);
 
     let mut out = Replayed {
@@ -116,7 +119,7 @@ pub(super) fn replay(input: &ReplayInput<'_>, apply: &mut Apply<'_>) -> Result<R
             Step::Missing(..) => None,
         };
         if stopped {
-            out.dropped += p.map_or(0, |p| p.size);
+            out.dropped += p.map_or(0, |p| p.data_end);
             continue;
         }
         let damage = match (&step, p) {
@@ -134,11 +137,11 @@ pub(super) fn replay(input: &ReplayInput<'_>, apply: &mut Apply<'_>) -> Result<R
         if let Some(e) = damage {
             match input.mode {
                 WalRecoveryMode::SkipAnyCorruptedRecords => {
-                    out.dropped += p.map_or(0, |p| p.size);
+                    out.dropped += p.map_or(0, |p| p.data_end);
                     continue;
                 }
                 WalRecoveryMode::PointInTimeRecovery => {
-                    out.dropped += p.map_or(0, |p| p.size);
+                    out.dropped += p.map_or(0, |p| p.data_end);
                     stopped = true;
                     continue;
                 }
@@ -165,6 +168,7 @@ fn probe(input: &ReplayInput<'_>, number: u64) -> Result<Probe> {
     let path = input.dir.join(log_file_name(number));
     let file = input.env.open(&path)?;
     let size = file.len();
+    let data_end = crate::values::data_end(&file, size, ReadCause::Recovery)?;
     let mut reader = LogReader::new(file, ReadCause::Recovery);
     let mut record = Vec::new();
     // A damaged first record is reported when the log is read, as the mode says.
@@ -210,6 +214,7 @@ fn probe(input: &ReplayInput<'_>, number: u64) -> Result<Probe> {
         number,
         path,
         size,
+        data_end,
         header,
         excluded: None,
     })
@@ -349,7 +354,7 @@ fn read_log(
                     out.dropped += reader.skip_past_damage(at);
                     continue;
                 }
-                return on_damage(mode, e, p.size.saturating_sub(at), out);
+                return on_damage(mode, e, p.data_end.saturating_sub(at), out);
             }
             Err(e) => return Err(e),
         }
@@ -370,7 +375,7 @@ fn read_log(
                 let e = Error::corruption(&p.path, offset, format!("bad write batch in log: {d}"));
                 let dropped = match mode {
                     WalRecoveryMode::SkipAnyCorruptedRecords => reader.valid_end_offset() - offset,
-                    _ => p.size.saturating_sub(offset),
+                    _ => p.data_end.saturating_sub(offset),
                 };
                 if on_damage(mode, e, dropped, out)? == Flow::Stop {
                     return Ok(Flow::Stop);
@@ -380,7 +385,7 @@ fn read_log(
     }
     let end = reader.valid_end_offset();
     out.logs += 1;
-    out.bytes += p.size;
+    out.bytes += p.data_end;
     if out.newest.is_some_and(|(n, _)| n == p.number) {
         out.newest = Some((p.number, end));
     }
@@ -398,23 +403,29 @@ fn read_log(
             )
         };
         let e = Error::corruption(&p.path, end, detail);
-        return on_damage(mode, e, p.size - end.min(p.size), out);
+        return on_damage(mode, e, p.data_end.saturating_sub(end), out);
     }
     let tail = reader.dropped_tail_bytes();
     // Zeros after the last record hold no write: the space a log reserves ahead of its
-    // writer (a running writer's log, or one a crash left), not a torn tail.
-    if tail > 0 && !crate::values::zeros_between(&file, end, end + tail, ReadCause::Recovery)? {
+    // writer (a running writer's log, or one a crash left), not a torn tail. The torn tail
+    // is the bytes up to the last non-zero one.
+    let torn = if tail > 0 {
+        crate::values::data_end(&file, end + tail, ReadCause::Recovery)?.saturating_sub(end)
+    } else {
+        0
+    };
+    if torn > 0 {
         if mode == WalRecoveryMode::AbsoluteConsistency {
             return Err(Error::corruption(
                 &p.path,
                 end,
                 format!(
-                    "{tail} bytes after the last whole record: a torn tail, which the \
+                    "{torn} bytes after the last whole record: a torn tail, which the \
                      absolute-consistency WAL recovery mode does not drop"
                 ),
             ));
         }
-        out.dropped += tail;
+        out.dropped += torn;
         if mode == WalRecoveryMode::PointInTimeRecovery {
             // Later logs would replay writes after a hole.
             return Ok(Flow::Stop);

@@ -116,7 +116,9 @@ pub(super) fn salvage(
     for number in log_numbers(ctx.names) {
         let name = log_file_name(number);
         let file = ctx.env.open(&ctx.dir.join(&name))?;
-        let size = file.len();
+        // What the log held, without the zeros it reserved ahead of its writer
+        // (`Env::create_log`): those are neither a torn tail nor dropped bytes.
+        let data_end = crate::values::data_end(&file, file.len(), ReadCause::Recovery)?;
         let mut reader = LogReader::new(file, ReadCause::Recovery);
         let mut log = RecoveredLog {
             name: name.clone(),
@@ -130,7 +132,7 @@ pub(super) fn salvage(
             match reader.next_record(&mut record) {
                 Ok(true) => {}
                 Ok(false) => {
-                    log.bytes_dropped = reader.dropped_tail_bytes();
+                    log.bytes_dropped = data_end.saturating_sub(reader.valid_end_offset());
                     if log.bytes_dropped > 0 {
                         log.damage = Some(format!("a torn tail at byte {}", reader.valid_end_offset()));
                     }
@@ -138,7 +140,7 @@ pub(super) fn salvage(
                 }
                 Err(Error::Corruption { offset, detail, .. }) => {
                     log.damage = Some(format!("damaged at byte {offset}: {detail}"));
-                    log.bytes_dropped = size.saturating_sub(offset);
+                    log.bytes_dropped = data_end.saturating_sub(offset);
                     break;
                 }
                 Err(e) => return Err(e),
@@ -168,7 +170,7 @@ pub(super) fn salvage(
                 }
                 Err(d) => {
                     log.damage = Some(format!("damaged at byte {at}: bad write batch: {d}"));
-                    log.bytes_dropped = size.saturating_sub(at);
+                    log.bytes_dropped = data_end.saturating_sub(at);
                     break;
                 }
             }
