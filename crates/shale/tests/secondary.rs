@@ -249,7 +249,11 @@ fn table_names(dir: &Path) -> BTreeSet<String> {
 /// The writer of the two-process test: writes `KEYS` keys in `ROUNDS` rounds, prints
 /// `acked <n>` after the `n`th write returned (counting from 1), compacts the whole store
 /// after each round (and for a value log collects garbage), and prints `done` after its
-/// close. Does nothing when run on its own.
+/// close. After the first round it waits for a line on its standard input: the follower
+/// pins a view of the first round's tables first, which the later rounds then delete
+/// (without the wait, a writer faster than the follower could finish before any view was
+/// pinned, and the pinned view's tables would never be deleted). Does nothing when run on
+/// its own.
 #[test]
 #[ignore = "run as a child process by follows_a_writer_in_another_process"]
 fn child_writer() {
@@ -269,6 +273,10 @@ fn child_writer() {
         db.compact_range(None, None).unwrap();
         if design == "wisckey" {
             db.run_value_gc().unwrap();
+        }
+        if round == 0 {
+            let mut go = String::new();
+            std::io::stdin().read_line(&mut go).unwrap();
         }
     }
     db.close().unwrap();
@@ -301,9 +309,12 @@ fn follows_a_writer_in_another_process() {
             .args(["child_writer", "--exact", "--ignored", "--nocapture"])
             .env(CHILD_DIR, &dir)
             .env(CHILD_DESIGN, design)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        // Written once a view is pinned: the writer then goes on past its first round.
+        let mut go = child.stdin.take();
         let reported = Arc::new((Mutex::new(Reported::default()), Condvar::new()));
         let reader = {
             let reported = Arc::clone(&reported);
@@ -352,8 +363,19 @@ fn follows_a_writer_in_another_process() {
                     .collect();
                 pinned = Some((follower.snapshot(), view, files));
             }
+            if pinned.is_some()
+                && let Some(mut w) = go.take()
+            {
+                writeln!(w, "go").unwrap();
+            }
             if done {
                 break;
+            }
+            // The writer waits after its first round until a view is pinned: catch up
+            // again (its compaction may still be writing the first tables) instead of
+            // waiting for a write that comes only after the pin.
+            if go.is_some() && acked >= u64::from(KEYS) && child.try_wait().unwrap().is_none() {
+                continue;
             }
             // Wait for something new from the writer (a condition with a deadline, not a
             // sleep): every catch-up then has a write to find.
