@@ -44,6 +44,10 @@ const WRITE_BUFFER: usize = 64 * 1024;
 #[cfg(target_os = "linux")]
 const LOG_RESERVE_AHEAD: u64 = 8 << 20;
 
+/// The reservation grows by this much per `fallocate`.
+#[cfg(target_os = "linux")]
+const LOG_RESERVE_STEP: u64 = 1 << 20;
+
 /// How far ahead of `written` bytes a log keeps reserved: one step while the log is small,
 /// growing with it to [`LOG_RESERVE_AHEAD`]. A log that stays small (the WAL of a small
 /// memtable, switched every few hundred KiB) then does not reserve and cache 8 MiB of
@@ -52,9 +56,7 @@ const LOG_RESERVE_AHEAD: u64 = 8 << 20;
 fn reserve_ahead(written: u64) -> u64 {
     written.clamp(LOG_RESERVE_STEP, LOG_RESERVE_AHEAD)
 }
-/// The reservation grows by this much per `fallocate`.
-#[cfg(target_os = "linux")]
-const LOG_RESERVE_STEP: u64 = 1 << 20;
+
 /// `fadvise(WILLNEED)` is asked for this much at a time: the kernel caps one call at the
 /// file's readahead window (128 KiB by default).
 #[cfg(target_os = "linux")]
