@@ -359,6 +359,11 @@ fn tables_beyond_the_open_file_budget_fail_clearly_once_deleted() {
         assert!(live > 16, "{design}: only {live} tables");
         let old_model = model.clone();
         let reader = Db::open_read_only(DIR, o.clone()).unwrap();
+        let seen = reader.live_files().len();
+        assert!(
+            seen > 16,
+            "{design}: the reader's version has only {seen} tables"
+        );
         put_all(&writer, &mut model, 0..keys, 2);
         writer.compact_range(None, None).unwrap();
         let mut failed = 0;
