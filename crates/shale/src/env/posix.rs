@@ -28,7 +28,7 @@
 //! has one owner.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Seek};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -421,12 +421,18 @@ impl PosixWritableFile {
             .truncate(true)
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
-        Ok(PosixWritableFile {
+        Ok(PosixWritableFile::appending_at(file, path, 0))
+    }
+
+    /// A handle appending to `file` after its first `at` bytes (the file ends there): no
+    /// reservation, no map.
+    fn appending_at(file: File, path: &Path, at: u64) -> PosixWritableFile {
+        PosixWritableFile {
             file,
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER),
-            len: 0,
-            written: 0,
+            len: at,
+            written: at,
             finished: false,
             #[cfg(target_os = "linux")]
             reserver: None,
@@ -437,8 +443,8 @@ impl PosixWritableFile {
             #[cfg(target_os = "linux")]
             mapped_appends: 0,
             #[cfg(target_os = "linux")]
-            synced: 0,
-        })
+            synced: at,
+        }
     }
 
     /// A log file: space reserved ahead of the writer by a thread of its own ([`Reserver`];
@@ -453,7 +459,7 @@ impl PosixWritableFile {
     }
 
     fn reopen(path: &Path, at: u64) -> Result<PosixWritableFile> {
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .write(true)
             .open(path)
             .map_err(|e| Error::io("reopen", path, e))?;
@@ -475,26 +481,8 @@ impl PosixWritableFile {
             file.set_len(at)
                 .map_err(|e| Error::io("truncate", path, e))?;
         }
-        file.seek(io::SeekFrom::Start(at))
-            .map_err(|e| Error::io("reopen", path, e))?;
-        Ok(PosixWritableFile {
-            file,
-            path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER),
-            len: at,
-            written: at,
-            finished: false,
-            #[cfg(target_os = "linux")]
-            reserver: None,
-            #[cfg(target_os = "linux")]
-            map_appends: false,
-            #[cfg(target_os = "linux")]
-            map: None,
-            #[cfg(target_os = "linux")]
-            mapped_appends: 0,
-            #[cfg(target_os = "linux")]
-            synced: at,
-        })
+        // Appends write at `written` (`pwrite`), not at the descriptor's offset.
+        Ok(PosixWritableFile::appending_at(file, path, at))
     }
 
     fn write_out(&mut self, data: &[u8]) -> Result<()> {
