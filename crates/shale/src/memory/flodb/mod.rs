@@ -4,12 +4,16 @@
 //! for the skiplist: it switches, freezes, seals and flushes them as usual.
 //!
 //! - **Writes** go to the membuffer partition of their key; a write that finds its
-//!   partition full goes to the skiplist directly (the paper's rule). Every write already
+//!   partition full goes to the skiplist directly (the paper's rule). Partitions hold key
+//!   ranges cut at quantiles of a sample of the previous memtable's keys (the paper's
+//!   partitions by high key bits, adapted to keys whose high bits do not vary), so a
+//!   drained partition is a dense run of the skiplist; a store's first memtable, with
+//!   nothing to sample, partitions by key hash (`membuffer.rs`). Every write already
 //!   carries its sequence number (the engine's leader gives it before the log write), so
 //!   draining assigns none.
 //! - **Drain**: threads started by [`MemoryComponent::start`] move partitions past half
-//!   their budget into the skiplist (sorted by internal key; `membuffer.rs` says why each
-//!   entry has its own search rather than the skiplist's multi-insert);
+//!   their budget into the skiplist, sorted by internal key: a key range's batch with the
+//!   skiplist's multi-insert, a hash partition's entry by entry (`membuffer.rs` says why);
 //!   [`MemTable::seal`] moves what
 //!   is left once the memtable is frozen and its inserts returned, so a flush iterates
 //!   every entry.
@@ -47,6 +51,8 @@ use membuffer::{Drained, Membuffer, Put};
 /// The smallest budget of one membuffer partition: a smaller membuffer has fewer
 /// partitions.
 const MIN_PARTITION_BYTES: usize = 1024;
+/// Keys sampled from the previous memtable per membuffer partition, to cut key ranges.
+const SAMPLE_PER_PARTITION: usize = 16;
 
 /// How a FloDB memtable is sized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,8 +176,23 @@ impl FloDbMemory {
 
     /// A new memtable, typed (the trait's [`MemoryComponent::new_memtable`] erases it).
     pub fn new_flodb_memtable(&self) -> Arc<FloDbMemTable> {
+        // Key ranges cut from the newest memtable still alive (the one this replaces).
+        let want = self.config.partitions * SAMPLE_PER_PARTITION;
+        let sample = match self.config.partitions {
+            0 | 1 => Vec::new(),
+            _ => self
+                .shared
+                .live_tables()
+                .last()
+                .map(|t| t.list.sample_user_keys(want))
+                .unwrap_or_default(),
+        };
         let table = Arc::new(FloDbMemTable {
-            membuffer: Membuffer::new(self.config.partitions, self.config.partition_bytes),
+            membuffer: Membuffer::with_sample(
+                self.config.partitions,
+                self.config.partition_bytes,
+                &sample,
+            ),
             list: Arc::new(SkipListMemTable::new()),
             sealed: AtomicBool::new(false),
             settled: AtomicBool::new(false),

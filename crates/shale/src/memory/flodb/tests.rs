@@ -81,14 +81,37 @@ fn shuffled_seqs(rng: &mut Rng, n: u64) -> Vec<SeqNo> {
     seqs
 }
 
+/// A memtable of `memory` whose membuffer holds key ranges (`ranged`) or key hashes: the
+/// second one made, while the first holds `keys` (the sample its ranges are cut from);
+/// and that first memtable, which must stay alive for the second to be sampled from it.
+fn memtable(
+    memory: &FloDbMemory,
+    ranged: bool,
+    keys: impl Iterator<Item = Vec<u8>>,
+) -> (Arc<FloDbMemTable>, Arc<FloDbMemTable>) {
+    let first = memory.new_flodb_memtable();
+    assert!(!first.membuffer.by_range(), "nothing to sample from");
+    if ranged {
+        for (seq, k) in (1..).zip(keys) {
+            first.insert(&k, seq, ValueKind::Value, b"");
+        }
+        first.drain();
+    }
+    let table = memory.new_flodb_memtable();
+    assert_eq!(table.membuffer.by_range(), ranged);
+    (table, first)
+}
+
 /// Writes to few keys (many versions each), through small partitions (so some writes
 /// find theirs full and go to the skiplist), with drains at random points: a get at every
-/// sequence number returns the model's newest version at or below it.
+/// sequence number returns the model's newest version at or below it; with partitions of
+/// key hashes and of key ranges.
 #[test]
 fn gets_at_every_snapshot_match_the_model() {
-    for seed in 0..4 {
+    for seed in 0..8 {
         let memory = FloDbMemory::with_config(config(4, 1024, 0));
-        let table = memory.new_flodb_memtable();
+        let sample = (0..1000).map(|i| format!("k{}", i % 60).into_bytes());
+        let (table, _first) = memtable(&memory, seed % 2 == 1, sample);
         let mut rng = Rng::from_state(seed);
         let mut model = Model::default();
         let n = 600;
@@ -206,9 +229,21 @@ fn an_iterator_during_a_seal_sees_what_the_seal_has_not_moved_yet() {
 /// left, and the skiplist holds every entry, in order.
 #[test]
 fn concurrent_writers_then_seal_drains_everything() {
+    for ranged in [false, true] {
+        concurrent_writers_then_seal(ranged);
+    }
+}
+
+/// [`concurrent_writers_then_seal_drains_everything`] with partitions of key hashes or of
+/// key ranges (whose drains insert sorted batches beside the writers' direct inserts).
+fn concurrent_writers_then_seal(ranged: bool) {
     let memory = FloDbMemory::with_config(config(16, 2048, 2));
+    let sample = (0..2000).map(|i| format!("key{:05}", i * 7 % 1000).into_bytes());
+    let (table, first) = memtable(&memory, ranged, sample);
+    drop(first);
+    // The first memtable's writes that went to its skiplist directly.
+    let direct_before = memory.stats().direct;
     memory.start(services()).unwrap();
-    let table = memory.new_flodb_memtable();
     let per = 3000u64;
     std::thread::scope(|s| {
         for t in 0..4u64 {
@@ -228,7 +263,8 @@ fn concurrent_writers_then_seal_drains_everything() {
     assert_eq!(table.sorted() as u64, 4 * per);
     // Every write was staged or went directly; every staged version was moved once, by a
     // drain thread or by the seal.
-    let st = memory.stats();
+    let mut st = memory.stats();
+    st.direct -= direct_before;
     assert_eq!(st.staged + st.direct, 4 * per, "{st:?}");
     assert_eq!(st.background_moved + st.seal_moved, st.staged, "{st:?}");
     assert_eq!(st.scan_moved, 0);

@@ -263,6 +263,28 @@ impl SkipList {
         }
     }
 
+    /// User keys of nodes spread evenly over the list, in order: every node of the
+    /// highest level expected to hold at least `2 * want` of them (a node reaches level `l`
+    /// with probability 2^-l whatever its key, so a level is a uniform sample of the keys),
+    /// so about `2 * want` to `4 * want` keys; all of them when the list is smaller.
+    pub(crate) fn sample_user_keys(&self, want: usize) -> Vec<Vec<u8>> {
+        let want = want.max(1);
+        let top = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
+        let mut level = 0;
+        while level < top && (self.len() >> (level + 1)) >= 2 * want {
+            level += 1;
+        }
+        let mut keys = Vec::new();
+        let mut x = self.node(HEAD).link(level).next;
+        while x != NIL {
+            let (ikey, _) = self.key_value(x);
+            let user_key = ikey.get(..ikey.len().saturating_sub(TRAILER_LEN));
+            keys.push(user_key.unwrap_or_default().to_vec());
+            x = self.node(x).link(level).next;
+        }
+        keys
+    }
+
     /// First node, or NIL.
     pub(crate) fn first(&self) -> u32 {
         self.node(HEAD).link(0).next

@@ -132,6 +132,13 @@ impl SkipListMemTable {
         }
     }
 
+    /// User keys spread evenly over the memtable, in order: about `2 * want` to
+    /// `4 * want` of them (a level of the skiplist, a uniform sample of its entries' keys),
+    /// all of them when the memtable holds fewer.
+    pub(crate) fn sample_user_keys(&self, want: usize) -> Vec<Vec<u8>> {
+        self.list.sample_user_keys(want)
+    }
+
     /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number.
     pub fn get_versioned(
         &self,

@@ -807,3 +807,28 @@ fn a_bloom_filter_changes_no_answer() {
     assert!(passed < 1000, "{passed} of 100,000 absent keys passed the filter");
     assert!((0..1000u32).all(|i| m.may_hold(&i.to_be_bytes())));
 }
+
+/// A sample is keys of the list in order, at least as many as asked for and at most about
+/// four times that (all of them from a small list), spread over the whole list: each
+/// quarter of the list's keys holds a fair share.
+#[test]
+fn a_sample_is_spread_evenly_over_the_keys() {
+    let (mem, model) = build(11, 20_000, |rng| format!("{:08}", rng.below(1_000_000)).into_bytes());
+    let mut keys: Vec<Vec<u8>> = model.entries.keys().map(|(k, _)| k.clone()).collect();
+    keys.dedup();
+    for want in [1, 16, 256, 1024] {
+        let sample = mem.sample_user_keys(want);
+        let most = if want * 2 > keys.len() { keys.len() } else { 6 * want };
+        assert!(sample.len() >= want.min(keys.len()) && sample.len() <= most, "{want}: {}", sample.len());
+        assert!(sample.is_sorted(), "{want}");
+        assert!(sample.iter().all(|k| keys.binary_search(k).is_ok()), "{want}");
+        if want >= 256 {
+            for q in 0..4 {
+                let (lo, hi) = (&keys[q * keys.len() / 4], keys.get((q + 1) * keys.len() / 4));
+                let n = sample.iter().filter(|k| *k >= lo && hi.is_none_or(|h| *k < h)).count();
+                assert!(n * 8 > sample.len() && n * 8 < 3 * sample.len(), "{want} q{q}: {n} of {}", sample.len());
+            }
+        }
+    }
+    assert!(SkipListMemTable::new().sample_user_keys(8).is_empty());
+}
