@@ -28,7 +28,9 @@
 //! write buffer. Without a usable sample (a store's first memtable, or fewer than
 //! [`MIN_SAMPLE_PER_PARTITION`] distinct prefixes per partition) the partitions hold key
 //! hashes, whose drains are spread over the whole list; each of their entries is then
-//! searched from the head (below). As the paper says, ranges cost under skew: a hot
+//! searched from the head (below). Such a membuffer is replaced by one of key ranges
+//! once the memtable's skiplist can give a sample ([`Membuffer::close_and_drain`] empties
+//! the old one). As the paper says, ranges cost under skew: a hot
 //! range fills its partition early and more writes go to the skiplist directly.
 //!
 //! # Draining (a partition at a time)
@@ -78,6 +80,9 @@ use crate::memory::skiplist::SkipListMemTable;
 const VERSION_OVERHEAD: usize = 64;
 /// No record (the end of a chain).
 const NONE: u32 = u32::MAX;
+/// The most bytes a partition holds beyond what it counted in the membuffer's total (an
+/// eighth of its budget when that is less).
+const REPORT_STEP: usize = 16 << 10;
 /// Distinct sampled key prefixes per partition needed to cut key ranges.
 pub(crate) const MIN_SAMPLE_PER_PARTITION: usize = 8;
 
@@ -106,6 +111,10 @@ pub(crate) enum Put {
     /// The partition is full: insert into the skiplist (its `spilled` mark already covers
     /// the entry).
     Full,
+    /// The membuffer is closed (replaced by another, [`Membuffer::close_and_drain`]):
+    /// nothing was staged; stage it in the replacement, or insert it into the skiplist
+    /// (the partition's `spilled` mark already covers the entry either way).
+    Closed,
 }
 
 /// One staged version: where its key and value are in [`Table::data`].
@@ -193,6 +202,10 @@ struct State {
     bytes: usize,
     /// See the module docs.
     spilled: SeqNo,
+    /// The part of `bytes` counted in the membuffer's total ([`Membuffer::report`]).
+    reported: usize,
+    /// Set by [`Membuffer::close_and_drain`]: puts are refused with [`Put::Closed`].
+    closed: bool,
 }
 
 #[derive(Default)]
@@ -211,8 +224,10 @@ pub(crate) struct Membuffer {
     /// Byte budget of one partition.
     capacity: usize,
     hasher: FxBuildHasher,
+    /// The sum of the partitions' `reported` bytes (see [`Membuffer::report`]).
     bytes: AtomicUsize,
-    versions: AtomicUsize,
+    /// Bytes a partition may hold beyond what it reported in `bytes`.
+    report_step: usize,
 }
 
 fn version_bytes(key_len: usize, value_len: usize) -> usize {
@@ -261,7 +276,7 @@ impl Membuffer {
             capacity,
             hasher: FxBuildHasher,
             bytes: AtomicUsize::new(0),
-            versions: AtomicUsize::new(0),
+            report_step: (capacity / 8).clamp(1, REPORT_STEP),
         }
     }
 
@@ -287,14 +302,43 @@ impl Membuffer {
         (h, &self.partitions[i % self.partitions.len()])
     }
 
-    /// Bytes held (keys, values, overhead).
+    /// Bytes held (keys, values, overhead), within [`REPORT_STEP`] a partition (either
+    /// way): zero exactly when no version is held.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(Relaxed)
     }
 
-    /// Versions held.
+    /// Versions held (exact: reads every partition under its lock).
     pub(crate) fn len(&self) -> usize {
-        self.versions.load(Relaxed)
+        self.partitions
+            .iter()
+            .map(|p| {
+                let s = p.state.lock();
+                s.table.records.len() + s.moving.as_ref().map_or(0, |t| t.records.len())
+            })
+            .sum()
+    }
+
+    /// Bring the store-wide byte count up to date with partition state `s` (its lock
+    /// held) when it is more than `report_step` behind, or when the partition just
+    /// became empty or stopped being so (so the total is zero exactly when nothing is
+    /// held). One shared atomic add per put, from two writers and a drain, cost about a
+    /// third of a staged put (a contended cache line, and a full barrier behind the
+    /// put's stores). Under the partition's lock, in both directions, so a drain never
+    /// takes back bytes that were not added: the total never wraps below zero (it did
+    /// once, when puts added after their unlock: the memtable then reported about 2^64
+    /// bytes and was sealed at once).
+    fn report(&self, s: &mut State) {
+        let behind = s.bytes.abs_diff(s.reported);
+        if behind < self.report_step && (s.bytes == 0) == (s.reported == 0) {
+            return;
+        }
+        if s.bytes > s.reported {
+            self.bytes.fetch_add(behind, Relaxed);
+        } else {
+            self.bytes.fetch_sub(behind, Relaxed);
+        }
+        s.reported = s.bytes;
     }
 
     /// Stage a version, or refuse it when its partition is full.
@@ -302,6 +346,10 @@ impl Membuffer {
         let need = version_bytes(key.len(), value.len());
         let (hash, p) = self.partition_of(key);
         let mut s = p.state.lock();
+        if s.closed {
+            s.spilled = s.spilled.max(seq);
+            return Put::Closed;
+        }
         if s.bytes + need > self.capacity || !s.table.push(hash, key, seq, kind, value) {
             s.spilled = s.spilled.max(seq);
             return Put::Full;
@@ -310,13 +358,7 @@ impl Membuffer {
         let before = s.bytes;
         s.bytes += need;
         let wake = before < mark && s.bytes >= mark;
-        // The store-wide counters change under the partition's lock, in both directions:
-        // a drain that moves this version (it needs the lock) then subtracts after this add.
-        // Added after the unlock, a drain could subtract first and wrap the counter below
-        // zero: the memtable then reported about 2^64 bytes, which panicked on the
-        // overflow in `approximate_bytes` (debug) or sealed the memtable at once (release).
-        self.bytes.fetch_add(need, Relaxed);
-        self.versions.fetch_add(1, Relaxed);
+        self.report(&mut s);
         drop(s);
         Put::Staged { wake }
     }
@@ -424,8 +466,7 @@ impl Membuffer {
         s.moving = None;
         s.spilled = s.spilled.max(top);
         s.bytes = s.bytes.saturating_sub(freed);
-        self.bytes.fetch_sub(freed, Relaxed);
-        self.versions.fetch_sub(moved, Relaxed);
+        self.report(&mut s);
         // Readers reach the frozen table only through `moving`, under this lock: ours is
         // the last reference now.
         if let Ok(mut spare) = Arc::try_unwrap(frozen) {
@@ -434,6 +475,22 @@ impl Membuffer {
         }
         drop(s);
         moved
+    }
+
+    /// Close every partition (later puts get [`Put::Closed`]) and move what it holds into
+    /// `list`, waiting for other drainers: afterwards the membuffer is empty for good. Its
+    /// `spilled` marks still count for gets of the versions it moved.
+    pub(crate) fn close_and_drain(&self, list: &SkipListMemTable) -> Drained {
+        let mut total = Drained::default();
+        for p in self.partitions.iter() {
+            p.state.lock().closed = true;
+        }
+        for i in 0..self.partitions.len() {
+            let d = self.drain_partition(i, list, true);
+            total.moved += d.moved;
+            total.waits += d.waits;
+        }
+        total
     }
 
     /// Move everything staged into `list`, waiting for other drainers (one pass: a version

@@ -7,8 +7,10 @@
 //!   partition full goes to the skiplist directly (the paper's rule). Partitions hold key
 //!   ranges cut at quantiles of a sample of the previous memtable's keys (the paper's
 //!   partitions by high key bits, adapted to keys whose high bits do not vary), so a
-//!   drained partition is a dense run of the skiplist; a store's first memtable, with
-//!   nothing to sample, partitions by key hash (`membuffer.rs`). Every write already
+//!   drained partition is a dense run of the skiplist. A store's first memtable, with
+//!   nothing to sample, starts with partitions by key hash and replaces them by key ranges
+//!   cut from its own skiplist once that holds enough keys
+//!   ([`FloDbMemTable::cut_ranges`]). Every write already
 //!   carries its sequence number (the engine's leader gives it before the log write), so
 //!   draining assigns none.
 //! - **Drain**: threads started by [`MemoryComponent::start`] move partitions past half
@@ -17,8 +19,9 @@
 //!   [`MemTable::seal`] moves what
 //!   is left once the memtable is frozen and its inserts returned, so a flush iterates
 //!   every entry.
-//! - **Gets** look in the membuffer, then (unless the membuffer's answer is provably the
-//!   newest, `membuffer.rs`) in the skiplist, and return the newer of the two.
+//! - **Gets** look in the membuffer (both, while a replaced one is being emptied), then
+//!   (unless the membuffer's answer is provably the newest, `membuffer.rs`) in the
+//!   skiplist, and return the newest answer.
 //! - **Iterators** drain the membuffer into the skiplist first (FloDB's master-scan drain)
 //!   and then iterate the skiplist. The engine fixes a read's sequence number `S` before it
 //!   asks for the iterator: every write at or below `S` was inserted (into the membuffer or
@@ -35,8 +38,8 @@ mod membuffer;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
@@ -193,6 +196,9 @@ impl FloDbMemory {
                 self.config.partition_bytes,
                 &sample,
             ),
+            ranged: OnceLock::new(),
+            sampled_at: AtomicUsize::new(0),
+            config: self.config,
             list: Arc::new(SkipListMemTable::new()),
             sealed: AtomicBool::new(false),
             settled: AtomicBool::new(false),
@@ -255,7 +261,7 @@ impl MemoryComponent for FloDbMemory {
             .shared
             .live_tables()
             .iter()
-            .map(|t| t.membuffer.len() as u64)
+            .map(|t| t.staged() as u64)
             .sum();
         MemoryStats {
             staged: get(&c.background_moved) + get(&c.scan_moved) + get(&c.seal_moved) + still,
@@ -307,9 +313,11 @@ fn drain_loop(shared: &Shared) {
             if table.sealed.load(Ordering::Acquire) {
                 continue;
             }
-            for i in 0..table.membuffer.partitions() {
-                if table.membuffer.wants_drain(i) {
-                    let d = table.membuffer.drain_partition(i, &table.list, false);
+            table.cut_ranges();
+            let membuffer = table.current();
+            for i in 0..membuffer.partitions() {
+                if membuffer.wants_drain(i) {
+                    let d = membuffer.drain_partition(i, &table.list, false);
                     if d.moved > 0 {
                         bump(&shared.counters.background_drains, 1);
                         bump(&shared.counters.background_moved, d.moved);
@@ -322,7 +330,15 @@ fn drain_loop(shared: &Shared) {
 
 /// One FloDB memtable: the membuffer and the skiplist (see the module docs).
 pub struct FloDbMemTable {
+    /// The membuffer the memtable was made with.
     membuffer: Membuffer,
+    /// A key-range membuffer that replaced a key-hash `membuffer`, cut from a sample of
+    /// this memtable's own skiplist once it held enough keys ([`FloDbMemTable::cut_ranges`]).
+    ranged: OnceLock<Membuffer>,
+    /// The skiplist's length at the last attempt to cut ranges (which a sample with too
+    /// few distinct keys fails): the next waits for twice as many entries.
+    sampled_at: AtomicUsize,
+    config: FloDbConfig,
     list: Arc<SkipListMemTable>,
     /// Set by [`MemTable::seal`]; an insert after it (which the engine never makes) goes
     /// to the skiplist.
@@ -337,7 +353,7 @@ pub struct FloDbMemTable {
 impl std::fmt::Debug for FloDbMemTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FloDbMemTable")
-            .field("staged", &self.membuffer.len())
+            .field("staged", &self.staged())
             .field("sorted", &self.list.len())
             .finish_non_exhaustive()
     }
@@ -346,7 +362,55 @@ impl std::fmt::Debug for FloDbMemTable {
 impl FloDbMemTable {
     /// Versions staged in the membuffer.
     pub fn staged(&self) -> usize {
-        self.membuffer.len()
+        self.membuffers().map(Membuffer::len).sum()
+    }
+
+    /// The membuffer puts go to: the key-range one once cut, else the first.
+    fn current(&self) -> &Membuffer {
+        self.ranged.get().unwrap_or(&self.membuffer)
+    }
+
+    /// The first membuffer, then the key-range one once cut.
+    fn membuffers(&self) -> impl Iterator<Item = &Membuffer> {
+        std::iter::once(&self.membuffer).chain(self.ranged.get())
+    }
+
+    /// Whether puts go to a membuffer of key ranges.
+    pub fn by_range(&self) -> bool {
+        self.current().by_range()
+    }
+
+    /// Replace a key-hash membuffer by one of key ranges cut at quantiles of the
+    /// skiplist's own keys, once it holds enough of them: install the new one (puts go
+    /// there from now on), then close the old one and move what it holds into the
+    /// skiplist (a put that picked the old one just before is refused and staged in the
+    /// new one), counted as a background drain. Returns that move, or `None` when nothing
+    /// was cut.
+    pub(crate) fn cut_ranges(&self) -> Option<Drained> {
+        let partitions = self.config.partitions;
+        let want = partitions * SAMPLE_PER_PARTITION;
+        let len = self.list.len();
+        if partitions < 2
+            || self.sealed.load(Ordering::Acquire)
+            || self.ranged.get().is_some()
+            || self.membuffer.by_range()
+            || len < 2 * want
+            || len < 2 * self.sampled_at.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        self.sampled_at.store(len, Ordering::Relaxed);
+        let sample = self.list.sample_user_keys(want);
+        let ranged = Membuffer::with_sample(partitions, self.config.partition_bytes, &sample);
+        if !ranged.by_range() || self.ranged.set(ranged).is_err() {
+            return None;
+        }
+        let d = self.membuffer.close_and_drain(&self.list);
+        if let Some(shared) = self.shared.upgrade() {
+            bump(&shared.counters.background_drains, 1);
+            bump(&shared.counters.background_moved, d.moved);
+        }
+        Some(d)
     }
 
     /// Versions in the skiplist.
@@ -357,7 +421,7 @@ impl FloDbMemTable {
     /// Move everything staged into the skiplist now (what seal and iterators do). Returns
     /// the versions moved.
     pub fn drain(&self) -> usize {
-        self.membuffer.drain_all(&self.list).moved
+        self.membuffers().map(|m| m.drain_all(&self.list).moved).sum()
     }
 
     /// [`FloDbMemTable::drain`], counted as a scan's drain or a seal's.
@@ -368,7 +432,10 @@ impl FloDbMemTable {
         if self.membuffer.partitions() == 0 || (scan && self.settled.load(Ordering::Acquire)) {
             return;
         }
-        let Drained { moved, waits } = self.membuffer.drain_all(&self.list);
+        let (moved, waits) = self.membuffers().fold((0, 0), |(m, w), b| {
+            let d = b.drain_all(&self.list);
+            (m + d.moved, w + d.waits)
+        });
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
@@ -389,13 +456,22 @@ impl MemTable for FloDbMemTable {
             self.list.insert(user_key, seq, kind, value);
             return;
         }
-        match self.membuffer.put(user_key, seq, kind, value) {
+        let mut put = self.current().put(user_key, seq, kind, value);
+        if put == Put::Closed {
+            // The first membuffer was replaced since `current` read it: the key-range one
+            // is installed before the first closes.
+            put = match self.ranged.get() {
+                Some(ranged) => ranged.put(user_key, seq, kind, value),
+                None => Put::Full,
+            };
+        }
+        match put {
             Put::Staged { wake } => {
                 if wake && let Some(shared) = self.shared.upgrade() {
                     shared.signal.wake();
                 }
             }
-            Put::Full => {
+            Put::Full | Put::Closed => {
                 if let Some(shared) = self.shared.upgrade() {
                     bump(&shared.counters.direct, 1);
                     shared.signal.wake();
@@ -406,7 +482,20 @@ impl MemTable for FloDbMemTable {
     }
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
-        let (staged, spilled) = self.membuffer.get(user_key, snapshot);
+        // Both membuffers (a version never moves from one to the other): the newest
+        // version either holds, and the higher `spilled` mark (`membuffer.rs`).
+        let (staged, spilled) = match self.ranged.get() {
+            None => self.membuffer.get(user_key, snapshot),
+            Some(ranged) => {
+                let (a, sa) = ranged.get(user_key, snapshot);
+                let (b, sb) = self.membuffer.get(user_key, snapshot);
+                let newest = match (a, b) {
+                    (Some(a), Some(b)) => Some(if a.seq >= b.seq { a } else { b }),
+                    (a, b) => a.or(b),
+                };
+                (newest, sa.max(sb))
+            }
+        };
         let found = |kind: ValueKind, value: Vec<u8>| match kind {
             ValueKind::Delete => MemLookup::Deleted,
             kind => MemLookup::Found(kind, value),
@@ -431,11 +520,11 @@ impl MemTable for FloDbMemTable {
     }
 
     fn approximate_bytes(&self) -> usize {
-        self.list.approximate_bytes() + self.membuffer.bytes()
+        self.list.approximate_bytes() + self.membuffers().map(Membuffer::bytes).sum::<usize>()
     }
 
     fn len(&self) -> usize {
-        self.list.len() + self.membuffer.len()
+        self.list.len() + self.staged()
     }
 
     fn seal(&self) {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use super::membuffer::Put;
 use super::{FloDbConfig, FloDbMemTable, FloDbMemory};
 use crate::iter::InternalIterator;
 use crate::iter::testutil::Rng;
@@ -105,18 +106,27 @@ fn memtable(
 /// Writes to few keys (many versions each), through small partitions (so some writes
 /// find theirs full and go to the skiplist), with drains at random points: a get at every
 /// sequence number returns the model's newest version at or below it; with partitions of
-/// key hashes and of key ranges.
+/// key hashes, of key ranges, and of key hashes replaced by key ranges halfway.
 #[test]
 fn gets_at_every_snapshot_match_the_model() {
-    for seed in 0..8 {
+    const KEYS: u64 = 60;
+    for seed in 0..12 {
         let memory = FloDbMemory::with_config(config(4, 1024, 0));
-        let sample = (0..1000).map(|i| format!("k{}", i % 60).into_bytes());
-        let (table, _first) = memtable(&memory, seed % 2 == 1, sample);
+        let sample = (0..1000).map(|i| format!("k{}", i % KEYS).into_bytes());
+        let (table, _first) = memtable(&memory, seed % 3 == 1, sample);
+        let cut_at = (seed % 3 == 2).then_some(400);
         let mut rng = Rng::from_state(seed);
         let mut model = Model::default();
         let n = 600;
         for (i, seq) in shuffled_seqs(&mut rng, n).into_iter().enumerate() {
-            let k = format!("k{}", rng.below(20)).into_bytes();
+            if Some(i) == cut_at {
+                let staged = table.staged();
+                let cut = table.cut_ranges().expect("enough keys to cut ranges");
+                assert_eq!(cut.moved, staged, "seed {seed}: the cut moves what was staged");
+                assert!(table.by_range() && table.membuffer.len() == 0);
+                assert_eq!(table.membuffer.put(b"k1", 0, ValueKind::Value, b""), Put::Closed);
+            }
+            let k = format!("k{}", rng.below(KEYS)).into_bytes();
             let kind = if rng.below(6) == 0 {
                 ValueKind::Delete
             } else {
@@ -138,7 +148,7 @@ fn gets_at_every_snapshot_match_the_model() {
         assert!(table.sorted() > 0, "seed {seed}: some writes went to the skiplist");
         assert_eq!(table.len(), n as usize);
         let check = |table: &FloDbMemTable, when: &str| {
-            for i in 0..21 {
+            for i in 0..=KEYS {
                 let k = format!("k{i}").into_bytes();
                 for snapshot in 0..=n + 1 {
                     assert_eq!(
@@ -234,8 +244,10 @@ fn concurrent_writers_then_seal_drains_everything() {
     }
 }
 
-/// [`concurrent_writers_then_seal_drains_everything`] with partitions of key hashes or of
-/// key ranges (whose drains insert sorted batches beside the writers' direct inserts).
+/// [`concurrent_writers_then_seal_drains_everything`] with partitions of key ranges
+/// (whose drains insert sorted batches beside the writers' direct inserts) from the
+/// start, or of key hashes replaced by key ranges while the writers write (by a drain
+/// thread or by a fifth thread, whichever comes first).
 fn concurrent_writers_then_seal(ranged: bool) {
     let memory = FloDbMemory::with_config(config(16, 2048, 2));
     let sample = (0..2000).map(|i| format!("key{:05}", i * 7 % 1000).into_bytes());
@@ -245,18 +257,36 @@ fn concurrent_writers_then_seal(ranged: bool) {
     let direct_before = memory.stats().direct;
     memory.start(services()).unwrap();
     let per = 3000u64;
+    let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for t in 0..4u64 {
-            let table = &table;
+            let (table, done) = (&table, &done);
             s.spawn(move || {
                 for i in 0..per {
                     let seq = 1 + t * per + i;
                     let k = format!("key{:05}", (i * 7 + t) % 1000).into_bytes();
                     table.insert(&k, seq, ValueKind::Value, &seq.to_le_bytes());
                 }
+                done.fetch_add(1, Ordering::Release);
+            });
+        }
+        if !ranged {
+            let (table, done) = (&table, &done);
+            s.spawn(move || {
+                while !table.by_range() && done.load(Ordering::Acquire) < 4 {
+                    if table.sorted() >= 1000 {
+                        let _ = table.cut_ranges();
+                    }
+                    std::thread::yield_now();
+                }
             });
         }
     });
+    if !ranged && !table.by_range() {
+        // Every writer finished before the list held 1000 entries: cut now.
+        assert!(table.cut_ranges().is_some());
+    }
+    assert!(table.by_range());
     table.seal();
     memory.stop();
     assert_eq!(table.staged(), 0);
