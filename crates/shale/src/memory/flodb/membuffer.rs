@@ -24,7 +24,7 @@
 //! 3-6 list entries of its range (more as the list fills) at any memtable size, and the
 //! multi-insert's search from
 //! the previous entry's predecessors crosses a few nodes instead of the whole height.
-//! Measured (`docs/designs/flodb.md`): 1.36x the fill with hash partitions at a 4 GiB
+//! Measured (`docs/designs/flodb.md`): 1.51x the fill with hash partitions at a 4 GiB
 //! write buffer. Without a usable sample (a store's first memtable, or fewer than
 //! [`MIN_SAMPLE_PER_PARTITION`] distinct prefixes per partition) the partitions hold key
 //! hashes, whose drains are spread over the whole list; each of their entries is then
