@@ -536,7 +536,8 @@ pub struct FloDbOptions {
     /// size). In `0.0..=0.9`; 0 disables the membuffer (every write goes to the skiplist).
     /// Default 0.25, the paper's 1/4 : 3/4 split.
     pub membuffer_fraction: f64,
-    /// Partitions of the membuffer (by key hash), each with its own lock and an equal share
+    /// Partitions of the membuffer (by key range, sampled from the previous memtable's
+    /// keys; by key hash until a sample exists), each with its own lock and an equal share
     /// of its bytes; fewer when a partition would hold less than 1 KiB. In `1..=4096`.
     /// Default 64.
     pub membuffer_partitions: usize,
