@@ -65,7 +65,6 @@
 //! takes the newer of the two answers.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -80,8 +79,8 @@ use crate::memory::skiplist::SkipListMemTable;
 const VERSION_OVERHEAD: usize = 64;
 /// No record (the end of a chain).
 const NONE: u32 = u32::MAX;
-/// The most bytes a partition holds beyond what it counted in the membuffer's total (an
-/// eighth of its budget when that is less).
+/// The most a partition's bytes differ from what it counted in the membuffer's total,
+/// either way (an eighth of its budget when that is less).
 const REPORT_STEP: usize = 16 << 10;
 /// Distinct sampled key prefixes per partition needed to cut key ranges.
 pub(crate) const MIN_SAMPLE_PER_PARTITION: usize = 8;
@@ -129,11 +128,93 @@ struct Record {
     prev: u32,
 }
 
+/// A table's index: key hash to the newest record of that hash, one `u64` slot per chain
+/// (the hash's high 32 bits, its *tag*, then the record number plus one; 0 is an empty
+/// slot), open addressing with linear probing from a multiplicative hash of the tag, at
+/// most half full. A put or a get reads one slot's cache line, where `HashMap<u64, u32>`
+/// read two (its control bytes and its bucket are separate arrays): at a 4 GiB write
+/// buffer, whose membuffer partitions are 16 MiB, both were cache misses, and the put was
+/// 17 % of a fill's samples. Keys whose hashes share a tag share a chain (a get compares
+/// keys along it, as it did for a shared 64-bit hash).
+#[derive(Default)]
+struct Heads {
+    slots: Vec<u64>,
+    /// `slots.len()` is `1 << bits` (or 0).
+    bits: u32,
+    len: usize,
+}
+
+impl Heads {
+    /// The slot of the chain of `tag`: its own, or the empty one where it would go.
+    fn find(&self, tag: u64) -> usize {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let mask = self.slots.len() - 1;
+        // Fibonacci hashing: the product's high bits depend on every bit of the tag (with
+        // hash partitions, a partition's tags share their low bits).
+        let mut i = (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits)) as usize;
+        while let Some(&s) = self.slots.get(i) {
+            if s == 0 || s >> 32 == tag {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    /// The newest record of `hash`'s chain, or [`NONE`].
+    fn get(&self, hash: u64) -> u32 {
+        match self.slots.get(self.find(hash >> 32)) {
+            Some(&s) if s != 0 => (s as u32).wrapping_sub(1),
+            _ => NONE,
+        }
+    }
+
+    /// Make `id` (below [`NONE`]) the newest record of `hash`'s chain; returns the one it
+    /// replaces, or [`NONE`].
+    fn replace(&mut self, hash: u64, id: u32) -> u32 {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let tag = hash >> 32;
+        let i = self.find(tag);
+        let Some(slot) = self.slots.get_mut(i) else {
+            return NONE;
+        };
+        let old = std::mem::replace(slot, (tag << 32) | u64::from(id.wrapping_add(1)));
+        if old == 0 {
+            self.len += 1;
+            NONE
+        } else {
+            (old as u32).wrapping_sub(1)
+        }
+    }
+
+    /// Double the slots (at least 64) and place every chain again.
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.bits = (self.bits + 1).max(6);
+        self.slots = vec![0; 1 << self.bits];
+        for s in old.into_iter().filter(|&s| s != 0) {
+            let i = self.find(s >> 32);
+            if let Some(slot) = self.slots.get_mut(i) {
+                *slot = s;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.slots.fill(0);
+        self.len = 0;
+    }
+}
+
 /// Staged versions (see the module docs); cleared and reused after a drain.
 #[derive(Default)]
 struct Table {
     /// Key hash to the newest record with that hash.
-    heads: HashMap<u64, u32, FxBuildHasher>,
+    heads: Heads,
     records: Vec<Record>,
     data: Vec<u8>,
 }
@@ -160,7 +241,7 @@ impl Table {
         let at = self.data.len();
         self.data.extend_from_slice(key);
         self.data.extend_from_slice(value);
-        let prev = std::mem::replace(self.heads.entry(hash).or_insert(NONE), id);
+        let prev = self.heads.replace(hash, id);
         self.records.push(Record {
             at,
             key_len: key.len(),
@@ -175,7 +256,7 @@ impl Table {
     /// The newest version of `key` (hash `hash`) at or below `snapshot`.
     fn get(&self, hash: u64, key: &[u8], snapshot: SeqNo) -> Option<&Record> {
         let mut best: Option<&Record> = None;
-        let mut id = self.heads.get(&hash).copied().unwrap_or(NONE);
+        let mut id = self.heads.get(hash);
         while let Some(r) = self.records.get(id as usize) {
             if r.seq <= snapshot && best.is_none_or(|b| r.seq > b.seq) && self.key(r) == key {
                 best = Some(r);
@@ -221,6 +302,10 @@ pub(crate) struct Membuffer {
     /// With key-range partitions, the key prefix each partition after the first starts at
     /// (ascending); empty with hash partitions.
     bounds: Box<[u128]>,
+    /// With key-range partitions, the lowest and highest sampled prefixes: keys outside
+    /// them (a sequential load past the last sampled key, a new key range) are placed by
+    /// hash, so they do not all crowd into the first or the last partition.
+    span: (u128, u128),
     /// Byte budget of one partition.
     capacity: usize,
     hasher: FxBuildHasher,
@@ -270,9 +355,14 @@ impl Membuffer {
         } else {
             Box::default()
         };
+        let span = match (prefixes.first(), prefixes.last()) {
+            (Some(&lo), Some(&hi)) => (lo, hi),
+            _ => (0, 0),
+        };
         Membuffer {
             partitions: (0..partitions).map(|_| Partition::default()).collect(),
             bounds,
+            span,
             capacity,
             hasher: FxBuildHasher,
             bytes: AtomicUsize::new(0),
@@ -290,13 +380,13 @@ impl Membuffer {
     }
 
     /// The key's hash and its partition: the range its prefix falls in, or with hash
-    /// partitions the hash's high bits (the map's own probing uses the low ones).
+    /// partitions (and for a key outside the sampled span) the hash's high bits.
     fn partition_of(&self, key: &[u8]) -> (u64, &Partition) {
         let h = self.hasher.hash_one(key);
-        let i = if self.bounds.is_empty() {
+        let p = prefix(key);
+        let i = if self.bounds.is_empty() || p < self.span.0 || p > self.span.1 {
             (h >> 32) as usize
         } else {
-            let p = prefix(key);
             self.bounds.partition_point(|&b| b <= p)
         };
         (h, &self.partitions[i % self.partitions.len()])
@@ -485,10 +575,16 @@ impl Membuffer {
         for p in self.partitions.iter() {
             p.state.lock().closed = true;
         }
-        for i in 0..self.partitions.len() {
+        for (i, p) in self.partitions.iter().enumerate() {
             let d = self.drain_partition(i, list, true);
             total.moved += d.moved;
             total.waits += d.waits;
+            // Empty for good: free the buffers a drain keeps for the next one (at a 4 GiB
+            // write buffer, most of a GiB of tables and sort buffers).
+            *p.drain.lock() = Vec::new();
+            let mut s = p.state.lock();
+            s.table = Table::default();
+            s.spare = None;
         }
         total
     }
@@ -526,7 +622,44 @@ mod tests {
         assert_eq!(get(b"b", 8), Some((3, &b"b3"[..])));
         assert_eq!(t.get(7, b"b", 9).map(|r| r.kind), Some(ValueKind::Delete));
         assert_eq!(get(b"c", 10), None);
-        assert_eq!(t.get(8, b"a", 10).map(|r| r.seq), None);
+        // Another tag (the high 32 bits) is another chain; the low bits alone are not.
+        assert_eq!(t.get(8 << 32 | 7, b"a", 10).map(|r| r.seq), None);
+        assert_eq!(t.get(8, b"a", 10).map(|r| r.seq), Some(5));
+    }
+
+    /// The index against a map, through growth, many tags whose first slots collide,
+    /// tag 0, replacement and clearing: each tag's newest record, and the one replaced.
+    #[test]
+    fn the_index_keeps_each_tags_newest_record() {
+        let mut heads = Heads::default();
+        let mut model = std::collections::HashMap::new();
+        assert_eq!(heads.get(1 << 32), NONE);
+        for round in 0..2u64 {
+            let mut x = 0x2545_f491_4f6c_dd1d_u64 ^ round;
+            for id in 0..20_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // 3,000 tags, some of them 0, spread or sharing their low bits.
+                let tag = match x % 3 {
+                    0 => x % 1000,
+                    1 => (x % 1000) << 22,
+                    _ => x % 1000 + 5000,
+                };
+                let hash = tag << 32 | (x & 0xffff_ffff);
+                let before = model.insert(tag, id).unwrap_or(NONE);
+                assert_eq!(heads.replace(hash, id), before, "round {round} id {id}");
+            }
+            assert_eq!(heads.len, model.len());
+            assert!(heads.slots.len() >= 2 * model.len());
+            for (&tag, &id) in &model {
+                assert_eq!(heads.get(tag << 32 | 12345), id, "tag {tag}");
+            }
+            assert_eq!(heads.get(999_999 << 32), NONE);
+            heads.clear();
+            model.clear();
+            assert_eq!(heads.get(5 << 32), NONE);
+        }
     }
 
     /// A sample of enough distinct keys cuts the partitions into key ranges at its
@@ -546,12 +679,17 @@ mod tests {
             m.partitions.iter().position(|q| std::ptr::eq(q, p)).unwrap()
         };
         // The quantiles of 0, 25, .., 9975: partition i starts at key 1250 * i.
-        for i in 0..10_000 {
+        for i in 0..=9975 {
             assert_eq!(index(&key(i)), (i / 1250) as usize, "key {i}");
         }
-        // Keys outside the sample's span go to the first and the last partition.
-        assert_eq!(index(b"a"), 0);
-        assert_eq!(index(b"zzz"), 7);
+        // Keys outside the sample's span (a sequential load past its last key) are placed
+        // by hash: spread over the partitions, not all in the last one.
+        let past: std::collections::HashSet<usize> =
+            (10_000..10_400).map(|i| index(&key(i))).collect();
+        assert!(past.len() >= 6, "{past:?}");
+        let below: std::collections::HashSet<usize> =
+            (0..400).map(|i| index(format!("a{i}").as_bytes())).collect();
+        assert!(below.len() >= 6, "{below:?}");
 
         let few: Vec<Vec<u8>> = (0..400).map(|i| key(i % 40)).collect();
         assert!(!Membuffer::with_sample(8, 1 << 20, &few).by_range());
@@ -564,6 +702,40 @@ mod tests {
         unsorted.swap(3, 300);
         assert!(!Membuffer::with_sample(8, 1 << 20, &unsorted).by_range());
         assert!(!Membuffer::with_sample(1, 1 << 20, &sample).by_range());
+    }
+
+    /// Closing drains every partition, refuses later puts (raising `spilled`, so a get
+    /// still asks the skiplist for them) and frees the buffers a drain keeps for the next.
+    #[test]
+    fn a_closed_membuffer_is_empty_for_good_and_keeps_no_buffers() {
+        let m = Membuffer::new(4, 1 << 20);
+        let list = SkipListMemTable::new();
+        let put = |m: &Membuffer, i: u64| {
+            let k = format!("key{i:05}");
+            m.put(k.as_bytes(), i + 1, ValueKind::Value, &[7; 100])
+        };
+        for i in 0..1000 {
+            assert!(matches!(put(&m, i), Put::Staged { .. }));
+        }
+        assert_eq!(m.drain_all(&list).moved, 1000);
+        for i in 1000..2000 {
+            assert!(matches!(put(&m, i), Put::Staged { .. }));
+        }
+        assert_eq!(m.close_and_drain(&list).moved, 1000);
+        assert_eq!((m.len(), m.bytes()), (0, 0));
+        assert_eq!(crate::memory::MemTable::len(&list), 2000);
+        assert_eq!(put(&m, 2000), Put::Closed);
+        let (staged, spilled) = m.get(b"key02000", 5000);
+        assert!(staged.is_none());
+        assert_eq!(spilled, 2001);
+        for p in m.partitions.iter() {
+            let s = p.state.lock();
+            assert!(s.closed && s.spare.is_none() && s.moving.is_none());
+            assert_eq!((s.table.data.capacity(), s.table.records.capacity()), (0, 0));
+            assert_eq!(s.table.heads.slots.capacity(), 0);
+            drop(s);
+            assert_eq!(p.drain.lock().capacity(), 0);
+        }
     }
 
     /// While a drain moves a partition's table, gets still find its versions (the table is

@@ -179,17 +179,15 @@ impl FloDbMemory {
 
     /// A new memtable, typed (the trait's [`MemoryComponent::new_memtable`] erases it).
     pub fn new_flodb_memtable(&self) -> Arc<FloDbMemTable> {
-        // Key ranges cut from the newest memtable still alive (the one this replaces).
+        // Key ranges cut from the newest memtable still alive (the one this replaces,
+        // which the engine holds: no other memtable is kept alive here, whose last
+        // reference could then be dropped, and the memtable freed, on this writer's path).
         let want = self.config.partitions * SAMPLE_PER_PARTITION;
-        let sample = match self.config.partitions {
-            0 | 1 => Vec::new(),
-            _ => self
-                .shared
-                .live_tables()
-                .last()
-                .map(|t| t.list.sample_user_keys(want))
-                .unwrap_or_default(),
+        let newest = match self.config.partitions {
+            0 | 1 => None,
+            _ => self.shared.tables.lock().iter().rev().find_map(Weak::upgrade),
         };
+        let sample = newest.map(|t| t.list.sample_user_keys(want)).unwrap_or_default();
         let table = Arc::new(FloDbMemTable {
             membuffer: Membuffer::with_sample(
                 self.config.partitions,
@@ -406,7 +404,9 @@ impl FloDbMemTable {
             return None;
         }
         let d = self.membuffer.close_and_drain(&self.list);
-        if let Some(shared) = self.shared.upgrade() {
+        if d.moved > 0
+            && let Some(shared) = self.shared.upgrade()
+        {
             bump(&shared.counters.background_drains, 1);
             bump(&shared.counters.background_moved, d.moved);
         }
