@@ -589,6 +589,15 @@ impl Membuffer {
         total
     }
 
+    /// The highest `spilled` mark of any partition.
+    pub(crate) fn max_spilled(&self) -> SeqNo {
+        self.partitions
+            .iter()
+            .map(|p| p.state.lock().spilled)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Move everything staged into `list`, waiting for other drainers (one pass: a version
     /// staged after its partition was passed stays).
     pub(crate) fn drain_all(&self, list: &SkipListMemTable) -> Drained {

@@ -196,6 +196,7 @@ impl FloDbMemory {
             ),
             ranged: OnceLock::new(),
             sampled_at: AtomicUsize::new(0),
+            first_spilled: OnceLock::new(),
             config: self.config,
             list: Arc::new(SkipListMemTable::new()),
             sealed: AtomicBool::new(false),
@@ -334,8 +335,13 @@ pub struct FloDbMemTable {
     /// this memtable's own skiplist once it held enough keys ([`FloDbMemTable::cut_ranges`]).
     ranged: OnceLock<Membuffer>,
     /// The skiplist's length at the last attempt to cut ranges (which a sample with too
-    /// few distinct keys fails): the next waits for twice as many entries.
+    /// few distinct keys fails): the next waits for twice as many entries. An attempt
+    /// claims itself by raising it, so two drain threads never sample at once.
     sampled_at: AtomicUsize,
+    /// Set once the first membuffer was replaced and emptied for good: its highest
+    /// `spilled` mark, all a get still needs of it (module docs of `membuffer.rs`), so
+    /// gets and drains no longer visit its partitions.
+    first_spilled: OnceLock<SeqNo>,
     config: FloDbConfig,
     list: Arc<SkipListMemTable>,
     /// Set by [`MemTable::seal`]; an insert after it (which the engine never makes) goes
@@ -368,9 +374,11 @@ impl FloDbMemTable {
         self.ranged.get().unwrap_or(&self.membuffer)
     }
 
-    /// The first membuffer, then the key-range one once cut.
+    /// The first membuffer (until it is emptied for good), then the key-range one once
+    /// cut.
     fn membuffers(&self) -> impl Iterator<Item = &Membuffer> {
-        std::iter::once(&self.membuffer).chain(self.ranged.get())
+        let first = self.first_spilled.get().is_none().then_some(&self.membuffer);
+        first.into_iter().chain(self.ranged.get())
     }
 
     /// Whether puts go to a membuffer of key ranges.
@@ -388,22 +396,26 @@ impl FloDbMemTable {
         let partitions = self.config.partitions;
         let want = partitions * SAMPLE_PER_PARTITION;
         let len = self.list.len();
+        let tried = self.sampled_at.load(Ordering::Relaxed);
         if partitions < 2
             || self.sealed.load(Ordering::Acquire)
             || self.ranged.get().is_some()
             || self.membuffer.by_range()
             || len < 2 * want
-            || len < 2 * self.sampled_at.load(Ordering::Relaxed)
+            || len < 2 * tried
+            || self
+                .sampled_at
+                .compare_exchange(tried, len, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
         {
             return None;
         }
-        self.sampled_at.store(len, Ordering::Relaxed);
         let sample = self.list.sample_user_keys(want);
         let ranged = Membuffer::with_sample(partitions, self.config.partition_bytes, &sample);
         if !ranged.by_range() || self.ranged.set(ranged).is_err() {
             return None;
         }
-        let d = self.membuffer.close_and_drain(&self.list);
+        let d = self.retire_first();
         if d.moved > 0
             && let Some(shared) = self.shared.upgrade()
         {
@@ -411,6 +423,14 @@ impl FloDbMemTable {
             bump(&shared.counters.background_moved, d.moved);
         }
         Some(d)
+    }
+
+    /// Close the first membuffer and move what it holds into the skiplist (the key-range
+    /// one is installed), then keep only its highest `spilled` mark.
+    fn retire_first(&self) -> Drained {
+        let d = self.membuffer.close_and_drain(&self.list);
+        let _ = self.first_spilled.set(self.membuffer.max_spilled());
+        d
     }
 
     /// Versions in the skiplist.
@@ -484,9 +504,14 @@ impl MemTable for FloDbMemTable {
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
         // Both membuffers (a version never moves from one to the other): the newest
         // version either holds, and the higher `spilled` mark (`membuffer.rs`).
-        let (staged, spilled) = match self.ranged.get() {
-            None => self.membuffer.get(user_key, snapshot),
-            Some(ranged) => {
+        let (staged, spilled) = match (self.ranged.get(), self.first_spilled.get()) {
+            (None, _) => self.membuffer.get(user_key, snapshot),
+            // The first is empty for good: only its marks still count.
+            (Some(ranged), Some(&first)) => {
+                let (v, s) = ranged.get(user_key, snapshot);
+                (v, s.max(first))
+            }
+            (Some(ranged), None) => {
                 let (a, sa) = ranged.get(user_key, snapshot);
                 let (b, sb) = self.membuffer.get(user_key, snapshot);
                 let newest = match (a, b) {

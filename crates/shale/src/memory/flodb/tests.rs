@@ -143,8 +143,10 @@ fn gets_see_both_membuffers_across_a_cut() {
     };
     assert_eq!((table.membuffer.len(), table.ranged.get().map(|r| r.len())), (2, Some(2)));
     check("both staged");
-    assert_eq!(table.membuffer.close_and_drain(&table.list).moved, 2);
-    check("the first drained");
+    assert_eq!(table.retire_first().moved, 2);
+    assert_eq!(table.membuffers().count(), 1, "gets no longer visit the first");
+    assert_eq!(table.first_spilled.get(), Some(&301));
+    check("the first retired");
     assert_eq!(table.drain(), 2);
     check("both drained");
 }
