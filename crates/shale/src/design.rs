@@ -62,12 +62,16 @@ pub(crate) fn memory_component(options: &Options) -> Arc<dyn MemoryComponent> {
         )),
         MemoryKind::FloDb => {
             let f = &options.flodb;
-            Arc::new(FloDbMemory::with_config(FloDbConfig::sized(
-                options.write_buffer_size,
-                f.membuffer_fraction,
-                f.membuffer_partitions,
-                f.drain_threads,
-            )))
+            let bloom = (options.write_buffer_size as f64 * options.memtable_bloom_ratio) as usize;
+            Arc::new(FloDbMemory::with_config(
+                FloDbConfig::sized(
+                    options.write_buffer_size,
+                    f.membuffer_fraction,
+                    f.membuffer_partitions,
+                    f.drain_threads,
+                )
+                .with_bloom(bloom),
+            ))
         }
     }
 }

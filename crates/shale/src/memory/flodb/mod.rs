@@ -66,6 +66,10 @@ pub struct FloDbConfig {
     pub partition_bytes: usize,
     /// Drain threads [`MemoryComponent::start`] starts.
     pub drain_threads: usize,
+    /// Bytes of each memtable's whole-key filter ([`crate::Options::memtable_bloom_ratio`]
+    /// of the write buffer; none below 64): a get for a key neither level holds returns
+    /// without locking a partition or searching the skiplist.
+    pub bloom_bytes: usize,
 }
 
 impl FloDbConfig {
@@ -88,6 +92,15 @@ impl FloDbConfig {
             partitions,
             partition_bytes: budget.checked_div(partitions).unwrap_or(0),
             drain_threads,
+            bloom_bytes: 0,
+        }
+    }
+
+    /// The same, with a whole-key filter of `bloom_bytes` bytes per memtable.
+    pub fn with_bloom(self, bloom_bytes: usize) -> FloDbConfig {
+        FloDbConfig {
+            bloom_bytes,
+            ..self
         }
     }
 }
@@ -198,7 +211,7 @@ impl FloDbMemory {
             sampled_at: AtomicUsize::new(0),
             first_spilled: OnceLock::new(),
             config: self.config,
-            list: Arc::new(SkipListMemTable::new()),
+            list: Arc::new(SkipListMemTable::with_bloom(self.config.bloom_bytes)),
             sealed: AtomicBool::new(false),
             settled: AtomicBool::new(false),
             shared: Arc::downgrade(&self.shared),
@@ -476,6 +489,9 @@ impl MemTable for FloDbMemTable {
             self.list.insert(user_key, seq, kind, value);
             return;
         }
+        // The filter answers for both levels: the key's bits are set before it is staged
+        // (a direct insert sets them itself).
+        self.list.note_key(user_key);
         let mut put = self.current().put(user_key, seq, kind, value);
         if put == Put::Closed {
             // The first membuffer was replaced since `current` read it: the key-range one
@@ -502,6 +518,9 @@ impl MemTable for FloDbMemTable {
     }
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
+        if !self.list.may_hold(user_key) {
+            return None;
+        }
         // Both membuffers (a version never moves from one to the other): the newest
         // version either holds, and the higher `spilled` mark (`membuffer.rs`).
         let (staged, spilled) = match (self.ranged.get(), self.first_spilled.get()) {

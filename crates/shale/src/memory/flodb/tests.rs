@@ -17,6 +17,7 @@ fn config(partitions: usize, partition_bytes: usize, drain_threads: usize) -> Fl
         partitions,
         partition_bytes,
         drain_threads,
+        bloom_bytes: 0,
     }
 }
 
@@ -159,7 +160,9 @@ fn gets_see_both_membuffers_across_a_cut() {
 fn gets_at_every_snapshot_match_the_model() {
     const KEYS: u64 = 60;
     for seed in 0..12 {
-        let memory = FloDbMemory::with_config(config(4, 1024, 0));
+        // Half of the seeds with the memtable's filter, which gets ask first.
+        let bloom = if seed >= 6 { 4096 } else { 0 };
+        let memory = FloDbMemory::with_config(config(4, 1024, 0).with_bloom(bloom));
         let sample = (0..1000).map(|i| format!("k{}", i % KEYS).into_bytes());
         let (table, _first) = memtable(&memory, seed % 3 == 1, sample);
         let cut_at = (seed % 3 == 2).then_some(400);
@@ -297,7 +300,8 @@ fn concurrent_writers_then_seal_drains_everything() {
 /// start, or of key hashes replaced by key ranges while the writers write (by a drain
 /// thread or by a fifth thread, whichever comes first).
 fn concurrent_writers_then_seal(ranged: bool) {
-    let memory = FloDbMemory::with_config(config(16, 2048, 2));
+    let bloom = if ranged { 8192 } else { 0 };
+    let memory = FloDbMemory::with_config(config(16, 2048, 2).with_bloom(bloom));
     let sample = (0..2000).map(|i| format!("key{:05}", i * 7 % 1000).into_bytes());
     let (table, first) = memtable(&memory, ranged, sample);
     drop(first);
@@ -392,7 +396,8 @@ fn value_of(seq: SeqNo) -> Vec<u8> {
 /// version its sequence number must see.
 #[test]
 fn readers_at_old_sequence_numbers_while_writers_overwrite() {
-    let memory = FloDbMemory::with_config(config(4, 2048, 1));
+    // With the memtable's filter, which every get asks first.
+    let memory = FloDbMemory::with_config(config(4, 2048, 1).with_bloom(4096));
     memory.start(services()).unwrap();
     let table = memory.new_flodb_memtable();
     for seq in 1..=KEYS {

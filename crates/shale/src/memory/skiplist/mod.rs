@@ -97,7 +97,7 @@ impl SkipListMemTable {
 
     /// False when the filter proves `user_key` absent.
     #[inline]
-    fn may_hold(&self, user_key: &[u8]) -> bool {
+    pub(crate) fn may_hold(&self, user_key: &[u8]) -> bool {
         self.bloom.as_ref().is_none_or(|b| b.may_contain(user_key))
     }
 
@@ -129,6 +129,16 @@ impl SkipListMemTable {
             Some(b) => self
                 .list
                 .insert_sorted(entries.into_iter().inspect(|e| b.add(e.0))),
+        }
+    }
+
+    /// Set `user_key`'s bits in the memtable's filter (if it has one) without inserting
+    /// it: for a key held elsewhere in the same memtable (FloDB's membuffer), so that
+    /// [`SkipListMemTable::may_hold`] answers for the whole memtable. Before the key can
+    /// be read, as an insert sets them (`bloom.rs`).
+    pub(crate) fn note_key(&self, user_key: &[u8]) {
+        if let Some(b) = &self.bloom {
+            b.add(user_key);
         }
     }
 
