@@ -538,11 +538,12 @@ impl Membuffer {
             })
         });
         let sorted = order.iter().filter_map(|&(_, i)| rec(i));
+        // Staged keys were noted in the memtable's filter when they were put.
         if self.by_range() {
-            list.insert_sorted(sorted.map(|r| (t.key(r), r.seq, r.kind, t.value(r))));
+            list.insert_sorted_noted(sorted.map(|r| (t.key(r), r.seq, r.kind, t.value(r))));
         } else {
             for r in sorted {
-                crate::memory::MemTable::insert(list, t.key(r), r.seq, r.kind, t.value(r));
+                list.insert_noted(t.key(r), r.seq, r.kind, t.value(r));
             }
         }
         let moved = t.records.len();

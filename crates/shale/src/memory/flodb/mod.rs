@@ -512,7 +512,7 @@ impl MemTable for FloDbMemTable {
                     bump(&shared.counters.direct, 1);
                     shared.signal.wake();
                 }
-                self.list.insert(user_key, seq, kind, value);
+                self.list.insert_noted(user_key, seq, kind, value);
             }
         }
     }

@@ -142,6 +142,20 @@ impl SkipListMemTable {
         }
     }
 
+    /// [`MemTable::insert`] of a key already noted in the filter ([`SkipListMemTable::note_key`]):
+    /// its bits are not set again (with a large filter, each set is a cache miss).
+    pub(crate) fn insert_noted(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.list.insert(user_key, seq, kind, value);
+    }
+
+    /// [`SkipListMemTable::insert_sorted`] of keys already noted in the filter.
+    pub(crate) fn insert_sorted_noted<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], SeqNo, ValueKind, &'a [u8])>,
+    ) {
+        self.list.insert_sorted(entries);
+    }
+
     /// User keys spread evenly over the memtable, in order: about `2 * want` to
     /// `4 * want` of them (a level of the skiplist, a uniform sample of its entries' keys),
     /// all of them when the memtable holds fewer.
