@@ -56,13 +56,11 @@ pub(crate) fn parts(options: &Options, dir: &Path, file_numbers: Arc<AtomicU64>)
 
 /// The memory component `options` choose (the memory axis's one match).
 pub(crate) fn memory_component(options: &Options) -> Arc<dyn MemoryComponent> {
+    let bloom = (options.write_buffer_size as f64 * options.memtable_bloom_ratio) as usize;
     match options.memory {
-        MemoryKind::SkipList => Arc::new(SkipListMemory::with_bloom(
-            (options.write_buffer_size as f64 * options.memtable_bloom_ratio) as usize,
-        )),
+        MemoryKind::SkipList => Arc::new(SkipListMemory::with_bloom(bloom)),
         MemoryKind::FloDb => {
             let f = &options.flodb;
-            let bloom = (options.write_buffer_size as f64 * options.memtable_bloom_ratio) as usize;
             Arc::new(FloDbMemory::with_config(
                 FloDbConfig::sized(
                     options.write_buffer_size,

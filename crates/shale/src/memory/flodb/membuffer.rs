@@ -383,11 +383,12 @@ impl Membuffer {
     /// partitions (and for a key outside the sampled span) the hash's high bits.
     fn partition_of(&self, key: &[u8]) -> (u64, &Partition) {
         let h = self.hasher.hash_one(key);
-        let p = prefix(key);
-        let i = if self.bounds.is_empty() || p < self.span.0 || p > self.span.1 {
-            (h >> 32) as usize
-        } else {
-            self.bounds.partition_point(|&b| b <= p)
+        let ranged = (!self.bounds.is_empty())
+            .then(|| prefix(key))
+            .filter(|p| (self.span.0..=self.span.1).contains(p));
+        let i = match ranged {
+            Some(p) => self.bounds.partition_point(|&b| b <= p),
+            None => (h >> 32) as usize,
         };
         (h, &self.partitions[i % self.partitions.len()])
     }
