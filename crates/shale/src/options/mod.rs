@@ -1112,9 +1112,10 @@ impl Options {
                 max_background_compactions: 2,
                 ..base
             }),
-            // FloDB's memtable filter answers for both levels (a key's bits are set before
-            // it is staged); in the tuned settings it made `readwhilewriting` 1.7x and
-            // `readrandom` 1.1x faster (docs/benchmarks.md [S24q]). Its memory is one
+            // FloDB's memtable filter covers the skiplist (a staged key's bits are set as
+            // the drain moves it in; gets ask the membuffer first); in the tuned settings
+            // it made `readwhilewriting` 1.7x and `readrandom` 1.1x faster
+            // (docs/benchmarks.md [S24q], when puts set the bits). Its memory is one
             // component of `write_buffer_size`
             // (a hash buffer before a skiplist) measured at 64 MiB and more
             // (docs/designs/flodb.md), flushed alone.

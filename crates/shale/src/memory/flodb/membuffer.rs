@@ -2,10 +2,10 @@
 //! by key hash).
 //!
 //! Each partition is a `parking_lot::Mutex` over a [`Table`]: an append-only byte buffer
-//! holding each staged version's key and value, a record per version, and a `HashMap`
-//! (FxHash) from the key's 64-bit hash to its newest record, older records (and those of
-//! other keys with the same hash) chained behind it. A staged write is one hash, one map
-//! probe and one copy into the buffer: no allocation of its own (the buffers grow by
+//! holding each staged version's key and value, a record per version, and an index
+//! ([`Heads`]) from the key's hash (FxHash) to its newest record, older records (and those
+//! of other keys with the same hash tag) chained behind it. A staged write is one hash,
+//! one index probe and one copy into the buffer: no allocation of its own (the buffers grow by
 //! doubling and are reused from one drain to the next). The partition has a byte budget: a
 //! put that would take it past its budget is refused ([`Put::Full`]) and the caller inserts
 //! into the skiplist directly. Every version is kept (no in-place update,
@@ -39,8 +39,10 @@
 //! partition, so no version is moved twice) and then: (1) under the partition lock, swaps
 //! the partition's table for an empty one (the spare of the previous drain) and keeps the
 //! full one, frozen, as the partition's `moving` table, which readers still search; (2)
-//! without the lock, sorts the frozen table's records in internal-key order (by a 16-byte
-//! key prefix first) and inserts them into the skiplist in that order: a key range's with
+//! without the lock, sets the records' keys in the memtable's filter
+//! ([`SkipListMemTable::note_keys`]; a put does not, so a get asks the membuffer before
+//! the filter), sorts the records in internal-key order (by a 16-byte key prefix first)
+//! and inserts them into the skiplist in that order: a key range's with
 //! the multi-insert ([`SkipListMemTable::insert_sorted`]), a hash partition's each with
 //! its own search from the head (there the multi-insert's resume from the previous
 //! entry's predecessors cost ~900 more instructions an entry than this search with the
@@ -538,8 +540,11 @@ impl Membuffer {
                 _ => Ordering::Equal,
             })
         });
+        // The memtable's filter learns a staged key here, before the key is linked and
+        // while the partition still shows it to gets (`moving`), not when it is put: the
+        // writers pay no filter miss, and a get asks the membuffer before the filter.
+        list.note_keys(t.records.iter().map(|r| t.key(r)));
         let sorted = order.iter().filter_map(|&(_, i)| rec(i));
-        // Staged keys were noted in the memtable's filter when they were put.
         if self.by_range() {
             list.insert_sorted_noted(sorted.map(|r| (t.key(r), r.seq, r.kind, t.value(r))));
         } else {

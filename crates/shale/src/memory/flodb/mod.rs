@@ -21,7 +21,9 @@
 //!   every entry.
 //! - **Gets** look in the membuffer (both, while a replaced one is being emptied), then
 //!   (unless the membuffer's answer is provably the newest, `membuffer.rs`) in the
-//!   skiplist, and return the newest answer.
+//!   skiplist, behind its filter, and return the newest answer. The filter learns a key
+//!   when a drain moves it into the skiplist, not when it is staged: a put's path has no
+//!   filter miss.
 //! - **Iterators** drain the membuffer into the skiplist first (FloDB's master-scan drain)
 //!   and then iterate the skiplist. The engine fixes a read's sequence number `S` before it
 //!   asks for the iterator: every write at or below `S` was inserted (into the membuffer or
@@ -67,8 +69,9 @@ pub struct FloDbConfig {
     /// Drain threads [`MemoryComponent::start`] starts.
     pub drain_threads: usize,
     /// Bytes of each memtable's whole-key filter ([`crate::Options::memtable_bloom_ratio`]
-    /// of the write buffer; none below 64): a get for a key neither level holds returns
-    /// without locking a partition or searching the skiplist.
+    /// of the write buffer; none below 64) over the skiplist's keys, which a drain sets
+    /// as it moves versions in: a get the membuffer cannot answer skips the skiplist
+    /// search for a key the skiplist does not hold.
     pub bloom_bytes: usize,
 }
 
@@ -489,9 +492,8 @@ impl MemTable for FloDbMemTable {
             self.list.insert(user_key, seq, kind, value);
             return;
         }
-        // The filter answers for both levels: the key's bits are set before it is staged
-        // (a direct insert sets them itself).
-        self.list.note_key(user_key);
+        // The filter learns a staged key when it is drained (`membuffer.rs`); a direct
+        // insert sets its bits itself.
         let mut put = self.current().put(user_key, seq, kind, value);
         if put == Put::Closed {
             // The first membuffer was replaced since `current` read it: the key-range one
@@ -512,18 +514,18 @@ impl MemTable for FloDbMemTable {
                     bump(&shared.counters.direct, 1);
                     shared.signal.wake();
                 }
-                self.list.insert_noted(user_key, seq, kind, value);
+                self.list.insert(user_key, seq, kind, value);
             }
         }
     }
 
     fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup> {
-        if !self.list.may_hold(user_key) {
-            return None;
-        }
         // Both membuffers (a version never moves from one to the other): the newest
         // version either holds, and the higher `spilled` mark (`membuffer.rs`).
         let (staged, spilled) = match (self.ranged.get(), self.first_spilled.get()) {
+            // Sealed and drained: the membuffer is empty for good (a frozen memtable's gets
+            // lock no partition).
+            _ if self.settled.load(Ordering::Acquire) => (None, 0),
             (None, _) => self.membuffer.get(user_key, snapshot),
             // The first is empty for good: only its marks still count.
             (Some(ranged), Some(&first)) => {
@@ -549,6 +551,10 @@ impl MemTable for FloDbMemTable {
         {
             return staged.map(|v| found(v.kind, v.value));
         }
+        // The filter answers for the skiplist only: a version leaves the membuffer (under
+        // its partition's lock, which the get above took) only after its key's bits are
+        // set, so a version this get did not find staged is either in the filter or not
+        // visible to it.
         let sorted = self.list.get_versioned(user_key, snapshot);
         match (staged, sorted) {
             (Some(v), Some((seq, _, _))) if v.seq >= seq => Some(found(v.kind, v.value)),

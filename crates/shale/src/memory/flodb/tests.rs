@@ -152,6 +152,57 @@ fn gets_see_both_membuffers_across_a_cut() {
     check("both drained");
 }
 
+/// The memtable's filter learns a staged key only when a drain moves it into the
+/// skiplist: until then a get finds it in the membuffer, which it asks before the
+/// filter; afterwards through the filter; a key never put is refused by the filter.
+#[test]
+fn the_filter_learns_keys_as_they_are_drained() {
+    let memory = FloDbMemory::with_config(config(4, 4096, 0).with_bloom(4096));
+    let table = memory.new_flodb_memtable();
+    let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("key{i:02}").into_bytes()).collect();
+    for (seq, k) in (1..).zip(&keys) {
+        assert!(matches!(
+            table.current().put(k, seq, ValueKind::Value, k),
+            Put::Staged { .. }
+        ));
+    }
+    let found = |k: &[u8]| Some(MemLookup::Found(ValueKind::Value, k.to_vec()));
+    for k in &keys {
+        assert!(!table.list.may_hold(k), "{k:?} is staged only: not in the filter yet");
+        assert_eq!(table.get(k, 100), found(k), "staged {k:?}");
+    }
+    assert_eq!(table.drain(), keys.len());
+    for k in &keys {
+        assert!(table.list.may_hold(k), "{k:?} was drained: in the filter");
+        assert_eq!(table.get(k, 100), found(k), "drained {k:?}");
+    }
+    // A write that finds its partition full (a value over the partition's whole budget)
+    // goes to the skiplist and sets its own bits.
+    let big = vec![7u8; 5000];
+    table.insert(b"direct", 200, ValueKind::Value, &big);
+    assert_eq!((table.staged(), table.sorted()), (0, keys.len() + 1));
+    assert!(table.list.may_hold(b"direct"));
+    assert_eq!(
+        table.get(b"direct", 200),
+        Some(MemLookup::Found(ValueKind::Value, big))
+    );
+    assert!(!table.list.may_hold(b"never"));
+    assert_eq!(table.get(b"never", 200), None);
+    // Versions staged at the seal: its drain moves them and sets their bits, and gets of
+    // the sealed memtable (which skip its emptied membuffer) find every key's newest.
+    for (seq, k) in (300..).zip(&keys[..5]) {
+        table.insert(k, seq, ValueKind::Delete, b"");
+    }
+    assert_eq!(table.staged(), 5);
+    table.seal();
+    assert_eq!(table.staged(), 0);
+    for (i, k) in keys.iter().enumerate() {
+        let newest = if i < 5 { Some(MemLookup::Deleted) } else { found(k) };
+        assert_eq!(table.get(k, 400), newest, "sealed {k:?}");
+        assert_eq!(table.get(k, 100), found(k), "sealed {k:?} at 100");
+    }
+}
+
 /// Writes to few keys (many versions each), through small partitions (so some writes
 /// find theirs full and go to the skiplist), with drains at random points: a get at every
 /// sequence number returns the model's newest version at or below it; with partitions of
@@ -160,7 +211,7 @@ fn gets_see_both_membuffers_across_a_cut() {
 fn gets_at_every_snapshot_match_the_model() {
     const KEYS: u64 = 60;
     for seed in 0..12 {
-        // Half of the seeds with the memtable's filter, which gets ask first.
+        // Half of the seeds with the memtable's filter (over the skiplist's keys).
         let bloom = if seed >= 6 { 4096 } else { 0 };
         let memory = FloDbMemory::with_config(config(4, 1024, 0).with_bloom(bloom));
         let sample = (0..1000).map(|i| format!("k{}", i % KEYS).into_bytes());
@@ -396,7 +447,7 @@ fn value_of(seq: SeqNo) -> Vec<u8> {
 /// version its sequence number must see.
 #[test]
 fn readers_at_old_sequence_numbers_while_writers_overwrite() {
-    // With the memtable's filter, which every get asks first.
+    // With the memtable's filter (over the skiplist's keys, set as the drain moves them).
     let memory = FloDbMemory::with_config(config(4, 2048, 1).with_bloom(4096));
     memory.start(services()).unwrap();
     let table = memory.new_flodb_memtable();

@@ -132,28 +132,38 @@ impl SkipListMemTable {
         }
     }
 
-    /// Set `user_key`'s bits in the memtable's filter (if it has one) without inserting
-    /// it: for a key held elsewhere in the same memtable (FloDB's membuffer), so that
-    /// [`SkipListMemTable::may_hold`] answers for the whole memtable. Before the key can
-    /// be read, as an insert sets them (`bloom.rs`).
-    pub(crate) fn note_key(&self, user_key: &[u8]) {
-        if let Some(b) = &self.bloom {
-            b.add(user_key);
+    /// Set the bits of `keys` in the memtable's filter (if it has one) without inserting
+    /// them: for keys held elsewhere in the same memtable (FloDB's membuffer moving them
+    /// in), before they are linked. The filter's words are read a group at a time before
+    /// any is written, so their cache misses overlap instead of stalling one by one (a
+    /// word update is a locked instruction, which a later load cannot pass).
+    pub(crate) fn note_keys<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) {
+        const GROUP: usize = 16;
+        let Some(b) = &self.bloom else {
+            return;
+        };
+        let mut slots = Vec::with_capacity(GROUP);
+        for key in keys {
+            slots.push(b.slot(key));
+            if slots.len() == GROUP {
+                slots.drain(..).for_each(bloom::Slot::set);
+            }
         }
+        slots.drain(..).for_each(bloom::Slot::set);
     }
 
-    /// [`MemTable::insert`] of a key already noted in the filter ([`SkipListMemTable::note_key`]):
-    /// its bits are not set again (with a large filter, each set is a cache miss).
-    pub(crate) fn insert_noted(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        self.list.insert(user_key, seq, kind, value);
-    }
-
-    /// [`SkipListMemTable::insert_sorted`] of keys already noted in the filter.
+    /// [`SkipListMemTable::insert_sorted`] of keys already in the filter
+    /// ([`SkipListMemTable::note_keys`]): their bits are not set again.
     pub(crate) fn insert_sorted_noted<'a>(
         &self,
         entries: impl IntoIterator<Item = (&'a [u8], SeqNo, ValueKind, &'a [u8])>,
     ) {
         self.list.insert_sorted(entries);
+    }
+
+    /// [`MemTable::insert`] of a key already in the filter ([`SkipListMemTable::note_keys`]).
+    pub(crate) fn insert_noted(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.list.insert(user_key, seq, kind, value);
     }
 
     /// User keys spread evenly over the memtable, in order: about `2 * want` to
