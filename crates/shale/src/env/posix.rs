@@ -1304,6 +1304,42 @@ impl Drop for PosixLock {
     }
 }
 
+/// Ask the kernel to back the whole 2 MiB pages inside `buf`'s allocation (its capacity,
+/// written or not) with transparent huge pages (`madvise(MADV_HUGEPAGE)`; honoured where
+/// `/sys/kernel/mm/transparent_hugepage/enabled` is `madvise` or `always`). Meant for a
+/// large buffer not yet written: pages already faulted in stay small until the kernel's
+/// background collapse. A hint: an error (huge pages off, an old kernel) is ignored, and
+/// nothing a program can observe changes but speed and memory use.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(crate) fn advise_huge_pages<T>(buf: &mut Vec<T>) {
+    const HUGE: usize = 2 << 20;
+    let base = buf.as_mut_ptr() as usize;
+    let bytes = buf.capacity().saturating_mul(std::mem::size_of::<T>());
+    let start = base.div_ceil(HUGE).saturating_mul(HUGE);
+    let end = base.saturating_add(bytes) / HUGE * HUGE;
+    if end <= start {
+        return;
+    }
+    // SAFETY: `MADV_HUGEPAGE` changes no byte and the validity of no address: it only
+    // marks the range as one the kernel may back with 2 MiB pages (unlike the destructive
+    // advices, `MADV_DONTNEED`, `MADV_FREE`, `MADV_REMOVE`, which drop contents). The
+    // range is page-aligned, as `madvise` requires, and lies inside the allocation `buf`
+    // owns (`start` rounded up from its first byte, `end` down from one past its last), to
+    // which we hold `&mut`. See UNSAFE.md.
+    let _ = unsafe {
+        rustix::mm::madvise(
+            start as *mut std::ffi::c_void,
+            end - start,
+            rustix::mm::Advice::LinuxHugepage,
+        )
+    };
+}
+
+/// Huge pages are asked for on Linux only.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn advise_huge_pages<T>(_buf: &mut Vec<T>) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,8 @@ const NONE: u32 = u32::MAX;
 /// The most a partition's bytes differ from what it counted in the membuffer's total,
 /// either way (an eighth of its budget when that is less).
 const REPORT_STEP: usize = 16 << 10;
+/// An index of at least this many bytes asks for transparent huge pages.
+const HUGE_PAGE_INDEX: usize = 4 << 20;
 /// Distinct sampled key prefixes per partition needed to cut key ranges.
 pub(crate) const MIN_SAMPLE_PER_PARTITION: usize = 8;
 
@@ -197,7 +199,18 @@ impl Heads {
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
         self.bits = (self.bits + 1).max(6);
-        self.slots = vec![0; 1 << self.bits];
+        let len = 1usize << self.bits;
+        self.slots = if len * 8 >= HUGE_PAGE_INDEX {
+            // A large write buffer's partitions have indexes of megabytes, probed at
+            // random by every put and get: ask for huge pages before the slots are first
+            // written.
+            let mut slots = Vec::with_capacity(len);
+            crate::env::posix::advise_huge_pages(&mut slots);
+            slots.resize(len, 0);
+            slots
+        } else {
+            vec![0; len]
+        };
         for s in old.into_iter().filter(|&s| s != 0) {
             let i = self.find(s >> 32);
             if let Some(slot) = self.slots.get_mut(i) {
