@@ -1314,7 +1314,8 @@ impl Drop for PosixLock {
 #[allow(unsafe_code)]
 pub(crate) fn advise_huge_pages<T>(buf: &mut Vec<T>) {
     const HUGE: usize = 2 << 20;
-    let base = buf.as_mut_ptr() as usize;
+    let ptr = buf.as_mut_ptr().cast::<u8>();
+    let base = ptr as usize;
     let bytes = buf.capacity().saturating_mul(std::mem::size_of::<T>());
     let start = base.div_ceil(HUGE).saturating_mul(HUGE);
     let end = base.saturating_add(bytes) / HUGE * HUGE;
@@ -1329,7 +1330,7 @@ pub(crate) fn advise_huge_pages<T>(buf: &mut Vec<T>) {
     // which we hold `&mut`. See UNSAFE.md.
     let _ = unsafe {
         rustix::mm::madvise(
-            start as *mut std::ffi::c_void,
+            ptr.wrapping_add(start - base).cast::<std::ffi::c_void>(),
             end - start,
             rustix::mm::Advice::LinuxHugepage,
         )

@@ -608,8 +608,9 @@ pub struct Options {
     /// per key for the smallest entries, value pointers, to 60 for entries of 300 bytes) in
     /// the tuned presets: at 5M keys it made gets right after the load 1.19x-1.52x faster
     /// and the load 0.85x-1.01x as fast (`docs/benchmarks.md` [S20q]). With the `flodb`
-    /// memory component the filter covers the membuffer too (a key's bits are set before
-    /// it is staged), so a get of a key neither level holds locks no partition.
+    /// memory component the filter covers the skiplist (a staged key's bits are set when
+    /// a drain moves it there): a get asks the mutable memtable's membuffer partition
+    /// first, then skips the skiplist search for a key the filter refuses.
     pub memtable_bloom_ratio: f64,
     /// Frozen memtables allowed to wait for flushing before writers stop. Default 2; 6 in
     /// the tuned presets but `flodb` (room for [`Options::min_memtables_to_merge`] and the

@@ -39,10 +39,10 @@
 //! partition, so no version is moved twice) and then: (1) under the partition lock, swaps
 //! the partition's table for an empty one (the spare of the previous drain) and keeps the
 //! full one, frozen, as the partition's `moving` table, which readers still search; (2)
-//! without the lock, sets the records' keys in the memtable's filter
-//! ([`SkipListMemTable::note_keys`]; a put does not, so a get asks the membuffer before
-//! the filter), sorts the records in internal-key order (by a 16-byte key prefix first)
-//! and inserts them into the skiplist in that order: a key range's with
+//! without the lock, sorts the records in internal-key order (by a 16-byte key prefix
+//! first), sets their keys in the memtable's filter ([`SkipListMemTable::note_keys`]; a put
+//! does not, so a get asks the membuffer before the filter) and inserts them into the
+//! skiplist in that order: a key range's with
 //! the multi-insert ([`SkipListMemTable::insert_sorted`]), a hash partition's each with
 //! its own search from the head (there the multi-insert's resume from the previous
 //! entry's predecessors cost ~900 more instructions an entry than this search with the
@@ -84,8 +84,6 @@ const NONE: u32 = u32::MAX;
 /// The most a partition's bytes differ from what it counted in the membuffer's total,
 /// either way (an eighth of its budget when that is less).
 const REPORT_STEP: usize = 16 << 10;
-/// An index of at least this many bytes asks for transparent huge pages.
-const HUGE_PAGE_INDEX: usize = 4 << 20;
 /// Distinct sampled key prefixes per partition needed to cut key ranges.
 pub(crate) const MIN_SAMPLE_PER_PARTITION: usize = 8;
 
@@ -199,18 +197,7 @@ impl Heads {
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
         self.bits = (self.bits + 1).max(6);
-        let len = 1usize << self.bits;
-        self.slots = if len * 8 >= HUGE_PAGE_INDEX {
-            // A large write buffer's partitions have indexes of megabytes, probed at
-            // random by every put and get: ask for huge pages before the slots are first
-            // written.
-            let mut slots = Vec::with_capacity(len);
-            crate::env::posix::advise_huge_pages(&mut slots);
-            slots.resize(len, 0);
-            slots
-        } else {
-            vec![0; len]
-        };
+        self.slots = vec![0; 1 << self.bits];
         for s in old.into_iter().filter(|&s| s != 0) {
             let i = self.find(s >> 32);
             if let Some(slot) = self.slots.get_mut(i) {

@@ -385,6 +385,12 @@ impl FloDbMemTable {
         self.membuffers().map(Membuffer::len).sum()
     }
 
+    /// Whether puts are staged at all (a membuffer of no partitions, `membuffer_fraction`
+    /// 0 or a budget below one partition, sends every put to the skiplist).
+    fn stages(&self) -> bool {
+        self.config.partitions > 0
+    }
+
     /// The membuffer puts go to: the key-range one once cut, else the first.
     fn current(&self) -> &Membuffer {
         self.ranged.get().unwrap_or(&self.membuffer)
@@ -465,7 +471,7 @@ impl FloDbMemTable {
         // Once the seal's drain is done, nothing is staged (a later insert goes to the
         // skiplist): a flush's iterator has nothing to drain. Before that, an iterator
         // drains too, and waits for the partitions the seal is moving.
-        if self.membuffer.partitions() == 0 || (scan && self.settled.load(Ordering::Acquire)) {
+        if !self.stages() || (scan && self.settled.load(Ordering::Acquire)) {
             return;
         }
         let (moved, waits) = self.membuffers().fold((0, 0), |(m, w), b| {
@@ -488,7 +494,7 @@ impl FloDbMemTable {
 
 impl MemTable for FloDbMemTable {
     fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
-        if self.membuffer.partitions() == 0 || self.sealed.load(Ordering::Acquire) {
+        if !self.stages() || self.sealed.load(Ordering::Acquire) {
             self.list.insert(user_key, seq, kind, value);
             return;
         }
@@ -523,9 +529,9 @@ impl MemTable for FloDbMemTable {
         // Both membuffers (a version never moves from one to the other): the newest
         // version either holds, and the higher `spilled` mark (`membuffer.rs`).
         let (staged, spilled) = match (self.ranged.get(), self.first_spilled.get()) {
-            // Sealed and drained: the membuffer is empty for good (a frozen memtable's gets
-            // lock no partition).
-            _ if self.settled.load(Ordering::Acquire) => (None, 0),
+            // Nothing staged ever, or sealed and drained: the membuffer is empty for good
+            // (a frozen memtable's gets lock no partition).
+            _ if !self.stages() || self.settled.load(Ordering::Acquire) => (None, 0),
             (None, _) => self.membuffer.get(user_key, snapshot),
             // The first is empty for good: only its marks still count.
             (Some(ranged), Some(&first)) => {
@@ -551,10 +557,13 @@ impl MemTable for FloDbMemTable {
         {
             return staged.map(|v| found(v.kind, v.value));
         }
-        // The filter answers for the skiplist only: a version leaves the membuffer (under
-        // its partition's lock, which the get above took) only after its key's bits are
-        // set, so a version this get did not find staged is either in the filter or not
-        // visible to it.
+        // The filter answers for the skiplist only, and a drained version's bits are set
+        // long after it was published: only because the get asked the membuffer first is
+        // a version it did not find staged in the filter (or not visible to it). A drain
+        // sets the bits before it removes the versions under the partition's lock, which
+        // the get above took; `settled` is stored (Release) after the seal's drain moved
+        // everything, and read here with Acquire; `first_spilled` is set once the first
+        // membuffer's `close_and_drain` waited for every drain of its partitions.
         let sorted = self.list.get_versioned(user_key, snapshot);
         match (staged, sorted) {
             (Some(v), Some((seq, _, _))) if v.seq >= seq => Some(found(v.kind, v.value)),

@@ -161,11 +161,9 @@ fn the_filter_learns_keys_as_they_are_drained() {
     let table = memory.new_flodb_memtable();
     let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("key{i:02}").into_bytes()).collect();
     for (seq, k) in (1..).zip(&keys) {
-        assert!(matches!(
-            table.current().put(k, seq, ValueKind::Value, k),
-            Put::Staged { .. }
-        ));
+        table.insert(k, seq, ValueKind::Value, k);
     }
+    assert_eq!((table.staged(), table.sorted()), (keys.len(), 0));
     let found = |k: &[u8]| Some(MemLookup::Found(ValueKind::Value, k.to_vec()));
     for k in &keys {
         assert!(!table.list.may_hold(k), "{k:?} is staged only: not in the filter yet");
@@ -201,6 +199,33 @@ fn the_filter_learns_keys_as_they_are_drained() {
         assert_eq!(table.get(k, 400), newest, "sealed {k:?}");
         assert_eq!(table.get(k, 100), found(k), "sealed {k:?} at 100");
     }
+}
+
+/// A membuffer of no partitions (`membuffer_fraction` 0) stages nothing: every put goes
+/// to the skiplist, with its filter bits, and gets ask the skiplist alone.
+#[test]
+fn no_partitions_stage_nothing() {
+    let memory = FloDbMemory::with_config(
+        FloDbConfig::sized(64 << 20, 0.0, 64, 1).with_bloom(4096),
+    );
+    assert_eq!(memory.config.partitions, 0);
+    memory.start(services()).unwrap();
+    let table = memory.new_flodb_memtable();
+    let k = |seq: u64| format!("k{seq:03}").into_bytes();
+    for seq in 1..=100u64 {
+        table.insert(&k(seq), seq, ValueKind::Value, &value_of(seq));
+    }
+    assert_eq!((table.staged(), table.sorted()), (0, 100));
+    for seq in 1..=100u64 {
+        assert!(table.list.may_hold(&k(seq)));
+        assert_eq!(
+            table.get(&k(seq), 100),
+            Some(MemLookup::Found(ValueKind::Value, value_of(seq)))
+        );
+        assert_eq!(table.get(&k(seq), seq - 1), None);
+    }
+    assert_eq!(memory.stats().direct, 0, "nothing was refused by a partition");
+    memory.stop();
 }
 
 /// Writes to few keys (many versions each), through small partitions (so some writes

@@ -18,7 +18,7 @@ const MAX_CHUNKS: usize = 32;
 /// Chunks of at least this many bytes ask for transparent huge pages before they are
 /// first written ([`crate::env::posix::advise_huge_pages`]): a search of a large skiplist
 /// steps onto nodes spread over the whole arena, and with 4 KiB pages nearly every step
-/// also misses the TLB (a 1 GiB memory-only fill ran 13 % faster with them,
+/// also misses the TLB (a 1 GiB memory-only fill took 0.87x the time with them,
 /// `docs/designs/flodb.md`).
 const HUGE_PAGE_CHUNK: usize = 4 << 20;
 

@@ -25,6 +25,12 @@
 //! the get reads before it probes the filter. So a get that may see an entry sees its bits:
 //! the filter never hides a visible entry. A get racing an insert whose sequence it cannot
 //! see yet may see some bits and not others; either answer is right.
+//!
+//! FloDB's drain is the exception (`memory/flodb/`): it moves versions that were published
+//! long before, staged in the membuffer, and sets their bits only then
+//! (`SkipListMemTable::note_keys`, before it links them and before it removes them from the
+//! membuffer under the partition's lock). The filter alone may then hide a visible version:
+//! a FloDB get is correct only because it asks the membuffer first.
 
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

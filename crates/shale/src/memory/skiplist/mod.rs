@@ -173,7 +173,9 @@ impl SkipListMemTable {
         self.list.sample_user_keys(want)
     }
 
-    /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number.
+    /// Like [`SkipListMemTable::get_ref`], with the entry's sequence number. Behind the
+    /// filter: under FloDB, which sets a staged key's bits only when it drains the key,
+    /// ask the membuffer first (`bloom.rs`).
     pub fn get_versioned(
         &self,
         user_key: &[u8],
