@@ -201,6 +201,54 @@ fn the_filter_learns_keys_as_they_are_drained() {
     }
 }
 
+/// Readers that get every key while the memtable is sealed (its drain moving the
+/// staged versions into the skiplist and setting their filter bits, then `settled`
+/// switching gets off the membuffer) find every key's version at every moment.
+#[test]
+fn gets_during_a_seal_find_every_key() {
+    const N: u64 = 3000;
+    for round in 0..4 {
+        let memory = FloDbMemory::with_config(config(8, 64 << 10, 0).with_bloom(8192));
+        let table = memory.new_flodb_memtable();
+        let k = |seq: u64| format!("key{seq:05}").into_bytes();
+        for seq in 1..=N {
+            table.insert(&k(seq), seq, ValueKind::Value, &value_of(seq));
+        }
+        assert!(table.staged() > 0, "round {round}: some versions staged");
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..2)
+                .map(|r| {
+                    let (table, done) = (&table, &done);
+                    s.spawn(move || {
+                        let mut passes = 0;
+                        loop {
+                            let finished = done.load(Ordering::Acquire);
+                            for seq in (1..=N).skip(r).step_by(2) {
+                                assert_eq!(
+                                    table.get(&k(seq), N),
+                                    Some(MemLookup::Found(ValueKind::Value, value_of(seq))),
+                                    "round {round}: key {seq} during the seal"
+                                );
+                            }
+                            passes += 1;
+                            if finished {
+                                return passes;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            table.seal();
+            done.store(true, Ordering::Release);
+            for r in readers {
+                assert!(r.join().unwrap_or(0) >= 1);
+            }
+        });
+        assert_eq!(table.staged(), 0);
+    }
+}
+
 /// A membuffer of no partitions (`membuffer_fraction` 0) stages nothing: every put goes
 /// to the skiplist, with its filter bits, and gets ask the skiplist alone.
 #[test]
