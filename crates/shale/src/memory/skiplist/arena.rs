@@ -12,6 +12,7 @@
 //! interior mutability (`AtomicU64`, `OnceLock`).
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Enough chunks to address every `u32` index for any `BASE_BITS >= 1`.
 const MAX_CHUNKS: usize = 32;
@@ -63,10 +64,38 @@ impl<T, const BASE_BITS: u32> Arena<T, BASE_BITS> {
     }
 
     /// The slot at `index`, if its chunk is allocated.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn slot(&self, index: u32) -> Option<&T> {
         let (chunk, offset) = Self::locate(index);
         self.chunks.get(chunk)?.get()?.get(offset)
+    }
+
+    /// Reserve `need` consecutive slots inside one chunk from `next`, the owner's counter of
+    /// the first free slot, and make sure that chunk exists (building its slots with
+    /// `init`); returns the first slot. A run never straddles two chunks: when it would,
+    /// it starts at the next chunk where it fits, and the slots skipped stay unused. `None`
+    /// (nothing reserved) when the run would end past index `u32::MAX` or `need` is 0.
+    pub(crate) fn reserve(&self, next: &AtomicU64, need: u64, init: impl FnMut() -> T) -> Option<u32> {
+        if need == 0 {
+            return None;
+        }
+        let mut cur = next.load(Relaxed);
+        loop {
+            let mut start = cur;
+            let (mut chunk, _) = Self::locate(u32::try_from(start).ok()?);
+            while start + need > Self::chunk_start(chunk) + Self::chunk_len(chunk) {
+                chunk += 1;
+                start = Self::chunk_start(chunk);
+            }
+            u32::try_from(start + need - 1).ok()?;
+            match next.compare_exchange_weak(cur, start + need, Relaxed, Relaxed) {
+                Ok(_) => {
+                    self.ensure_chunk(chunk, init);
+                    return u32::try_from(start).ok();
+                }
+                Err(now) => cur = now,
+            }
+        }
     }
 
     /// Make sure chunk `chunk` exists, building its slots with `init`. Returns the bytes
@@ -123,6 +152,29 @@ mod tests {
         assert!(a.chunk(1).is_none());
         assert!(a.slot(4).is_none());
         assert_eq!(a.ensure_chunk(MAX_CHUNKS, || AtomicU32::new(0)), 0);
+    }
+
+    /// Runs never straddle chunks, follow each other, and an index past `u32::MAX` is
+    /// refused without moving the counter.
+    #[test]
+    fn reserved_runs_stay_inside_one_chunk() {
+        type A = Arena<AtomicU32, 2>;
+        let a = A::new();
+        let next = AtomicU64::new(0);
+        let mut end = 0u64;
+        for need in [3u64, 3, 1, 6, 2, 9, 1] {
+            let start = u64::from(a.reserve(&next, need, || AtomicU32::new(0)).unwrap_or(u32::MAX));
+            assert!(start >= end, "runs overlap");
+            let (chunk, at) = A::locate(start as u32);
+            assert!(at as u64 + need <= A::chunk_len(chunk), "run of {need} straddles");
+            assert!(a.chunk(chunk).is_some());
+            end = start + need;
+            assert_eq!(next.load(Relaxed), end);
+        }
+        assert_eq!(a.reserve(&next, 0, || AtomicU32::new(0)), None);
+        let last = AtomicU64::new(u64::from(u32::MAX) - 1);
+        assert_eq!(a.reserve(&last, 4, || AtomicU32::new(0)), None);
+        assert_eq!(last.load(Relaxed), u64::from(u32::MAX) - 1);
     }
 
     /// A chunk large enough to ask for huge pages holds every slot, each built by `init`.

@@ -2,13 +2,13 @@
 //!
 //! Nodes are runs of `AtomicU64` words in an append-only [`Arena`] (layout and the link
 //! hints that let most comparisons skip the successor: `node.rs`). Each entry's bytes,
-//! `internal key | value`, are one allocation in an entry arena slot, for `key()`/`value()`
-//! and for comparing keys longer than the inline words.
+//! `internal key | value`, are one run of the entry byte arena (`bytes.rs`), for
+//! `key()`/`value()` and for comparing keys longer than the inline words.
 //!
 //! # Inserting concurrently
 //!
-//! A writer reserves its entry slot and node words with atomic counters (`fetch_add`; a
-//! `compare_exchange` loop for node words, which must not straddle chunks), draws its tower
+//! A writer reserves its entry's bytes and its node words with atomic counters (a
+//! `compare_exchange` loop each, as neither may straddle chunks), draws its tower
 //! height from an atomic counter, raises `max_height` with `fetch_max`, and links its node
 //! level by level, bottom-up: at each level it re-reads the predecessor's link, walks
 //! right while the successor precedes the new key (another writer may have linked nodes
@@ -19,14 +19,17 @@
 //!
 //! # Why readers and writers never see a half-built node (proof sketch)
 //!
-//! 1. The writer fills every word of a new node `n` (header, trailer, key) and sets its
-//!    entry slot and any new chunk *before* the first store that makes `n` reachable: the
+//! 1. The writer fills every word of a new node `n` (header, trailer, key) and copies its
+//!    entry's bytes (allocating any new chunk) *before* the first store that makes `n`
+//!    reachable: the
 //!    `Release` exchange of link 0 of `n`'s predecessor. Its link `i` is written before the
 //!    exchange that links `n` on level `i`, and never again after it.
 //! 2. Anyone learns a node index only from an `Acquire` load of a link (the head's words
 //!    exist from construction). If it reads `n`, that load synchronizes with the `Release`
 //!    exchange that wrote `n`, so everything the writer did before it (1.) happens-before
-//!    the loads of `n`'s words and entry: they are seen whole.
+//!    the loads of `n`'s words and entry bytes: they are seen whole. This is also what
+//!    makes lending the entry bytes sound (`EntryBytes::run`'s contract, `bytes.rs`): a
+//!    run's first cell is read only from the header of a node learned this way.
 //! 3. After publication, the only words of `n` that change are its links, and link `i`
 //!    only from successor `s` to a new node `m` with `n < m < s` whose own link `i` is
 //!    already `s`: the exchange succeeds only if the link still names `s`, and the writer
@@ -41,22 +44,17 @@
 //!    and readers borrow the list, so every index held stays valid.
 
 use std::cmp::Ordering;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
 
 use super::arena::Arena;
+use super::bytes::EntryBytes;
 use super::node::{
     HEAD, INLINE_BYTES, Link, MAX_HEIGHT, NIL, NO_POS, Node, Step, Target, inline_words,
 };
 use crate::key::{self, MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind};
 
-/// Malloc's per-allocation overhead, charged per entry.
-const ALLOC_OVERHEAD: usize = 16;
-
 /// Node words; first chunk 2^13 words (64 KiB).
 type Words = Arena<AtomicU64, 13>;
-/// Entry slots; first chunk 2^10 slots (24 KiB).
-type Entries = Arena<OnceLock<Box<[u8]>>, 10>;
 
 /// A search's path: at each level, the last node before the target and `d(node, target)`.
 type Splice = [(u32, u8); MAX_HEIGHT];
@@ -77,15 +75,14 @@ fn height_of_draw(n: u64) -> usize {
 /// The skiplist; see the module docs.
 pub(crate) struct SkipList {
     words: Words,
-    entries: Entries,
+    /// Each entry's `user key | trailer | value`; a node's header names its run.
+    entries: EntryBytes,
     /// Height of the tallest tower linked so far (at least 1).
     max_height: AtomicUsize,
     len: AtomicUsize,
     bytes: AtomicUsize,
     /// First free node word.
     next_word: AtomicU64,
-    /// First free entry slot.
-    next_entry: AtomicU64,
     /// Tower heights drawn so far.
     draws: AtomicU64,
 }
@@ -99,13 +96,12 @@ impl SkipList {
         let bytes = std::mem::size_of::<Self>() + (HEAD as usize + 3) * 8;
         SkipList {
             words,
-            entries: Entries::new(),
+            entries: EntryBytes::new(),
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(bytes),
             // The head: tower, header, trailer, one key word.
             next_word: AtomicU64::new(u64::from(HEAD) + 3),
-            next_entry: AtomicU64::new(0),
             draws: AtomicU64::new(1),
         }
     }
@@ -127,16 +123,20 @@ impl SkipList {
         }
     }
 
-    /// The entry bytes (internal key, value) of a node and its user-key length.
+    /// The entry bytes (internal key, value) of a published node and its user-key length.
+    #[allow(unsafe_code)]
     #[inline]
     fn entry_of(&self, n: Node<'_>) -> (usize, &[u8]) {
-        let (klen, entry_no) = n.header();
-        let e = self
-            .entries
-            .slot(entry_no)
-            .and_then(OnceLock::get)
-            .map_or(&[][..], |b| &b[..]);
-        (klen, e)
+        let (klen, run) = n.header();
+        // SAFETY: every caller passes the head or a published node of this list: an id read
+        // from a link and checked not NIL (`find_ge_at`, `last_before`, `resume`,
+        // `get_versioned`, and `key_value`, which also turns the head away), or the id of a
+        // node the caller inserted itself (`resume`'s predecessors). A published node's
+        // header, written before the node was linked, names the run `append` returned for
+        // it on `self.entries`, and that `append` happens-before this read (proof sketch,
+        // steps 1 and 2; program order for the caller's own node). The head's header is 0,
+        // which names no run.
+        (klen, unsafe { self.entries.run(run) })
     }
 
     /// Internal key and value of node `id` (empty for NIL and the head).
@@ -354,27 +354,14 @@ impl SkipList {
     }
 
     /// Reserve `need` consecutive node words inside one chunk; returns the first.
+    #[track_caller]
     fn reserve_words(&self, need: u64) -> u64 {
-        let mut cur = self.next_word.load(Relaxed);
-        loop {
-            let mut start = cur;
-            let (mut chunk, _) = Words::locate(index_u32(start));
-            // Nodes never straddle chunks: skip to the first chunk start where this one fits.
-            while start + need > Words::chunk_start(chunk) + Words::chunk_len(chunk) {
-                chunk += 1;
-                start = Words::chunk_start(chunk);
-            }
-            index_u32(start + need - 1);
-            match self
-                .next_word
-                .compare_exchange_weak(cur, start + need, Relaxed, Relaxed)
-            {
-                Ok(_) => {
-                    self.words.ensure_chunk(chunk, || AtomicU64::new(0));
-                    return start;
-                }
-                Err(now) => cur = now,
-            }
+        match self
+            .words
+            .reserve(&self.next_word, need, || AtomicU64::new(0))
+        {
+            Some(start) => u64::from(start),
+            None => overflow("node words"),
         }
     }
 
@@ -383,8 +370,8 @@ impl SkipList {
     ///
     /// # Panics
     ///
-    /// If the list outgrows its `u32` indexes (2^32 words or entries, i.e. tens of GiB),
-    /// far beyond any configured write buffer.
+    /// If the list outgrows its `u32` indexes (2^32 node words or 2^32 8-byte cells of
+    /// entry bytes, i.e. 32 GiB each), far beyond any configured write buffer.
     pub(crate) fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         self.insert_from(user_key, seq, kind, value, None, || {});
     }
@@ -494,34 +481,24 @@ impl SkipList {
         before_link: impl FnOnce(),
     ) -> [u32; MAX_HEIGHT] {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
-        let total = user_key.len() + TRAILER_LEN + value.len();
-        let mut buf = Vec::with_capacity(total);
-        buf.extend_from_slice(user_key);
-        buf.extend_from_slice(&trailer.to_le_bytes());
-        buf.extend_from_slice(value);
-        let entry = buf.into_boxed_slice();
         let t = Target::new(user_key, trailer);
         let kwords = inline_words(user_key.len());
 
         let height = height_of_draw(self.draws.fetch_add(1, Relaxed));
-        let mut charged = total + ALLOC_OVERHEAD;
-
-        let entry_no = index_u32(self.next_entry.fetch_add(1, Relaxed));
-        let (echunk, _) = Entries::locate(entry_no);
-        self.entries.ensure_chunk(echunk, OnceLock::new);
-        charged += std::mem::size_of::<OnceLock<Box<[u8]>>>();
-        if let Some(slot) = self.entries.slot(entry_no) {
-            // A slot of our own: set cannot fail; if it somehow did, the entry would read
-            // empty.
-            let _ = slot.set(entry);
-        }
+        let Some((run, mut charged)) =
+            self.entries
+                .append(&[user_key, &trailer.to_le_bytes(), value])
+        else {
+            overflow("entry bytes")
+        };
 
         let need = (height + 2 + kwords) as u64;
         let start = self.reserve_words(need);
         charged += need as usize * 8;
-        let id = index_u32(start + height as u64);
+        // `reserve_words` checked that the node's last word has a `u32` index.
+        let id = u32::try_from(start + height as u64).unwrap_or_else(|_| overflow("node words"));
         let node = self.node(id);
-        let header = ((user_key.len() as u64) << 32) | u64::from(entry_no);
+        let header = ((user_key.len() as u64) << 32) | u64::from(run);
         // `reserve_words` keeps the node inside its chunk, so the pattern always matches.
         if let Some([h, tr, key @ ..]) = node.chunk.get(node.at..) {
             h.store(header, Relaxed);
@@ -617,12 +594,9 @@ impl SkipList {
     }
 }
 
-/// Narrow an arena index, which the list keeps below 2^32.
-#[inline]
+/// The list outgrew one of its arenas' `u32` indexes.
+#[cold]
 #[track_caller]
-fn index_u32(i: u64) -> u32 {
-    match u32::try_from(i) {
-        Ok(v) => v,
-        Err(_) => panic!("skiplist memtable exceeds its 2^32-slot arena (index {i})"),
-    }
+fn overflow(what: &str) -> ! {
+    panic!("skiplist memtable exceeds its 2^32-slot arena of {what}")
 }

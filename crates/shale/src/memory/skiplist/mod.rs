@@ -1,12 +1,13 @@
-//! The skiplist memtable (LevelDB's memory component), in safe Rust.
+//! The skiplist memtable (LevelDB's memory component), in safe Rust but for its entry bytes.
 //!
 //! Entries are kept in a skiplist ordered by [`crate::key::compare_internal`] (user key
 //! ascending, then sequence number descending). Nodes are runs of `AtomicU64` words in an
 //! append-only arena addressed by `u32` index; a node holds its tower, its key's first 64
 //! bytes and its trailer, and each tower link carries a 3-byte hint about the successor's
 //! key, so that most comparisons read no node at all (`node.rs`). Each entry's bytes,
-//! `internal key | value`, are one allocation, which `key()` and `value()` borrow.
-//! `list.rs` argues why lock-free readers never see a half-built node.
+//! `internal key | value`, are one run of an append-only byte arena, which `key()` and
+//! `value()` borrow (`bytes.rs`, the one `unsafe` part). `list.rs` argues why lock-free
+//! readers never see a half-built node.
 //!
 //! Thread-safety: inserts run concurrently with each other (atomic reservations and a
 //! compare-and-swap per linked level, `list.rs`), and `get` and iterators run concurrently
@@ -17,6 +18,7 @@
 //! usually a cache miss; that, not comparison work, is the price of an insert or a get.
 
 mod arena;
+mod bytes;
 mod bloom;
 mod iter;
 mod list;
