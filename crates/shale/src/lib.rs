@@ -47,7 +47,8 @@ pub use error::{Error, Result};
 pub use memory::MemoryStats;
 pub use options::{
     Axes, CompactionFilter, Compression, Decision, FilterContext, FilterReason, FloDbOptions,
-    FlsmPolicy, LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MemoryKind, NewTableCheck,
-    Options, PresetSettings, TableKind, ValuesKind, WalRecoveryMode, WriteOptions,
+    FlsmPolicy, LayoutKind, LwcOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_WRITE_BUFFER_SIZE,
+    MemoryKind, NewTableCheck, Options, PresetSettings, TableKind, ValuesKind, WalRecoveryMode,
+    WriteOptions,
 };
 pub use values::{PlacementChecked, PlacementStats, RecoveredLog};

@@ -12,6 +12,10 @@ pub use filter::{CompactionFilter, Decision, FilterContext, FilterReason};
 pub const MAX_KEY_SIZE: usize = 64 * 1024;
 /// The largest value the engine accepts, in bytes.
 pub const MAX_VALUE_SIZE: usize = 256 * 1024 * 1024;
+/// Largest [`Options::write_buffer_size`]: half of what the skiplist memtable's arenas can
+/// address (2^32 cells of 8 bytes for entries, 2^32 node words), leaving room for a memtable
+/// to overshoot its budget by a write group and for the chunk tails its runs skip.
+pub const MAX_WRITE_BUFFER_SIZE: usize = 16 << 30;
 /// The memtable size of every preset in its paper settings ([`Options::paper_preset`]):
 /// LevelDB's default, which the papers' systems kept (PebblesDB on HyperLevelDB, WiscKey on
 /// LevelDB 1.18) and measured with. A design's claims are about this regime, where a
@@ -596,7 +600,8 @@ pub struct Options {
     /// The file system to use. Default: the real one.
     pub env: Env,
     /// Size of one memtable before it is frozen and flushed. Default 64 MiB, as the tuned
-    /// presets; the paper presets use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB).
+    /// presets; the paper presets use [`PRESET_WRITE_BUFFER_SIZE`] (4 MiB). At most
+    /// [`MAX_WRITE_BUFFER_SIZE`] (16 GiB): the skiplist's arenas address 32 GiB each.
     pub write_buffer_size: usize,
     /// Bytes of a whole-key bloom filter over each skiplist memtable's keys, as a fraction
     /// of `write_buffer_size` (RocksDB's `memtable_prefix_bloom_size_ratio` with
@@ -1238,6 +1243,13 @@ impl Options {
                 self.write_buffer_size
             ));
         }
+        if self.write_buffer_size > MAX_WRITE_BUFFER_SIZE {
+            return bad(format!(
+                "write_buffer_size {} is above the {MAX_WRITE_BUFFER_SIZE}-byte maximum (the \
+                 memtable's arenas address 32 GiB of entries and of nodes)",
+                self.write_buffer_size
+            ));
+        }
         if self.num_levels < 2 || self.num_levels > 16 {
             return bad(format!("num_levels {} must be in 2..=16", self.num_levels));
         }
@@ -1553,6 +1565,19 @@ mod tests {
             };
             let e = o.validate().unwrap_err().to_string();
             assert!(e.contains("min_memtables_to_merge"), "{e}");
+        }
+        for (size, ok) in [
+            (MAX_WRITE_BUFFER_SIZE, true),
+            (MAX_WRITE_BUFFER_SIZE + 1, false),
+        ] {
+            let o = Options {
+                write_buffer_size: size,
+                ..Options::default()
+            };
+            assert_eq!(o.validate().is_ok(), ok, "{size}");
+            if let Err(e) = o.validate() {
+                assert!(e.to_string().contains("write_buffer_size"), "{e}");
+            }
         }
     }
 

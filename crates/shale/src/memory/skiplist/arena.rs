@@ -9,7 +9,8 @@
 //! `list.rs`).
 //!
 //! Thread-safety: `Sync` when `T` is; slots are shared references, so `T` brings its own
-//! interior mutability (`AtomicU64`, `OnceLock`).
+//! interior mutability (`AtomicU64` for node words; `bytes.rs`'s `Cell`, an `UnsafeCell`
+//! whose `Sync` rests on that module's reservation and publication rules).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -106,7 +107,9 @@ impl<T, const BASE_BITS: u32> Arena<T, BASE_BITS> {
         };
         let mut made = 0;
         cell.get_or_init(|| {
-            let len = Self::chunk_len(chunk) as usize;
+            // The last chunk would reach past index `u32::MAX`; no index beyond it exists.
+            let room = (1u64 << 32).saturating_sub(Self::chunk_start(chunk));
+            let len = Self::chunk_len(chunk).min(room) as usize;
             made = len * std::mem::size_of::<T>();
             let mut v: Vec<T> = Vec::with_capacity(len);
             if made >= HUGE_PAGE_CHUNK {

@@ -10,8 +10,10 @@
 //! flush to read, and 4 KiB pages.
 //!
 //! Readers borrow a published run while other writers fill other runs of the same chunk,
-//! which safe Rust cannot express: the cells are `UnsafeCell`s and two functions are
-//! `unsafe` (the write into a reserved run and the borrow of a published one). The
+//! which safe Rust cannot express: the cells are `UnsafeCell`s, `append` copies into its
+//! reserved run through a raw pointer, and `run` (an `unsafe fn`) lends a published one.
+//! The soundness boundary is the `skiplist` module: `SkipList` is private to it, and a run
+//! is asked for only with the header of a node learned from a link (`list.rs`). The
 //! argument that they are sound is in `UNSAFE.md` ("The skiplist's entry bytes") and on each
 //! block. No well-kept crate fits: `bumpalo` arenas are not `Sync`, and `bumpalo-herd` hands
 //! out references that could not be stored in the list's atomic node words without the same
@@ -62,16 +64,29 @@ impl EntryBytes {
     /// Copy `parts`, concatenated, into a fresh run: returns the run's first cell and the
     /// bytes the run takes (a multiple of 8). `None` when the entry is longer than a length
     /// prefix can state, or the run would lie past the arena's 2^32 cells.
+    #[allow(unsafe_code)]
     pub(super) fn append(&self, parts: &[&[u8]]) -> Option<(u32, usize)> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let prefix = u32::try_from(len).ok()?.to_le_bytes();
         let need = (LEN_BYTES + len).div_ceil(CELL);
         let start = self.cells.reserve(&self.next, need as u64, new_cell)?;
         let (chunk, at) = Cells::locate(start);
+        // `reserve` made the chunk and kept the run inside it, so this is the whole run; if
+        // it somehow were not, `start` is not returned and the cells stay unused.
         let run = self.cells.chunk(chunk)?.get(at..at + need)?;
+        let dst = UnsafeCell::raw_get(run.as_ptr().cast::<UnsafeCell<MaybeUninit<u64>>>())
+            .cast::<u8>();
         let mut written = 0;
         for part in std::iter::once(&prefix[..]).chain(parts.iter().copied()) {
-            write(run, written, part);
+            // SAFETY: in bounds: the parts add up to `LEN_BYTES + len <= need * CELL`, the
+            // bytes of `run`, and `dst` is derived from the pointer to the whole `run` slice
+            // (provenance over every cell of it). The cells are `UnsafeCell`s, so writing
+            // through a pointer derived from the shared slice is allowed. `run` was reserved
+            // from the counter for this call alone: no other thread writes it, and none
+            // reads it before `start` is returned and published, so nothing else accesses
+            // these bytes during the copy. A part cannot overlap the arena's unpublished
+            // cells (no one holds a reference to them).
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(written), part.len()) };
             written += part.len();
         }
         Some((start, need * CELL))
@@ -127,24 +142,6 @@ fn new_cell() -> Cell {
     Cell(UnsafeCell::new(MaybeUninit::uninit()))
 }
 
-/// Copy `bytes` into `run` at byte `offset`.
-#[allow(unsafe_code)]
-#[inline]
-fn write(run: &[Cell], offset: usize, bytes: &[u8]) {
-    if offset + bytes.len() > run.len() * CELL {
-        return;
-    }
-    let dst = UnsafeCell::raw_get(run.as_ptr().cast::<UnsafeCell<MaybeUninit<u64>>>()).cast::<u8>();
-    // SAFETY: the destination `offset..offset + bytes.len()` lies inside `run` (checked
-    // above), whose cells are `UnsafeCell`s, so writing through a pointer derived from the
-    // shared slice is allowed. `run` is a run `append` reserved from the counter for this
-    // call alone: no other thread writes it, and none reads it until the entry is published
-    // after `append` returns, so nothing else accesses these bytes during the copy. The
-    // source is a caller's slice and cannot overlap cells of the arena (a caller never
-    // holds a reference to an unpublished run).
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(offset), bytes.len()) };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,7 +169,7 @@ mod tests {
         for (start, want) in &runs {
             assert_eq!(&read(&a, *start), want);
         }
-        // Runs do not overlap and stay in one chunk, past chunk boundaries too.
+        // The entries reached past the first two chunks (read back whole above).
         let (last, _) = runs.last().map_or((0, 0), |r| Cells::locate(r.0));
         assert!(last >= 2, "the entries should span several chunks");
     }
@@ -201,6 +198,48 @@ mod tests {
         let first = a.append(&[b"x"]).map(|r| r.0);
         assert_eq!(first, Some(1), "cell 0 is never a run");
         assert!(read(&a, 0).is_empty());
+    }
+
+    /// Readers borrow runs published through a `Release` store while appenders go on
+    /// filling other runs of the same chunks (the skiplist's pattern, in small).
+    #[test]
+    fn readers_borrow_published_runs_while_appends_go_on() {
+        use std::sync::atomic::{AtomicU32, Ordering::Acquire, Ordering::Release};
+        let a = EntryBytes::new();
+        let n = 100 * SCALE;
+        let published: Vec<AtomicU32> = (0..2 * n).map(|_| AtomicU32::new(0)).collect();
+        let entry = |t: usize, i: usize| vec![(t * 31 + i) as u8; 1 + (i * 13) % 40];
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let (a, published) = (&a, &published);
+                s.spawn(move || {
+                    for i in 0..n {
+                        let e = entry(t, i);
+                        let start = a.append(&[&e]).map_or(0, |r| r.0);
+                        published[t * n + i].store(start, Release);
+                    }
+                });
+            }
+            let (a, published) = (&a, &published);
+            s.spawn(move || {
+                let mut seen = 0;
+                while seen < 2 * n {
+                    seen = 0;
+                    for (k, p) in published.iter().enumerate() {
+                        let start = p.load(Acquire);
+                        if start == 0 {
+                            continue;
+                        }
+                        seen += 1;
+                        #[allow(unsafe_code)]
+                        // SAFETY: `start` was published with `Release` after its `append`,
+                        // and this `Acquire` load read it.
+                        let got = unsafe { a.run(start) };
+                        assert_eq!(got, entry(k / n, k % n), "entry {k}");
+                    }
+                }
+            });
+        });
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The raw skiplist: any number of concurrent writers and lock-free readers, safe Rust.
+//! The raw skiplist: any number of concurrent writers and lock-free readers, safe Rust but
+//! for the borrow of an entry's bytes (`entry_of`, `bytes.rs`).
 //!
 //! Nodes are runs of `AtomicU64` words in an append-only [`Arena`] (layout and the link
 //! hints that let most comparisons skip the successor: `node.rs`). Each entry's bytes,
@@ -128,14 +129,16 @@ impl SkipList {
     #[inline]
     fn entry_of(&self, n: Node<'_>) -> (usize, &[u8]) {
         let (klen, run) = n.header();
-        // SAFETY: every caller passes the head or a published node of this list: an id read
-        // from a link and checked not NIL (`find_ge_at`, `last_before`, `resume`,
-        // `get_versioned`, and `key_value`, which also turns the head away), or the id of a
-        // node the caller inserted itself (`resume`'s predecessors). A published node's
-        // header, written before the node was linked, names the run `append` returned for
-        // it on `self.entries`, and that `append` happens-before this read (proof sketch,
-        // steps 1 and 2; program order for the caller's own node). The head's header is 0,
-        // which names no run.
+        // SAFETY: every path here (`cmp_user_key`, `cmp_node` and `key_value`, from
+        // `find_ge_at`, `last_before`, `resume`, `get_versioned`, `sample_user_keys` and the
+        // iterator) passes the head or a published node of this list: an id this thread
+        // read from a link with an `Acquire` load (directly, or earlier in the same search or
+        // sorted batch) and checked not NIL, or a node this thread inserted itself. A
+        // published node's header, written before the node was linked, names the run
+        // `append` returned for it on `self.entries`, and that `append` happens-before this
+        // read (proof sketch, steps 1 and 2; program order for the thread's own node). The
+        // head's header is 0, which names no run. `SkipList` is private to the `skiplist`
+        // module, whose code is all that can hold an id.
         (klen, unsafe { self.entries.run(run) })
     }
 

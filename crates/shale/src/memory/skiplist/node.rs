@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! id-h .. id-1             id                        id+1      id+2 .. id+1+w
-//! link[h-1] .. link[0]     key_len<<32 | entry_no    trailer   user key, 8 bytes a word
+//! link[h-1] .. link[0]     key_len<<32 | run         trailer   user key, 8 bytes a word
 //! ```
 //!
 //! Key words hold the first `INLINE_BYTES` of the user key big-endian, zero-padded; call that
@@ -192,7 +192,7 @@ impl<'a> Node<'a> {
         self.chunk.get(self.at + i).map_or(0, |a| a.load(Relaxed))
     }
 
-    /// (user key length, entry number).
+    /// (user key length, first cell of the entry's run in the entry byte arena).
     #[inline]
     pub(crate) fn header(&self) -> (usize, u32) {
         let h = self.word(0);
