@@ -215,7 +215,9 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..n {
                         let e = entry(t, i);
-                        let start = a.append(&[&e]).map_or(0, |r| r.0);
+                        // A failed append publishes `u32::MAX`, which fails the reader
+                        // (rather than leave it waiting for a run that never comes).
+                        let start = a.append(&[&e]).map_or(u32::MAX, |r| r.0);
                         published[t * n + i].store(start, Release);
                     }
                 });
@@ -230,6 +232,7 @@ mod tests {
                         if start == 0 {
                             continue;
                         }
+                        assert_ne!(start, u32::MAX, "entry {k}: append failed");
                         seen += 1;
                         #[allow(unsafe_code)]
                         // SAFETY: `start` was published with `Release` after its `append`,
