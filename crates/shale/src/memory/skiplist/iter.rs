@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::SkipListMemTable;
-use super::node::{NIL, Target};
+use super::node::{NIL, NodeId, Target};
 use crate::iter::InternalIterator;
 
 /// A positioned cursor over a [`SkipListMemTable`]; holds the memtable alive.
@@ -15,7 +15,7 @@ use crate::iter::InternalIterator;
 pub struct SkipListIter {
     table: Arc<SkipListMemTable>,
     /// Current node, or NIL when not positioned.
-    node: u32,
+    node: NodeId,
 }
 
 impl std::fmt::Debug for SkipListIter {

@@ -26,7 +26,8 @@
 //!    `Release` exchange of link 0 of `n`'s predecessor. Its link `i` is written before the
 //!    exchange that links `n` on level `i`, and never again after it.
 //! 2. Anyone learns a node index only from an `Acquire` load of a link (the head's words
-//!    exist from construction). If it reads `n`, that load synchronizes with the `Release`
+//!    exist from construction; the only other source of a `NodeId`, node.rs, is the
+//!    writer's own reserved node). If it reads `n`, that load synchronizes with the `Release`
 //!    exchange that wrote `n`, so everything the writer did before it (1.) happens-before
 //!    the loads of `n`'s words and entry bytes: they are seen whole. This is also what
 //!    makes lending the entry bytes sound (`EntryBytes::run`'s contract, `bytes.rs`): a
@@ -45,12 +46,12 @@
 //!    and readers borrow the list, so every index held stays valid.
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::Release};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use super::arena::Arena;
 use super::bytes::EntryBytes;
 use super::node::{
-    HEAD, INLINE_BYTES, Link, MAX_HEIGHT, NIL, NO_POS, Node, Step, Target, inline_words,
+    HEAD, INLINE_BYTES, Link, MAX_HEIGHT, NIL, NO_POS, Node, NodeId, Step, Target, inline_words,
 };
 use crate::key::{self, MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind};
 
@@ -58,7 +59,7 @@ use crate::key::{self, MAX_SEQNO, SeqNo, TRAILER_LEN, ValueKind};
 type Words = Arena<AtomicU64, 13>;
 
 /// A search's path: at each level, the last node before the target and `d(node, target)`.
-type Splice = [(u32, u8); MAX_HEIGHT];
+type Splice = [(NodeId, u8); MAX_HEIGHT];
 
 /// A tower height from the `n`-th draw: splitmix64 of `n`, one trailing zero bit per extra
 /// level. p = 1/2: P(height > h) = 2^-h. With the link hints a search reads a node only when
@@ -94,7 +95,7 @@ impl SkipList {
         words.ensure_chunk(0, || AtomicU64::new(0));
         // Charged by what entries use, not by chunk capacity: the first chunk alone is
         // 64 KiB, and a write buffer smaller than that would otherwise be "full" while empty.
-        let bytes = std::mem::size_of::<Self>() + (HEAD as usize + 3) * 8;
+        let bytes = std::mem::size_of::<Self>() + (HEAD.index() as usize + 3) * 8;
         SkipList {
             words,
             entries: EntryBytes::new(),
@@ -102,7 +103,7 @@ impl SkipList {
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(bytes),
             // The head: tower, header, trailer, one key word.
-            next_word: AtomicU64::new(u64::from(HEAD) + 3),
+            next_word: AtomicU64::new(u64::from(HEAD.index()) + 3),
             draws: AtomicU64::new(1),
         }
     }
@@ -116,49 +117,55 @@ impl SkipList {
     }
 
     #[inline]
-    fn node(&self, id: u32) -> Node<'_> {
-        let (chunk, at) = Words::locate(id);
+    fn node(&self, id: NodeId) -> Node<'_> {
+        let (chunk, at) = Words::locate(id.index());
         Node {
             chunk: self.words.chunk(chunk).unwrap_or(&[]),
             at,
         }
     }
 
-    /// The entry bytes (internal key, value) of a published node and its user-key length.
+    /// The entry bytes (internal key, value) of node `id` and its user-key length; none
+    /// for NIL and the head.
     #[allow(unsafe_code)]
     #[inline]
-    fn entry_of(&self, n: Node<'_>) -> (usize, &[u8]) {
-        let (klen, run) = n.header();
-        // SAFETY: every path here (`cmp_user_key`, `cmp_node` and `key_value`, from
-        // `find_ge_at`, `last_before`, `resume`, `get_versioned`, `sample_user_keys` and the
-        // iterator) passes the head or a published node of this list: an id this thread
-        // read from a link with an `Acquire` load (directly, or earlier in the same search or
-        // sorted batch) and checked not NIL, or a node this thread inserted itself. A
-        // published node's header, written before the node was linked, names the run
-        // `append` returned for it on `self.entries`, and that `append` happens-before this
-        // read (proof sketch, steps 1 and 2; program order for the thread's own node). The
-        // head's header is 0, which names no run. `SkipList` is private to the `skiplist`
-        // module, whose code is all that can hold an id.
+    fn entry_of(&self, id: NodeId) -> (usize, &[u8]) {
+        if id == NIL || id == HEAD {
+            return (0, &[]);
+        }
+        let (klen, run) = self.node(id).header();
+        // SAFETY: `id` is a `NodeId` of this list other than NIL and the head, so it names
+        // a node whose words were written before this thread could hold the id: a link's
+        // successor read with an `Acquire` load (by this thread, directly or earlier in the
+        // same search, sorted batch or iteration), or the node this thread reserved and
+        // filled itself. `NodeId` (node.rs) has no other source: its one constructor from
+        // integers, `NodeId::reserved`, is called once, in `insert_from`, on what
+        // `reserve_words` returned, and every link word written is a packed `Link` of ids
+        // already held (`Node::store_link`, `Node::exchange_link`). A published node's
+        // header, written before the node was linked, names the run `append` returned for
+        // it on `self.entries`, and that `append` happens-before this read (proof sketch,
+        // steps 1 and 2; program order for the thread's own node). Ids of one list are
+        // never used with another: `SkipList` is private to the `skiplist` module, and its
+        // ids live only in its own searches, in the predecessors a sorted batch passes
+        // between its inserts into the same list, and in the iterator that holds its
+        // memtable.
         (klen, unsafe { self.entries.run(run) })
     }
 
     /// Internal key and value of node `id` (empty for NIL and the head).
     #[inline]
-    pub(crate) fn key_value(&self, id: u32) -> (&[u8], &[u8]) {
-        if id == NIL || id == HEAD {
-            return (&[], &[]);
-        }
-        let (klen, e) = self.entry_of(self.node(id));
+    pub(crate) fn key_value(&self, id: NodeId) -> (&[u8], &[u8]) {
+        let (klen, e) = self.entry_of(id);
         e.split_at(e.len().min(klen + TRAILER_LEN))
     }
 
-    /// Order of node `n`'s user key against `t`'s, and `d(n, t)`.
-    fn cmp_user_key(&self, n: Node<'_>, t: &Target<'_>) -> (Ordering, u8) {
-        let (ord, pos) = n.cmp_padded(t);
+    /// Order of node `id`'s user key against `t`'s, and `d(id, t)` (not NIL).
+    fn cmp_user_key(&self, id: NodeId, t: &Target<'_>) -> (Ordering, u8) {
+        let (ord, pos) = self.node(id).cmp_padded(t);
         if ord != Ordering::Equal {
             return (ord, pos);
         }
-        let (klen, e) = self.entry_of(n);
+        let (klen, e) = self.entry_of(id);
         let tlen = t.user_key.len();
         // Equal on P: unless both keys run past the inline bytes, the shorter is a prefix.
         let ord = if klen.min(tlen) > INLINE_BYTES {
@@ -169,16 +176,19 @@ impl SkipList {
         (ord, NO_POS)
     }
 
-    /// Order of node `n`'s internal key against `t`, as [`key::compare_internal`], and
-    /// `d(n, t)`.
-    fn cmp_node(&self, n: Node<'_>, t: &Target<'_>) -> (Ordering, u8) {
-        let (ord, pos) = self.cmp_user_key(n, t);
-        (ord.then_with(|| t.trailer.cmp(&n.trailer())), pos)
+    /// Order of node `id`'s internal key against `t`, as [`key::compare_internal`], and
+    /// `d(id, t)` (not NIL).
+    fn cmp_node(&self, id: NodeId, t: &Target<'_>) -> (Ordering, u8) {
+        let (ord, pos) = self.cmp_user_key(id, t);
+        (
+            ord.then_with(|| t.trailer.cmp(&self.node(id).trailer())),
+            pos,
+        )
     }
 
     /// First node `>= t` (NIL if none), filling `splice` below the current height.
     #[inline]
-    fn find_ge(&self, t: &Target<'_>, splice: &mut Splice) -> u32 {
+    fn find_ge(&self, t: &Target<'_>, splice: &mut Splice) -> NodeId {
         // The head differs from everything at byte 0 (see node.rs).
         let top = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
         self.find_ge_at(t, splice, HEAD, 0, top)
@@ -191,10 +201,10 @@ impl SkipList {
         &self,
         t: &Target<'_>,
         splice: &mut Splice,
-        start: u32,
+        start: NodeId,
         d_start: u8,
         level: usize,
-    ) -> u32 {
+    ) -> NodeId {
         let mut x_id = start;
         let mut x = self.node(start);
         let mut dx = d_start;
@@ -208,7 +218,7 @@ impl SkipList {
                 Step::Down
             } else {
                 match t.step(link, dx) {
-                    Step::Unknown => match self.cmp_node(self.node(s), t) {
+                    Step::Unknown => match self.cmp_node(s, t) {
                         (Ordering::Less, pos) => Step::Right(pos),
                         _ => Step::Down,
                     },
@@ -233,13 +243,13 @@ impl SkipList {
     }
 
     /// First node `>= t`, or NIL.
-    pub(crate) fn seek(&self, t: &Target<'_>) -> u32 {
+    pub(crate) fn seek(&self, t: &Target<'_>) -> NodeId {
         let mut splice = [(HEAD, 0); MAX_HEIGHT];
         self.find_ge(t, &mut splice)
     }
 
     /// Last node `< t`, or NIL.
-    pub(crate) fn seek_lt(&self, t: &Target<'_>) -> u32 {
+    pub(crate) fn seek_lt(&self, t: &Target<'_>) -> NodeId {
         let mut splice = [(HEAD, 0); MAX_HEIGHT];
         self.find_ge(t, &mut splice);
         match splice[0].0 {
@@ -249,7 +259,7 @@ impl SkipList {
     }
 
     /// Last node, or NIL.
-    pub(crate) fn last(&self) -> u32 {
+    pub(crate) fn last(&self) -> NodeId {
         let mut x_id = HEAD;
         let mut x = self.node(HEAD);
         let mut level = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT) - 1;
@@ -289,12 +299,12 @@ impl SkipList {
     }
 
     /// First node, or NIL.
-    pub(crate) fn first(&self) -> u32 {
+    pub(crate) fn first(&self) -> NodeId {
         self.node(HEAD).link(0).next
     }
 
     /// Successor of node `id` at level 0, or NIL.
-    pub(crate) fn next_of(&self, id: u32) -> u32 {
+    pub(crate) fn next_of(&self, id: NodeId) -> NodeId {
         if id == NIL {
             return NIL;
         }
@@ -332,7 +342,13 @@ impl SkipList {
     /// Walk level `level` right from `(x, dx)` (a node before `t` and `d(x, t)`) to the last
     /// node before `t`: returns it, its `d` and its link on that level, whose successor is
     /// NIL or after `t`.
-    fn last_before(&self, t: &Target<'_>, level: usize, mut x: u32, mut dx: u8) -> (u32, u8, Link) {
+    fn last_before(
+        &self,
+        t: &Target<'_>,
+        level: usize,
+        mut x: NodeId,
+        mut dx: u8,
+    ) -> (NodeId, u8, Link) {
         loop {
             let link = self.node(x).link(level);
             let s = link.next;
@@ -340,7 +356,7 @@ impl SkipList {
                 return (x, dx, link);
             }
             let step = match t.step(link, dx) {
-                Step::Unknown => match self.cmp_node(self.node(s), t) {
+                Step::Unknown => match self.cmp_node(s, t) {
                     (Ordering::Less, pos) => Step::Right(pos),
                     _ => Step::Down,
                 },
@@ -418,16 +434,16 @@ impl SkipList {
     fn resume(
         &self,
         t: &Target<'_>,
-        prev: &[u32; MAX_HEIGHT],
+        prev: &[NodeId; MAX_HEIGHT],
         height: usize,
         splice: &mut Splice,
     ) -> bool {
         let top = self.max_height.load(Relaxed).clamp(1, MAX_HEIGHT);
-        let d = |p: u32| -> Option<u8> {
+        let d = |p: NodeId| -> Option<u8> {
             if p == HEAD {
                 return Some(0);
             }
-            match self.cmp_node(self.node(p), t) {
+            match self.cmp_node(p, t) {
                 (Ordering::Less, pos) => Some(pos),
                 _ => None,
             }
@@ -442,9 +458,7 @@ impl SkipList {
                 || match t.step(link, dp) {
                     Step::Down => true,
                     Step::Right(_) => false,
-                    Step::Unknown => {
-                        self.cmp_node(self.node(link.next), t).0 != Ordering::Less
-                    }
+                    Step::Unknown => self.cmp_node(link.next, t).0 != Ordering::Less,
                 };
             if bracketed || level == top - 1 {
                 start = (level, p, dp);
@@ -480,9 +494,9 @@ impl SkipList {
         seq: SeqNo,
         kind: ValueKind,
         value: &[u8],
-        prev: Option<&[u32; MAX_HEIGHT]>,
+        prev: Option<&[NodeId; MAX_HEIGHT]>,
         before_link: impl FnOnce(),
-    ) -> [u32; MAX_HEIGHT] {
+    ) -> [NodeId; MAX_HEIGHT] {
         let trailer = key::pack_trailer(seq.min(MAX_SEQNO), kind);
         let t = Target::new(user_key, trailer);
         let kwords = inline_words(user_key.len());
@@ -499,7 +513,7 @@ impl SkipList {
         let start = self.reserve_words(need);
         charged += need as usize * 8;
         // `reserve_words` checked that the node's last word has a `u32` index.
-        let id = u32::try_from(start + height as u64).unwrap_or_else(|_| overflow("node words"));
+        let id = NodeId::reserved(start, height).unwrap_or_else(|| overflow("node words"));
         let node = self.node(id);
         let header = ((user_key.len() as u64) << 32) | u64::from(run);
         // `reserve_words` keeps the node inside its chunk, so the pattern always matches.
@@ -526,34 +540,25 @@ impl SkipList {
             loop {
                 let (pred, dpred, old) = self.last_before(&t, level, x, dx);
                 let mine = self.successor_link(old, dpred, &t);
-                if let Some(slot) = node.link_slot(level) {
-                    slot.store(mine.pack(), Relaxed);
-                }
+                node.store_link(level, mine);
                 let hint = if dpred == NO_POS { 0 } else { t.window(dpred) };
                 let link = Link {
                     next: id,
                     pos: dpred,
                     hint,
                 };
-                let Some(slot) = self.node(pred).link_slot(level) else {
-                    // Unreachable for a node of this list; stop here rather than link a
-                    // level above one the node is missing from.
-                    break 'levels;
-                };
                 // Release: publishes the node's words (and link `level`) to whoever reads
                 // this link. Acquire on failure: the new successor is then read whole.
-                match slot.compare_exchange(
-                    old.pack(),
-                    link.pack(),
-                    Release,
-                    std::sync::atomic::Ordering::Acquire,
-                ) {
-                    Ok(_) => break,
-                    Err(_) => {
+                match self.node(pred).exchange_link(level, old, link) {
+                    Some(true) => break,
+                    Some(false) => {
                         // Another writer linked a node after `pred`: go on from `pred`.
                         x = pred;
                         dx = dpred;
                     }
+                    // Unreachable for a node of this list; stop here rather than link a
+                    // level above one the node is missing from.
+                    None => break 'levels,
                 }
             }
         }
@@ -587,11 +592,10 @@ impl SkipList {
         if id == NIL {
             return None;
         }
-        let n = self.node(id);
-        if self.cmp_user_key(n, &t).0 != Ordering::Equal {
+        if self.cmp_user_key(id, &t).0 != Ordering::Equal {
             return None;
         }
-        let trailer = n.trailer();
+        let trailer = self.node(id).trailer();
         let kind = ValueKind::from_u8((trailer & 0xff) as u8)?;
         Some((trailer >> 8, kind, self.key_value(id).1))
     }

@@ -42,7 +42,7 @@
 //! all equal, because the hint sits where neighbours first differ.
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 use crate::key;
 
@@ -53,11 +53,43 @@ pub(crate) const INLINE_WORDS: usize = 8;
 /// Bytes of `P(k)`.
 pub(crate) const INLINE_BYTES: usize = INLINE_WORDS * 8;
 /// Null in a link (word 0 is never a node's header).
-pub(crate) const NIL: u32 = 0;
+pub(crate) const NIL: NodeId = NodeId(0);
 /// The head's header: its tower fills words `0..MAX_HEIGHT`.
-pub(crate) const HEAD: u32 = MAX_HEIGHT as u32;
+pub(crate) const HEAD: NodeId = NodeId(MAX_HEIGHT as u32);
+
 /// `pos` when two keys tie on `P`.
 pub(crate) const NO_POS: u8 = u8::MAX;
+
+/// A node of one list, by the index of its header word; or [`NIL`].
+///
+/// The ways to get one are [`NIL`], [`HEAD`], a link's successor ([`Node::link`], every
+/// link word loaded with `Acquire`; every link word written is a packed [`Link`] of ids
+/// already held, through [`Node::store_link`] and [`Node::exchange_link`]) and
+/// [`NodeId::reserved`], the one constructor from integers, which `SkipList::insert_from`
+/// calls once with what it has just reserved. So an id in hand names NIL, the head, or a
+/// node whose header and entry bytes were written before any other thread could read the
+/// id (or the caller's own node): what makes borrowing a node's entry bytes sound
+/// (`SkipList::entry_of`, and the proof sketch in `list.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NodeId(u32);
+
+impl NodeId {
+    /// The header of a node whose words a writer reserved from word `start` with a tower of
+    /// `height` links below the header; `None` past the `u32` range. For the writer that
+    /// reserved them only (`SkipList::insert_from`): it fills the header before the id
+    /// leaves its thread (through the `Release` exchange that links the node).
+    pub(super) fn reserved(start: u64, height: usize) -> Option<NodeId> {
+        u32::try_from(start.checked_add(height as u64)?)
+            .ok()
+            .map(NodeId)
+    }
+
+    /// The header word's index in the node arena.
+    #[inline]
+    pub(crate) fn index(self) -> u32 {
+        self.0
+    }
+}
 
 /// Number of key words a node stores for a user key of `len` bytes.
 #[inline]
@@ -69,7 +101,7 @@ pub(crate) fn inline_words(len: usize) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Link {
     /// Successor, or NIL.
-    pub(crate) next: u32,
+    pub(crate) next: NodeId,
     /// `d(owner, next)`.
     pub(crate) pos: u8,
     /// `P(next)[pos..pos + 3]` as a 24-bit big-endian integer.
@@ -79,7 +111,7 @@ pub(crate) struct Link {
 impl Link {
     #[inline]
     pub(crate) fn pack(self) -> u64 {
-        (u64::from(self.next) << 32)
+        (u64::from(self.next.0) << 32)
             | (u64::from(self.pos) << 24)
             | u64::from(self.hint & 0xff_ffff)
     }
@@ -87,7 +119,7 @@ impl Link {
     #[inline]
     fn unpack(w: u64) -> Link {
         Link {
-            next: (w >> 32) as u32,
+            next: NodeId((w >> 32) as u32),
             pos: (w >> 24) as u8,
             hint: (w & 0xff_ffff) as u32,
         }
@@ -212,8 +244,29 @@ impl<'a> Node<'a> {
 
     /// The slot of link `level`.
     #[inline]
-    pub(crate) fn link_slot(&self, level: usize) -> Option<&'a AtomicU64> {
+    fn link_slot(&self, level: usize) -> Option<&'a AtomicU64> {
         self.chunk.get(self.at.checked_sub(level + 1)?)
+    }
+
+    /// Set link `level` of a node not yet linked on that level (`Relaxed`: the exchange
+    /// that links it publishes it). False when the node has no such level.
+    #[inline]
+    pub(crate) fn store_link(&self, level: usize, link: Link) -> bool {
+        self.link_slot(level)
+            .map(|slot| slot.store(link.pack(), Relaxed))
+            .is_some()
+    }
+
+    /// Replace link `level` from `old` to `new`: `Release` on success (publishes what the
+    /// writer wrote before, the new node's words), `Acquire` on failure. `None` when the
+    /// node has no such level, else whether it was replaced.
+    #[inline]
+    pub(crate) fn exchange_link(&self, level: usize, old: Link, new: Link) -> Option<bool> {
+        let slot = self.link_slot(level)?;
+        Some(
+            slot.compare_exchange(old.pack(), new.pack(), Release, Acquire)
+                .is_ok(),
+        )
     }
 
     /// Link `level`; pairs with the writer's `Release` store.
@@ -264,7 +317,7 @@ mod tests {
     #[test]
     fn link_round_trip() {
         let l = Link {
-            next: 0xdead_beef,
+            next: NodeId(0xdead_beef),
             pos: 63,
             hint: 0x12_3456,
         };
@@ -329,7 +382,7 @@ mod tests {
                 let ds = d(x, s);
                 let ts = Target::new(s, 0);
                 let link = Link {
-                    next: 1,
+                    next: NodeId(1),
                     pos: ds,
                     hint: if ds == NO_POS { 0 } else { ts.window(ds) },
                 };

@@ -26,6 +26,14 @@ fn tricky_key(rng: &mut Rng) -> Vec<u8> {
         .collect()
 }
 
+/// `normal`, or `miri` under Miri: the concurrent tests and the long-key test run there at
+/// that size (`cargo +nightly miri test -p shale --lib -- memory::skiplist::tests::`
+/// with the names in `UNSAFE.md`), which checks the borrows of entry bytes
+/// (`SkipList::entry_of`) under Stacked Borrows and the data-race detector.
+fn sized(normal: usize, miri: usize) -> usize {
+    if cfg!(miri) { miri } else { normal }
+}
+
 fn value_for(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
     let mut v = format!("{seq}:").into_bytes();
     v.extend_from_slice(user_key);
@@ -350,8 +358,9 @@ fn long_keys_with_shared_prefixes_match_model() {
         }
         k
     };
-    for seed in 0..3 {
-        let (mem, model) = build(100 + seed, 1500, key);
+    let n = sized(1500, 40);
+    for seed in 0..sized(3, 1) as u64 {
+        let (mem, model) = build(100 + seed, n, key);
         assert_eq!(
             collect_forward(&mut mem.iter_owned()),
             collect_forward(&mut model.vec_iter())
@@ -361,9 +370,9 @@ fn long_keys_with_shared_prefixes_match_model() {
             collect_forward(&mut model.vec_iter())
         );
         let mut rng = Rng::from_state(seed);
-        for _ in 0..1500 {
+        for _ in 0..n {
             let k = key(&mut rng);
-            let snap = rng.below(1600);
+            let snap = rng.below(n as u64 + 100);
             assert_eq!(mem.get(&k, snap), model.get(&k, snap), "get {k:?} @ {snap}");
         }
     }
@@ -385,7 +394,7 @@ fn grows_across_arena_chunks() {
 
 #[test]
 fn readers_run_concurrently_with_the_writer() {
-    const N: usize = 20_000;
+    let n_entries = sized(20_000, 60);
     let mem = Arc::new(SkipListMemTable::new());
     // The i-th insert writes key_of(i) at seq i + 1.
     let key_of = |i: usize| {
@@ -396,7 +405,7 @@ fn readers_run_concurrently_with_the_writer() {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
-            for i in 0..N {
+            for i in 0..n_entries {
                 let k = key_of(i);
                 mem.insert(
                     &k,
@@ -473,7 +482,7 @@ fn readers_run_concurrently_with_the_writer() {
                     if finished {
                         // The writer finished before this round began: nothing is missing.
                         let mut it = Arc::clone(&mem).iter();
-                        assert_eq!(collect_forward(&mut *it).len(), N);
+                        assert_eq!(collect_forward(&mut *it).len(), n_entries);
                         break;
                     }
                 }
@@ -481,7 +490,7 @@ fn readers_run_concurrently_with_the_writer() {
             });
         }
     });
-    assert_eq!(mem.len(), N);
+    assert_eq!(mem.len(), n_entries);
 }
 
 /// Several writers insert at once (interleaved keys, so they race for the same links, and
@@ -490,7 +499,7 @@ fn readers_run_concurrently_with_the_writer() {
 #[test]
 fn writers_insert_concurrently() {
     const WRITERS: usize = 4;
-    const PER: usize = 15_000;
+    let per = sized(15_000, 40);
     let mem = Arc::new(SkipListMemTable::new());
     let key_of = |w: usize, i: usize| {
         // Writer w's i-th key: close to the other writers' i-th keys.
@@ -504,7 +513,7 @@ fn writers_insert_concurrently() {
         for w in 0..WRITERS {
             let (mem, finished, writers_done) = (&mem, &finished, &writers_done);
             s.spawn(move || {
-                for i in 0..PER {
+                for i in 0..per {
                     let k = key_of(w, i);
                     let seq = seq_of(w, i);
                     mem.insert(&k, seq, ValueKind::Value, &value_for(&k, seq));
@@ -538,16 +547,16 @@ fn writers_insert_concurrently() {
                     );
                 }
                 if all_done {
-                    assert_eq!(entries.len(), WRITERS * PER);
+                    assert_eq!(entries.len(), WRITERS * per);
                     break;
                 }
             }
         });
     });
-    assert_eq!(mem.len(), WRITERS * PER);
+    assert_eq!(mem.len(), WRITERS * per);
     // Every entry, found by get and by a seek to it.
     for w in 0..WRITERS {
-        for i in (0..PER).step_by(7) {
+        for i in (0..per).step_by(7) {
             let (k, seq) = (key_of(w, i), seq_of(w, i));
             assert!(
                 mem.get(&k, MAX_SEQNO).is_some(),
@@ -691,11 +700,11 @@ fn sorted_batches_match_the_model() {
 #[test]
 fn sorted_batches_insert_concurrently() {
     const WRITERS: u64 = 3;
-    const BATCHES: u64 = 150;
-    const PER: u64 = 40;
+    let batches = sized(150, 3) as u64;
+    let per = sized(40, 10) as u64;
     let mem = Arc::new(SkipListMemTable::new());
     let entry = |w: u64, b: u64, i: u64| {
-        let seq = 1 + (w * BATCHES + b) * PER + i;
+        let seq = 1 + (w * batches + b) * per + i;
         let h = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44;
         (format!("user{h:06}").into_bytes(), seq)
     };
@@ -703,8 +712,8 @@ fn sorted_batches_insert_concurrently() {
         for w in 0..WRITERS {
             let mem = &mem;
             s.spawn(move || {
-                for b in 0..BATCHES {
-                    let mut batch: Vec<(Vec<u8>, SeqNo)> = (0..PER).map(|i| entry(w, b, i)).collect();
+                for b in 0..batches {
+                    let mut batch: Vec<(Vec<u8>, SeqNo)> = (0..per).map(|i| entry(w, b, i)).collect();
                     batch.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
                     let values: Vec<Vec<u8>> = batch.iter().map(|(k, s)| value_for(k, *s)).collect();
                     mem.insert_sorted(
@@ -718,14 +727,14 @@ fn sorted_batches_insert_concurrently() {
         }
         let mem = &mem;
         s.spawn(move || {
-            for i in 0..BATCHES * PER {
-                let seq = 1 + WRITERS * BATCHES * PER + i;
+            for i in 0..batches * per {
+                let seq = 1 + WRITERS * batches * per + i;
                 let k = format!("user{:06}", i * 13 % 100_000).into_bytes();
                 mem.insert(&k, seq, ValueKind::Value, &value_for(&k, seq));
             }
         });
     });
-    let total = ((WRITERS + 1) * BATCHES * PER) as usize;
+    let total = ((WRITERS + 1) * batches * per) as usize;
     assert_eq!(mem.len(), total);
     let mut it = Arc::clone(&mem).iter();
     let entries = collect_forward(&mut *it);
@@ -734,8 +743,8 @@ fn sorted_batches_insert_concurrently() {
         assert_eq!(key::compare_internal(&pair[0].0, &pair[1].0), Ordering::Less);
     }
     for w in 0..WRITERS {
-        for b in (0..BATCHES).step_by(11) {
-            for i in 0..PER {
+        for b in (0..batches).step_by(11) {
+            for i in 0..per {
                 let (k, seq) = entry(w, b, i);
                 assert_eq!(
                     mem.get(&k, seq),
