@@ -26,9 +26,9 @@ fn tricky_key(rng: &mut Rng) -> Vec<u8> {
         .collect()
 }
 
-/// `normal`, or `miri` under Miri: the concurrent tests and the long-key test run there at
-/// that size (`cargo +nightly miri test -p shale --lib -- memory::skiplist::tests::`
-/// with the names in `UNSAFE.md`), which checks the borrows of entry bytes
+/// `normal`, or `miri` under Miri: the concurrent tests and the long-key test are sized
+/// for it (`cargo +nightly miri test -p shale --lib -- memory::skiplist::tests::NAME`;
+/// which passed there is in `UNSAFE.md`), so that Miri checks the borrows of entry bytes
 /// (`SkipList::entry_of`) under Stacked Borrows and the data-race detector.
 fn sized(normal: usize, miri: usize) -> usize {
     if cfg!(miri) { miri } else { normal }
