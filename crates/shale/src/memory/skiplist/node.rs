@@ -249,12 +249,13 @@ impl<'a> Node<'a> {
     }
 
     /// Set link `level` of a node not yet linked on that level (`Relaxed`: the exchange
-    /// that links it publishes it). False when the node has no such level.
+    /// that links it publishes it). Nothing when the node has no such level (never for a
+    /// node of its list: `exchange_link` then stops the insert).
     #[inline]
-    pub(crate) fn store_link(&self, level: usize, link: Link) -> bool {
-        self.link_slot(level)
-            .map(|slot| slot.store(link.pack(), Relaxed))
-            .is_some()
+    pub(crate) fn store_link(&self, level: usize, link: Link) {
+        if let Some(slot) = self.link_slot(level) {
+            slot.store(link.pack(), Relaxed);
+        }
     }
 
     /// Replace link `level` from `old` to `new`: `Release` on success (publishes what the
