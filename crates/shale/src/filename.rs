@@ -144,7 +144,10 @@ mod tests {
         ] {
             assert_eq!(parse_file_name(name), None, "{name}");
         }
-        assert_eq!(parse_file_name("1234567.sst"), Some(FileKind::Table(1_234_567)));
+        assert_eq!(
+            parse_file_name("1234567.sst"),
+            Some(FileKind::Table(1_234_567))
+        );
         assert_eq!(parse_file_name("MANIFEST-x"), None);
         assert_eq!(parse_file_name(&table_file_name(MAX_FILE_NUMBER + 1)), None);
         for n in [0, 5, 123_456_789] {

@@ -492,7 +492,11 @@ mod tests {
         assert!(!c.insert_if_room(1, 3, &block(1000, 3)));
         assert!(c.get(1, 3).is_none());
         for off in 0..3 {
-            assert_eq!(&*c.get(1, off).unwrap(), &[off as u8; 1000][..], "offset {off}");
+            assert_eq!(
+                &*c.get(1, off).unwrap(),
+                &[off as u8; 1000][..],
+                "offset {off}"
+            );
         }
         // A cached key is not replaced.
         let c = BlockCache::new(3 * charge);

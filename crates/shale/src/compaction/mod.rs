@@ -47,8 +47,8 @@ use crate::key::{SeqNo, ValueKind, make_internal_key, parse_internal_key};
 use crate::options::filter::{FilterContext, FilterReason};
 use crate::options::{NewTableCheck, TableOptions};
 use crate::table::cache::TableCache;
-use crate::table::{KeyDigest, TableWriter};
 use crate::table::table_file_name;
+use crate::table::{KeyDigest, TableWriter};
 use crate::version::FileMeta;
 
 /// What the engine gives a layout to write files with.
@@ -260,9 +260,7 @@ fn merge_with<H: filter::EntryHook>(
             if new_key {
                 digest = None;
             }
-            if new_key
-                && let Some(f) = spec.partition
-            {
+            if new_key && let Some(f) = spec.partition {
                 let (p, d) = f(parsed.user_key);
                 digest = d;
                 if p != part {
@@ -405,7 +403,10 @@ fn merge_with<H: filter::EntryHook>(
             .take()
             .into_iter()
             .chain(std::mem::take(&mut parked).into_iter().map(|(_, b)| b));
-        for OpenOutput { number, writer: b, .. } in open {
+        for OpenOutput {
+            number, writer: b, ..
+        } in open
+        {
             b.abandon();
             outputs.push(FileMeta {
                 number,
@@ -446,7 +447,10 @@ fn open_output(
             let path = ctx.dir.join(table_file_name(number));
             let file = ctx.env.create(&path, ctx.cause)?;
             let identity = ctx.tables.identity(number);
-            let writer = ctx.tables.format().builder(file, ctx.table_options, identity);
+            let writer = ctx
+                .tables
+                .format()
+                .builder(file, ctx.table_options, identity);
             Ok(OpenOutput {
                 number,
                 target: None,

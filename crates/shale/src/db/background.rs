@@ -13,10 +13,10 @@ use crate::compaction::filter::FilterHook;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{FileKind, parse_file_name};
-use crate::layout::{PickContext, Plan, PlanKind};
-use crate::key::SeqNo;
-use crate::manifest::VersionEdit;
 use crate::iter::InternalIterator;
+use crate::key::SeqNo;
+use crate::layout::{PickContext, Plan, PlanKind};
+use crate::manifest::VersionEdit;
 use crate::memory::MemTable;
 use crate::values::ValueStore;
 
@@ -159,10 +159,14 @@ fn with_context<T>(
     let version = inner.super_version().version.clone();
     let snapshots = inner.snapshots.all();
     let new_file = || inner.new_output_number();
-    let filter = inner.options.compaction_filter.as_deref().map(|filter| FilterHook {
-        filter,
-        values: inner.values.as_ref(),
-    });
+    let filter = inner
+        .options
+        .compaction_filter
+        .as_deref()
+        .map(|filter| FilterHook {
+            filter,
+            values: inner.values.as_ref(),
+        });
     let ctx = CompactionContext {
         env: &inner.env,
         dir: &inner.dir,
@@ -257,11 +261,14 @@ fn drop_obsolete_range_dels(current: &crate::version::Version, edit: &mut Versio
         let obsolete = next.obsolete_range_dels();
         // One the edit itself adds (a flush's, covering nothing older) is simply not added.
         edit.range_dels.retain(|t| !obsolete.contains(&t.seq));
-        edit.dropped_range_dels.extend(
-            obsolete
-                .into_iter()
-                .filter(|s| current.range_dels().tombstones().iter().any(|t| t.seq == *s)),
-        );
+        edit.dropped_range_dels
+            .extend(obsolete.into_iter().filter(|s| {
+                current
+                    .range_dels()
+                    .tombstones()
+                    .iter()
+                    .any(|t| t.seq == *s)
+            }));
     }
 }
 
@@ -286,7 +293,11 @@ fn flush_one(inner: &DbInner) -> Result<Option<u64>> {
         };
         match bg.imms.get(n.wrapping_sub(1)) {
             Some(newest) => (
-                bg.imms.iter().take(n).map(|i| Arc::clone(&i.mem)).collect::<Vec<_>>(),
+                bg.imms
+                    .iter()
+                    .take(n)
+                    .map(|i| Arc::clone(&i.mem))
+                    .collect::<Vec<_>>(),
                 newest.log_end,
                 newest.last_seq,
                 newest.freeze_no,
@@ -459,9 +470,9 @@ pub(crate) fn wait_settled(inner: &DbInner) -> Result<()> {
 fn run_plan(inner: &DbInner, plan: &Plan, ticket: Option<u64>) -> Result<()> {
     let executed = match plan.kind {
         PlanKind::Move => Ok(plan.move_edit()),
-        PlanKind::Merge | PlanKind::Append => {
-            with_context(inner, WriteCause::Compaction, |ctx| inner.layout.compact(plan, ctx))
-        }
+        PlanKind::Merge | PlanKind::Append => with_context(inner, WriteCause::Compaction, |ctx| {
+            inner.layout.compact(plan, ctx)
+        }),
     };
     let edit = match executed {
         Ok(e) => e,
@@ -638,7 +649,8 @@ pub(crate) fn compact_range(
     let range_deleted = {
         let v = inner.super_version().version.clone();
         v.range_dels().tombstones().iter().any(|t| {
-            begin.is_none_or(|b| t.end.as_slice() > b) && end.is_none_or(|e| t.start.as_slice() <= e)
+            begin.is_none_or(|b| t.end.as_slice() > b)
+                && end.is_none_or(|e| t.start.as_slice() <= e)
         })
     };
     if inner.options.compaction_filter.is_some() || range_deleted {

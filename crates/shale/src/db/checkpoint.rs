@@ -22,7 +22,9 @@ use parking_lot::Mutex;
 use super::{Db, DbInner};
 use crate::env::{Env, ReadCause, WriteCause};
 use crate::error::{Error, Result};
-use crate::filename::{CURRENT_FILE, LOCK_FILE, manifest_file_name, parse_file_name, table_file_name};
+use crate::filename::{
+    CURRENT_FILE, LOCK_FILE, manifest_file_name, parse_file_name, table_file_name,
+};
 use crate::key::SeqNo;
 use crate::values::{LogFile, LogFileTake};
 

@@ -49,11 +49,7 @@ pub(crate) fn describe(dir: &Path, env: &Env) -> Result<Option<Description>> {
     };
     let options = match edits.iter().rev().find_map(|e| e.store_options.as_ref()) {
         Some(bytes) => Some(StoredOptions::decode(bytes).map_err(|detail| {
-            Error::corruption(
-                dir.join(manifest::manifest_file_name(number)),
-                0,
-                detail,
-            )
+            Error::corruption(dir.join(manifest::manifest_file_name(number)), 0, detail)
         })?),
         None => None,
     };

@@ -12,7 +12,12 @@ fn is_store_file(name: &str) -> bool {
     matches!(name, CURRENT_FILE | CURRENT_TMP_FILE | LOCK_FILE)
         || matches!(
             parse_file_name(name),
-            Some(FileKind::Table(_) | FileKind::Log(_) | FileKind::Segment(_) | FileKind::Manifest(_))
+            Some(
+                FileKind::Table(_)
+                    | FileKind::Log(_)
+                    | FileKind::Segment(_)
+                    | FileKind::Manifest(_)
+            )
         )
 }
 
@@ -42,7 +47,6 @@ pub fn destroy_db(path: impl AsRef<Path>, options: &Options) -> Result<()> {
     }
     drop(lock);
     fs.remove_file(&dir.join(LOCK_FILE))
-
 }
 
 #[cfg(test)]
@@ -70,7 +74,10 @@ mod tests {
             db.close().unwrap();
             let fs = env.fs();
             for other in ["notes.tmp", "README", "12.txt", "x.sst"] {
-                fs.create(&Path::new("/d").join(other)).unwrap().sync().unwrap();
+                fs.create(&Path::new("/d").join(other))
+                    .unwrap()
+                    .sync()
+                    .unwrap();
             }
             destroy_db("/d", &o).unwrap();
             let mut left = fs.list_dir(Path::new("/d")).unwrap();

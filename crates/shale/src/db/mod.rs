@@ -70,15 +70,17 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+pub use api::{
+    ForeignTable, IterOptions, LevelStats, LifetimeStats, LiveFile, ReadOptions, Snapshot, Stats,
+};
 pub use checkpoint::CheckpointInfo;
-pub use api::{ForeignTable, IterOptions, LevelStats, LifetimeStats, LiveFile, ReadOptions, Snapshot, Stats};
-pub(crate) use open::format_tag;
-pub use read::{Cursor, DbIterator};
-pub use verify::VerifyReport;
 pub(crate) use describe::{Description, describe};
 pub use destroy::destroy_db;
+pub(crate) use open::format_tag;
+pub use read::{Cursor, DbIterator};
 pub use repair::{LOST_DIR, RepairReport, SetAside};
 pub(crate) use repair::{describe_for_repair, repair_with};
+pub use verify::VerifyReport;
 pub(crate) use verify::verify_with;
 
 use crate::cache::block_cache::BlockCache;
@@ -128,7 +130,9 @@ enum Handle {
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.inner().dir).finish()
+        f.debug_struct("Db")
+            .field("path", &self.inner().dir)
+            .finish()
     }
 }
 
@@ -535,7 +539,11 @@ impl Db {
 
     /// Open the store in `path` read-only with the parts `wiring` builds (the public
     /// `Db::open_read_only` is in `crate::design`): see there.
-    pub(crate) fn open_read_only_with(path: &Path, options: Options, wiring: &Wiring) -> Result<Db> {
+    pub(crate) fn open_read_only_with(
+        path: &Path,
+        options: Options,
+        wiring: &Wiring,
+    ) -> Result<Db> {
         Ok(Db::from_inner(read_only::open(path, options, wiring)?))
     }
 
@@ -578,7 +586,10 @@ impl Db {
 
     /// The state a read at `snapshot` goes through: on a secondary handle, the view the
     /// snapshot was taken on (later views may lack what it sees), else [`Db::inner`].
-    fn inner_at<'a>(&'a self, snapshot: Option<&'a Snapshot>) -> std::borrow::Cow<'a, Arc<DbInner>> {
+    fn inner_at<'a>(
+        &'a self,
+        snapshot: Option<&'a Snapshot>,
+    ) -> std::borrow::Cow<'a, Arc<DbInner>> {
         match (&self.handle, snapshot.and_then(|s| s.inner.view.as_ref())) {
             (Handle::Follows(_), Some(view)) => std::borrow::Cow::Borrowed(view),
             _ => self.inner(),

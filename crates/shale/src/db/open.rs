@@ -19,10 +19,10 @@ use crate::compaction::CompactionContext;
 use crate::env::WriteCause;
 use crate::error::{Error, Result};
 use crate::filename::{CURRENT_TMP_FILE, LOCK_FILE, parse_file_name};
+use crate::key::SeqNo;
 use crate::layout::Layout;
 use crate::manifest::{AxisStates, Lifetime, VersionEdit};
 use crate::memory::MemTable;
-use crate::key::SeqNo;
 use crate::options::Options;
 use crate::options::stored::StoredOptions;
 use crate::table::TableFormat;
@@ -184,7 +184,11 @@ fn open_locked(
             )));
         }
         (
-            VersionSet::create(&env, dir, makeup(&options, &parts, Arc::clone(&file_numbers)))?,
+            VersionSet::create(
+                &env,
+                dir,
+                makeup(&options, &parts, Arc::clone(&file_numbers)),
+            )?,
             PersistedState {
                 log_number: 0,
                 state: parts.values.empty_state(),
@@ -250,7 +254,9 @@ fn open_locked(
                     return;
                 }
                 if kind == crate::key::ValueKind::RangeDelete {
-                    range_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
+                    range_dels.push(crate::rangedel::RangeTombstone::from_record(
+                        key, seq, value,
+                    ));
                     return;
                 }
                 mem.insert(key, seq, kind, value);
@@ -316,12 +322,9 @@ fn open_locked(
         options,
     }));
     let weak = Arc::downgrade(&inner);
-    inner
-        .versions
-        .lock()
-        .set_lifetime_source(Box::new(move || {
-            weak.upgrade().map(|i| super::stats::lifetime(&i))
-        }));
+    inner.versions.lock().set_lifetime_source(Box::new(move || {
+        weak.upgrade().map(|i| super::stats::lifetime(&i))
+    }));
     super::background::delete_obsolete_files(&inner);
     Ok(inner)
 }
@@ -359,7 +362,10 @@ pub(super) fn build_parts(
         .max()
         .unwrap_or(1);
     let file_numbers = Arc::new(AtomicU64::new(min_next_file));
-    Ok((wiring(options, dir, Arc::clone(&file_numbers)), file_numbers))
+    Ok((
+        wiring(options, dir, Arc::clone(&file_numbers)),
+        file_numbers,
+    ))
 }
 
 /// Read the MANIFEST of the store in `dir` for `parts` (`VersionSet::recover`, which
@@ -389,16 +395,18 @@ pub(super) fn caches(
 ) -> (Option<Arc<BlockCache>>, Arc<TableCache>) {
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(
-        options.env.clone(),
-        dir.to_path_buf(),
-        options.max_open_files,
-        table,
-        block_cache.clone(),
-        options.verify_checksums,
-        store_id,
-    )
-    .with_mmap_reads(options.mmap_reads));
+    let tables = Arc::new(
+        TableCache::new(
+            options.env.clone(),
+            dir.to_path_buf(),
+            options.max_open_files,
+            table,
+            block_cache.clone(),
+            options.verify_checksums,
+            store_id,
+        )
+        .with_mmap_reads(options.mmap_reads),
+    );
     (block_cache, tables)
 }
 

@@ -176,7 +176,10 @@ fn settled_waits_for_a_compactions_inputs_to_be_deleted() {
         }
     }
     // Committed: level 0 is empty, but its two tables are still on disk.
-    assert_eq!(db.property("shale.num-files-at-level0").as_deref(), Some("0"));
+    assert_eq!(
+        db.property("shale.num-files-at-level0").as_deref(),
+        Some("0")
+    );
     assert_eq!(
         db.property("shale.num-running-compactions").as_deref(),
         Some("1")
@@ -206,7 +209,10 @@ fn settled_waits_for_a_compactions_inputs_to_be_deleted() {
     db.wait_for_compactions().unwrap();
     assert_eq!(tables(&db).len(), db.live_files().len());
     for i in 0..50 {
-        assert_eq!(db.get(&key('a', i)).unwrap().as_deref(), Some(&[1u8; 100][..]));
+        assert_eq!(
+            db.get(&key('a', i)).unwrap().as_deref(),
+            Some(&[1u8; 100][..])
+        );
     }
     db.close().unwrap();
 }

@@ -21,11 +21,11 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::iter::db_iter::DbIterOptions;
 use crate::iter::merging::MergingIterator;
-use crate::rangedel::filter::RangeDelFilter;
 use crate::iter::prefetch::{Prefetch, PrefetchCursor, PrefetchEntries, Resolve};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, seek_key};
 use crate::layout::ReadContext;
 use crate::memory::MemLookup;
+use crate::rangedel::filter::RangeDelFilter;
 use crate::table::format::TableRead;
 use crate::values::{CacheFill, ResolveMemo, ValueBytes, ValueStore};
 
@@ -165,7 +165,8 @@ fn merged(
         children = children
             .into_iter()
             .map(|c| {
-                Box::new(RangeDelFilter::new(c, Arc::clone(&dels), seq)) as Box<dyn InternalIterator>
+                Box::new(RangeDelFilter::new(c, Arc::clone(&dels), seq))
+                    as Box<dyn InternalIterator>
             })
             .collect();
     }
@@ -186,7 +187,13 @@ fn table_read(cause: ReadCause, options: ReadOptions) -> TableRead {
 fn prepare(
     inner: &DbInner,
     options: IterOptions,
-) -> (SeqNo, Arc<SuperVersion>, DbIterOptions, Arc<Pinned>, TableRead) {
+) -> (
+    SeqNo,
+    Arc<SuperVersion>,
+    DbIterOptions,
+    Arc<Pinned>,
+    TableRead,
+) {
     let read = table_read(ReadCause::Scan, options.read);
     let sv = inner.super_version();
     let seq = match &options.snapshot {
@@ -332,7 +339,11 @@ impl ReadHooks {
     }
 
     /// Tell the layout with `note`, and wake compaction when it asks.
-    fn tell(&self, key: &[u8], note: fn(&dyn crate::layout::Layout, &crate::version::Version, &[u8]) -> bool) {
+    fn tell(
+        &self,
+        key: &[u8],
+        note: fn(&dyn crate::layout::Layout, &crate::version::Version, &[u8]) -> bool,
+    ) {
         if let Some(inner) = self.inner.upgrade()
             && note(inner.layout.as_ref(), &self.version, key)
         {
@@ -396,7 +407,10 @@ pub struct DbIterator {
 
 impl DbIterator {
     /// Count `item` as read.
-    fn read(&mut self, item: Option<Result<(Vec<u8>, Vec<u8>)>>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn read(
+        &mut self,
+        item: Option<Result<(Vec<u8>, Vec<u8>)>>,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         if let Some(Ok((k, v))) = &item {
             self.hooks.read(k, v.len());
         }
@@ -530,7 +544,10 @@ mod tests {
         db.put(b"k2", &[8u8; 1000]).expect("put");
         db.flush().expect("flush");
         drop((sv, pinned));
-        assert!(version.upgrade().is_some(), "the job's resolver pins the version");
+        assert!(
+            version.upgrade().is_some(),
+            "the job's resolver pins the version"
+        );
         drop(job_store);
         assert!(version.upgrade().is_none(), "and only it did");
         db.close().expect("close");

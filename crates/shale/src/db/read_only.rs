@@ -269,7 +269,9 @@ fn recover(
     let mut range_dels: Vec<crate::rangedel::RangeTombstone> = Vec::new();
     let replayed = values.recover_read_only(&ctx, &mut |key, seq, kind, value| {
         if kind == crate::key::ValueKind::RangeDelete {
-            range_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
+            range_dels.push(crate::rangedel::RangeTombstone::from_record(
+                key, seq, value,
+            ));
             return;
         }
         mem.insert(key, seq, kind, value);

@@ -408,7 +408,11 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
                     table = Some(t);
                     break;
                 }
-                Err(e @ (Error::Corruption { .. } | Error::Unsupported(_) | Error::InvalidArgument(_))) => {
+                Err(
+                    e @ (Error::Corruption { .. }
+                    | Error::Unsupported(_)
+                    | Error::InvalidArgument(_)),
+                ) => {
                     last_err = Some(e);
                 }
                 Err(e) => return Err(e),
@@ -444,7 +448,10 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
                 *counts.entry(id.store_id).or_default() += 1;
             }
         }
-        counts.into_iter().max_by_key(|&(id, c)| (c, id)).map(|(id, _)| id)
+        counts
+            .into_iter()
+            .max_by_key(|&(id, c)| (c, id))
+            .map(|(id, _)| id)
     };
     let known = hints
         .as_ref()
@@ -541,7 +548,9 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
                     return;
                 }
                 if kind == crate::key::ValueKind::RangeDelete {
-                    salvaged_dels.push(crate::rangedel::RangeTombstone::from_record(key, seq, value));
+                    salvaged_dels.push(crate::rangedel::RangeTombstone::from_record(
+                        key, seq, value,
+                    ));
                     return;
                 }
                 mem.insert(key, seq, kind, value);
@@ -652,7 +661,11 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     }
     files_edit.range_dels.extend(salvaged_dels);
     let version = empty.apply(&files_edit).map_err(|d| {
-        Error::corruption(dir, 0, format!("repair built a version that does not apply: {d}"))
+        Error::corruption(
+            dir,
+            0,
+            format!("repair built a version that does not apply: {d}"),
+        )
     })?;
     // The placement counts its garbage against the repaired tables' newest versions (the
     // old MANIFEST's counts are gone with it).
@@ -667,7 +680,11 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
         parts.table.empty_state(),
     );
     axes.absorb(&placement_edit.records).map_err(|d| {
-        Error::corruption(dir, 0, format!("repair's value-placement state does not fit: {d}"))
+        Error::corruption(
+            dir,
+            0,
+            format!("repair's value-placement state does not fit: {d}"),
+        )
     })?;
     let last_sequence = placed
         .iter()
@@ -687,10 +704,12 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
             moved_to,
             reason,
             entries: meta.as_ref().map(|m| m.entries),
-            key_range: meta
-                .as_ref()
-                .filter(|m| !m.smallest.is_empty())
-                .map(|m| (m.smallest_user_key().to_vec(), m.largest_user_key().to_vec())),
+            key_range: meta.as_ref().filter(|m| !m.smallest.is_empty()).map(|m| {
+                (
+                    m.smallest_user_key().to_vec(),
+                    m.largest_user_key().to_vec(),
+                )
+            }),
         });
     }
     for (name, reason) in &salvaged.set_aside {
@@ -716,10 +735,18 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
     edit.log_number = Some(placement_edit.log_number.unwrap_or(0));
     edit.next_file_number = Some(file_numbers.load(Ordering::Relaxed));
     edit.last_sequence = Some(last_sequence);
-    edit.format_tag = Some(super::format_tag(parts.layout.as_ref(), parts.values.as_ref()));
+    edit.format_tag = Some(super::format_tag(
+        parts.layout.as_ref(),
+        parts.values.as_ref(),
+    ));
     edit.store_id = Some(store_id);
     edit.store_options = Some(StoredOptions::of(&options).encode());
-    edit.lifetime = Some(hints.as_ref().and_then(|h| h.lifetime.clone()).unwrap_or_default());
+    edit.lifetime = Some(
+        hints
+            .as_ref()
+            .and_then(|h| h.lifetime.clone())
+            .unwrap_or_default(),
+    );
     let mut writer = ManifestWriter::create(&env, dir, number)?;
     writer.append(&edit)?;
     drop(writer);
@@ -728,9 +755,12 @@ pub(crate) fn repair_with(dir: &Path, options: Options, wiring: &Wiring) -> Resu
 
     // After it: what the repaired store no longer needs goes to `lost/` too.
     archive.extend(salvaged.converted.iter().cloned());
-    archive.extend(names.iter().filter(|n| {
-        matches!(parse_file_name(n), Some(FileKind::Manifest(m)) if m != number)
-    }).cloned());
+    archive.extend(
+        names
+            .iter()
+            .filter(|n| matches!(parse_file_name(n), Some(FileKind::Manifest(m)) if m != number))
+            .cloned(),
+    );
     for name in archive {
         if fs.exists(&dir.join(&name))? {
             let moved_to = move_to_lost(&env, dir, &name)?;

@@ -216,7 +216,9 @@ pub(crate) fn check_entry(key: &[u8], value: &[u8]) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn too_large(what: &str, len: usize, limit: usize) -> Error {
-    Error::InvalidArgument(format!("{what} of {len} bytes exceeds the {limit}-byte limit"))
+    Error::InvalidArgument(format!(
+        "{what} of {len} bytes exceeds the {limit}-byte limit"
+    ))
 }
 
 pub(crate) fn write(inner: &Arc<DbInner>, batch: WriteBatch, sync: bool) -> Result<()> {
@@ -242,7 +244,12 @@ pub(crate) fn write_entry(
         "one checked entry must fit one log record"
     );
     let user_bytes = (key.len() + value.len()) as u64;
-    write_validated(inner, Write::Entry(Single { kind, key, value }), user_bytes, sync)
+    write_validated(
+        inner,
+        Write::Entry(Single { kind, key, value }),
+        user_bytes,
+        sync,
+    )
 }
 
 /// What a writer writes: a batch, or the one entry of a `Db::put` or `Db::delete`, which
@@ -533,7 +540,12 @@ fn log_batches(
 /// [`log_batches`] of a lone `Db::put` or `Db::delete`: its entry is encoded under the
 /// `wal` lock into the store's reused batch (`WalState::scratch`), so the write allocates
 /// no batch of its own.
-fn log_entry(inner: &Arc<DbInner>, e: Single<'_>, user_bytes: u64, sync: bool) -> Result<(SeqNo, Insert)> {
+fn log_entry(
+    inner: &Arc<DbInner>,
+    e: Single<'_>,
+    user_bytes: u64,
+    sync: bool,
+) -> Result<(SeqNo, Insert)> {
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
     make_room(inner, &mut wal, false)?;
@@ -555,7 +567,10 @@ const SCRATCH_KEEP: usize = 4096;
 
 /// Count a logged user write of `ops` entries holding `bytes` of keys and values.
 fn count_user_write(inner: &DbInner, bytes: u64, ops: u64) {
-    inner.counters.user_bytes.fetch_add(bytes, Ordering::Relaxed);
+    inner
+        .counters
+        .user_bytes
+        .fetch_add(bytes, Ordering::Relaxed);
     inner.counters.user_ops.fetch_add(ops, Ordering::Relaxed);
 }
 
@@ -727,7 +742,12 @@ pub(crate) fn log_and_apply(
             },
         ));
     }
-    insert_batch(inner, mem.as_ref(), stored.as_ref().unwrap_or(batch), first_seq);
+    insert_batch(
+        inner,
+        mem.as_ref(),
+        stored.as_ref().unwrap_or(batch),
+        first_seq,
+    );
     inner.publish(first_seq, last);
     Ok((first_seq, Insert::Done))
 }
@@ -818,7 +838,10 @@ pub(crate) fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, force: bool) -
 fn range_dels_in_mutable(inner: &DbInner) -> bool {
     let frozen_upto = inner.bg.lock().imms.back().map_or(0, |i| i.last_seq);
     let sv = inner.super_version.read();
-    sv.range_dels.tombstones().iter().any(|t| t.seq > frozen_upto)
+    sv.range_dels
+        .tombstones()
+        .iter()
+        .any(|t| t.seq > frozen_upto)
 }
 
 fn add_stall(inner: &DbInner, since: Instant) {

@@ -9,8 +9,8 @@
 pub mod db_iter;
 pub mod merging;
 pub mod prefetch;
-pub mod two_ended;
 mod resolve_memo;
+pub mod two_ended;
 mod value_bytes;
 
 pub use resolve_memo::ResolveMemo;

@@ -46,10 +46,7 @@ impl ResolveMemo {
     /// none). A placement that takes the buffer (`std::mem::take`) leaves the memo without
     /// one until the cursor gives one back.
     pub fn get_mut_and_spare<T: Any>(&mut self) -> (Option<&mut T>, &mut Vec<u8>) {
-        let state = self
-            .state
-            .as_mut()
-            .and_then(|s| s.downcast_mut::<T>());
+        let state = self.state.as_mut().and_then(|s| s.downcast_mut::<T>());
         (state, &mut self.spare)
     }
 

@@ -1,7 +1,7 @@
 //! [`ValueBytes`]: a resolved value, without a copy where the placement can avoid one.
 
-use std::ops::{Deref, Range};
 use crate::cache::block_cache::SharedBytes;
+use std::ops::{Deref, Range};
 
 /// A value as [`crate::values::ValueStore::resolve`] returns it: borrowed from the bytes the tree
 /// stored (an inline value), owned, or a range of a shared buffer (a value-log record kept
@@ -103,6 +103,9 @@ mod tests {
         assert!(matches!(tail.clone().into_static(), ValueBytes::Tail(..)));
         assert_eq!(tail.into_owned(), b"value".to_vec());
         assert_eq!(&*ValueBytes::Tail(b"ab".to_vec(), 5), b"");
-        assert_eq!(ValueBytes::Tail(b"ab".to_vec(), 5).into_owned(), b"".to_vec());
+        assert_eq!(
+            ValueBytes::Tail(b"ab".to_vec(), 5).into_owned(),
+            b"".to_vec()
+        );
     }
 }

@@ -29,17 +29,17 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::manifest::VersionEdit;
 use crate::table::TableReader;
-use crate::table::format::TableRead;
 use crate::table::cache::{TableCache, TableSlot};
+use crate::table::format::TableRead;
 use crate::version::{FileMeta, LayoutState, NoLayoutState, Version};
 
 pub mod concat;
 pub mod cut;
 pub mod flsm;
 pub mod leveled;
-pub mod trie;
 pub mod lwc;
 pub mod seeks;
+pub mod trie;
 
 /// What a picker decided: the inputs of one compaction and where its output goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +87,8 @@ impl Plan {
     pub fn move_edit(&self) -> VersionEdit {
         let mut edit = self.delete_inputs();
         for (_, f) in self.input_files() {
-            edit.new_files.push((self.output_level as u32, (**f).clone()));
+            edit.new_files
+                .push((self.output_level as u32, (**f).clone()));
         }
         edit
     }
@@ -674,7 +675,15 @@ mod tests {
     /// A table cache of `sst` tables under `/db`.
     fn cache(env: Env) -> Arc<TableCache> {
         let format = Arc::new(crate::table::SstFormat);
-        Arc::new(TableCache::new(env, "/db".into(), 10, format, None, true, None))
+        Arc::new(TableCache::new(
+            env,
+            "/db".into(),
+            10,
+            format,
+            None,
+            true,
+            None,
+        ))
     }
 
     #[test]

@@ -80,8 +80,7 @@ impl SeekCharges {
         };
         s.due.retain(present);
         if s.charged.len() > 2 * version.file_count() + 64 {
-            let live: HashSet<(usize, u64)> =
-                version.files().map(|(l, f)| (l, f.number)).collect();
+            let live: HashSet<(usize, u64)> = version.files().map(|(l, f)| (l, f.number)).collect();
             s.charged.retain(|k, _| live.contains(k));
         }
         s.due.clone()

@@ -142,7 +142,9 @@ pub(crate) fn parse_current(bytes: &[u8]) -> Result<u64, String> {
                 ));
             }
             let Some((name, rest)) = after.split_once('\n') else {
-                return Err(format!("CURRENT has no line break after its name: {text:?}"));
+                return Err(format!(
+                    "CURRENT has no line break after its name: {text:?}"
+                ));
             };
             // The version line, its newline and the name.
             let covered = text.len() - after.len() + name.len();
@@ -232,7 +234,10 @@ mod tests {
         for v in ["3", "18446744073709551615"] {
             let e = with_version(v).unwrap_err();
             assert!(e.contains(&format!("format version {v};")), "{v}: {e}");
-            assert!(e.contains("versions 1 to 2") && e.contains("newer release"), "{v}: {e}");
+            assert!(
+                e.contains("versions 1 to 2") && e.contains("newer release"),
+                "{v}: {e}"
+            );
         }
         for v in ["0", "1"] {
             let e = with_version(v).unwrap_err();
@@ -283,7 +288,11 @@ mod tests {
         // Upper-case hex is not what the writer produces.
         let crc = crc32c(b"MANIFEST-000005");
         let upper = format!("MANIFEST-000005\ncrc32c:{crc:08X}\n");
-        assert_ne!(upper, current_contents_v1(5), "the example checksum must contain a letter");
+        assert_ne!(
+            upper,
+            current_contents_v1(5),
+            "the example checksum must contain a letter"
+        );
         assert!(parse_current(upper.as_bytes()).is_err());
     }
 

@@ -6,8 +6,8 @@
 //! when it is cut at a field boundary. An unknown tag is an error: a MANIFEST written by a newer format is refused, not
 //! half-understood. The normative layout is `docs/format/manifest.md`.
 
-use crate::axis::{Axis, AxisRecord};
 use super::file_meta::FileMeta;
+use crate::axis::{Axis, AxisRecord};
 use crate::format::{Reader, put_length_prefixed, put_varint32, put_varint64};
 
 /// The axis owning each retired per-design tag: a MANIFEST written before axis records

@@ -54,7 +54,12 @@ impl Lifetime {
     /// then (cause code u8, bytes varint) for each cause with bytes.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.push(1);
-        for v in [self.user_bytes, self.user_ops, self.flushes, self.compactions] {
+        for v in [
+            self.user_bytes,
+            self.user_ops,
+            self.flushes,
+            self.compactions,
+        ] {
             put_varint64(out, v);
         }
         let causes: Vec<(u8, u64)> = WriteCause::ALL

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
+use super::RangeDels;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, parse_internal_key};
-use super::RangeDels;
 
 /// `inner` without the entries `dels` hide at `snapshot`. Entries newer than `snapshot`
 /// are passed on (the reader above skips them).

@@ -111,7 +111,9 @@ impl RangeDels {
             return &[];
         }
         // The last fragment starting at or before `key`.
-        let i = self.fragments.partition_point(|f| f.start.as_slice() <= key);
+        let i = self
+            .fragments
+            .partition_point(|f| f.start.as_slice() <= key);
         match i.checked_sub(1).and_then(|i| self.fragments.get(i)) {
             Some(f) if key < f.end.as_slice() => &f.seqs,
             _ => &[],
@@ -199,14 +201,24 @@ mod tests {
             t("x", "y", 3),
         ];
         let set = RangeDels::new(list.clone());
-        for key in ["", "a", "b", "bb", "c", "d", "e", "f", "g", "h", "w", "x", "y", "z", "zz"] {
+        for key in [
+            "", "a", "b", "bb", "c", "d", "e", "f", "g", "h", "w", "x", "y", "z", "zz",
+        ] {
             let k = key.as_bytes();
-            let mut want: Vec<u64> = list.iter().filter(|t| t.contains(k)).map(|t| t.seq).collect();
+            let mut want: Vec<u64> = list
+                .iter()
+                .filter(|t| t.contains(k))
+                .map(|t| t.seq)
+                .collect();
             want.sort_unstable();
             assert_eq!(set.covering(k), want.as_slice(), "key {key:?}");
             for snap in [0, 4, 5, 9, 10, 14, 15, 19, 20, 100] {
                 let max = want.iter().copied().filter(|&r| r <= snap).max();
-                assert_eq!(set.max_covering(k, snap), max, "key {key:?} snapshot {snap}");
+                assert_eq!(
+                    set.max_covering(k, snap),
+                    max,
+                    "key {key:?} snapshot {snap}"
+                );
                 for seq in [0, 3, 5, 12, 25] {
                     assert_eq!(
                         set.hides(k, seq, snap),

@@ -422,7 +422,11 @@ mod tests {
             let f = BloomFilter::new(bytes.clone()).unwrap();
             for i in 0..5_000 {
                 let h = hash64(&key(i));
-                assert_eq!(bytes_may_contain(&bytes, h), f.may_contain_hash(h), "key {i}");
+                assert_eq!(
+                    bytes_may_contain(&bytes, h),
+                    f.may_contain_hash(h),
+                    "key {i}"
+                );
             }
         }
         // Not a filter: every key passes.

@@ -129,7 +129,8 @@ impl TableCache {
     /// What a new table `number` of this store records as its identity (`None` outside a
     /// store): flush and compaction write it through [`TableFormat::builder`].
     pub fn identity(&self, number: u64) -> Option<TableIdentity> {
-        self.store_id.map(|store_id| TableIdentity { store_id, number })
+        self.store_id
+            .map(|store_id| TableIdentity { store_id, number })
     }
 
     /// The open table `id`, opening generation `id.size` of `{dir}/{id.number:06}.sst` on
@@ -149,7 +150,8 @@ impl TableCache {
         }
         let path = self.dir.join(table_file_name(id.number));
         let file = if self.mmap_reads {
-            self.env.open_mapped(&path, id.size, crate::env::MapUse::Immutable)?
+            self.env
+                .open_mapped(&path, id.size, crate::env::MapUse::Immutable)?
         } else {
             self.env.open(&path)?
         };
@@ -289,8 +291,8 @@ pub(crate) mod tests {
     use crate::env::{ReadCause, WriteCause};
     use crate::key::{ValueKind, make_internal_key, seek_key};
     use crate::options::TableOptions;
-    use crate::table::{SstFormat, TableBuilder};
     use crate::table::test_fs::TestFs;
+    use crate::table::{SstFormat, TableBuilder};
 
     /// Write table `number` holding `k{number}-0000` .. `k{number}-{n-1:04}` (sequence
     /// numbers 1..=n, values `v`) under `/db`; returns its id.
@@ -321,7 +323,15 @@ pub(crate) mod tests {
     }
 
     fn cache(env: Env, capacity: usize, bc: Option<Arc<BlockCache>>) -> TableCache {
-        TableCache::new(env, "/db".into(), capacity, Arc::new(SstFormat), bc, true, None)
+        TableCache::new(
+            env,
+            "/db".into(),
+            capacity,
+            Arc::new(SstFormat),
+            bc,
+            true,
+            None,
+        )
     }
 
     #[test]
@@ -342,7 +352,11 @@ pub(crate) mod tests {
         assert_eq!(tc.len(), 2);
 
         let got = t1
-            .lookup(b"k1-0005", &seek_key(b"k1-0005", 100), ReadCause::Get.into())
+            .lookup(
+                b"k1-0005",
+                &seek_key(b"k1-0005", 100),
+                ReadCause::Get.into(),
+            )
             .unwrap();
         assert_eq!(got.unwrap().1, b"v");
         let mut it = Arc::clone(&t1).iter(ReadCause::Scan.into());
@@ -366,7 +380,10 @@ pub(crate) mod tests {
         out[4] = Some(Ok(Arc::clone(&t2)));
         // A hit (2), a miss that opens (3), a missing file (9) failing in its own slot, and
         // every other slot cleared, even past the ids given.
-        let missing = TableId { number: 9, size: 100 };
+        let missing = TableId {
+            number: 9,
+            size: 100,
+        };
         tc.tables(&[Some(ids[1]), None, Some(ids[2]), Some(missing)], &mut out);
         assert!(matches!(&out[0], Some(Ok(t)) if Arc::ptr_eq(t, &t2)));
         assert!(out[1].is_none() && out[4].is_none());
@@ -382,7 +399,10 @@ pub(crate) mod tests {
     fn failures_are_not_cached() {
         let (fs, env) = TestFs::env();
         let tc = cache(env.clone(), 10, None);
-        let id = TableId { number: 9, size: 11 };
+        let id = TableId {
+            number: 9,
+            size: 11,
+        };
         assert!(tc.table(id).is_err());
         fs.set(Path::new("/db/000009.sst"), b"not a table".to_vec());
         assert!(tc.table(id).unwrap_err().is_corruption());
@@ -405,8 +425,16 @@ pub(crate) mod tests {
         env.fs().create_dir_all(&dir).unwrap();
         let id = write_table_in(&env, &dir, 7, 500);
         let mapped = |on| {
-            TableCache::new(env.clone(), dir.clone(), 10, Arc::new(SstFormat), None, true, None)
-                .with_mmap_reads(on)
+            TableCache::new(
+                env.clone(),
+                dir.clone(),
+                10,
+                Arc::new(SstFormat),
+                None,
+                true,
+                None,
+            )
+            .with_mmap_reads(on)
         };
         let tc = mapped(true);
         let t = tc.table(id).unwrap();
@@ -414,7 +442,11 @@ pub(crate) mod tests {
         env.fs().remove_file(&dir.join(table_file_name(7))).unwrap();
         tc.evict(7);
         let got = t
-            .lookup(b"k7-0321", &seek_key(b"k7-0321", 1000), ReadCause::Get.into())
+            .lookup(
+                b"k7-0321",
+                &seek_key(b"k7-0321", 1000),
+                ReadCause::Get.into(),
+            )
             .unwrap();
         assert_eq!(got.unwrap().1, b"v");
         let mut it = Arc::clone(&t).iter(ReadCause::Scan.into());

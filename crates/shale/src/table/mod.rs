@@ -19,12 +19,12 @@ pub mod htable;
 pub mod properties;
 pub mod sst;
 
+pub use dtable::DTableFormat;
 pub use format::{
     KeyDigest, Pile, TableFormat, TableId, TableIdentity, TableReadOptions, TableReader,
     TableSummary, TableWriter, check_identity,
 };
 pub use properties::TableProperties;
-pub use dtable::DTableFormat;
 pub use sst::{SstFormat, Table, TableBuilder, TableIter};
 
 #[cfg(test)]

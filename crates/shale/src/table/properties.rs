@@ -215,7 +215,9 @@ mod tests {
         assert_eq!(TableProperties::decode(&e).unwrap(), with_identity);
         // The identity records, byte for byte (docs/format/sst.md): tag, length, varint.
         let tail = [
-            &[17u8, 10, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..],
+            &[
+                17u8, 10, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+            ][..],
             &[18, 1, 42],
         ]
         .concat();

@@ -17,8 +17,8 @@ pub use crate::manifest::{FileMeta, PinnedFilter};
 pub use missing::{blame_dropped_tail, check_tables_present};
 
 use crate::key::{SeqNo, compare_internal};
-use crate::rangedel::RangeDels;
 use crate::manifest::{Axis, AxisRecord, VersionEdit};
+use crate::rangedel::RangeDels;
 
 /// What a layout keeps beside the files of a version (the FLSM layout's guard keys; later
 /// trie containers or DTable ranges), opaque to the engine and to [`Version`]. It is

@@ -216,7 +216,9 @@ fn failed_sink_poisons_writer() {
 /// sink whose flush fails poisons the writer with the step named as before ("flush: ...").
 #[test]
 fn add_record_and_flush_matches_add_record_then_flush() {
-    let records: Vec<Vec<u8>> = (0..40).map(|i| record(i, (i * 997) % (BLOCK_SIZE + 50))).collect();
+    let records: Vec<Vec<u8>> = (0..40)
+        .map(|i| record(i, (i * 997) % (BLOCK_SIZE + 50)))
+        .collect();
     let (expected, _) = write_log(&records);
     let mut w = LogWriter::with_sink(Vec::new());
     for r in &records {
@@ -232,7 +234,11 @@ fn add_record_and_flush_matches_add_record_then_flush() {
             Ok(())
         }
         fn flush(&mut self) -> Result<()> {
-            Err(Error::io("write", "x.log", std::io::Error::other("disk full")))
+            Err(Error::io(
+                "write",
+                "x.log",
+                std::io::Error::other("disk full"),
+            ))
         }
         fn sync(&mut self) -> Result<()> {
             Ok(())
@@ -242,7 +248,10 @@ fn add_record_and_flush_matches_add_record_then_flush() {
         }
     }
     let mut w = LogWriter::with_sink(FailingFlush(Vec::new()));
-    assert!(matches!(w.add_record_and_flush(b"a"), Err(Error::Io { .. })));
+    assert!(matches!(
+        w.add_record_and_flush(b"a"),
+        Err(Error::Io { .. })
+    ));
     // The record was appended before the flush failed: the offset counts it.
     assert_eq!(w.len(), w.sink().0.len() as u64);
     match w.add_record(b"b") {

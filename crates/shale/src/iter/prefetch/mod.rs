@@ -37,9 +37,9 @@ pub use pool::{PoolStats, PrefetchPool, Ticket};
 
 use super::InternalIterator;
 use super::db_iter::{DbIter, DbIterOptions};
+use super::{ResolveMemo, ValueBytes};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
-use super::{ResolveMemo, ValueBytes};
 
 /// What a scan needs of a value placement: turning a stored value into the user's. A
 /// placement is one (`db/read.rs` wraps it); tests plug in an in-memory store.

@@ -33,8 +33,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::Resolve;
 use crate::error::{Error, Result};
-use crate::key::ValueKind;
 use crate::iter::ValueBytes;
+use crate::key::ValueKind;
 
 /// Jobs waiting at most, over all scans. A job is a pointer's bytes and two `Arc`s, so the
 /// queue stays small; beyond it scans resolve on their own threads.

@@ -713,7 +713,11 @@ fn a_store_with_inline_values_starts_no_prefetch_thread() {
     let s = db.stats().scan_prefetch;
     assert_eq!(s, pool.stats());
     assert_eq!((s.submitted, s.by_workers + s.stolen), (1, 1), "{s:?}");
-    assert!(db.stats().to_string().contains("scan prefetch: 1 values submitted"));
+    assert!(
+        db.stats()
+            .to_string()
+            .contains("scan prefetch: 1 values submitted")
+    );
     db.close().unwrap();
     assert_eq!(pool.live_threads(), 0);
     assert!(
@@ -796,10 +800,16 @@ fn the_look_ahead_starts_after_the_configured_run() {
         c.seek(&user_key(20)).unwrap();
         let at = d.want.iter().position(|(k, _)| *k >= user_key(20)).unwrap();
         for step in 1..=after {
-            assert!(!c.is_prefetching(), "after {after}: prefetching before step {step}");
+            assert!(
+                !c.is_prefetching(),
+                "after {after}: prefetching before step {step}"
+            );
             c.next().unwrap();
         }
-        assert!(c.is_prefetching(), "after {after}: not prefetching at step {after}");
+        assert!(
+            c.is_prefetching(),
+            "after {after}: not prefetching at step {after}"
+        );
         assert_eq!(current(&c).as_ref(), d.want.get(at + after));
         // The same entries as without prefetching, to the end.
         let mut rest = Vec::new();

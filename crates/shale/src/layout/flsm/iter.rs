@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use super::state::{Guarded, unit_index};
-use crate::table::format::TableRead;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::key::{MAX_SEQNO, seek_key, user_key};
 use crate::table::cache::TableCache;
+use crate::table::format::TableRead;
 use crate::version::Version;
 
 /// See the module documentation.

@@ -387,7 +387,11 @@ impl Layout for Flsm {
         let out_level = plan.output_level;
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for (_, f) in plan.input_files() {
-            children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
+            children.push(
+                ctx.tables
+                    .table(f.table_id())?
+                    .iter(ReadCause::Compaction.into()),
+            );
         }
         let merged = MergingIterator::new(children);
         let inputs: HashSet<u64> = plan.input_files().map(|(_, f)| f.number).collect();
@@ -413,8 +417,8 @@ impl Layout for Flsm {
             target_file_size,
             is_base_for_key: &is_base,
             level: out_level,
-        partition: None,
-        pile: None,
+            partition: None,
+            pile: None,
         };
         let rule = GuardCut {
             committed: v.guards(out_level).to_vec(),

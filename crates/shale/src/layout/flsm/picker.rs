@@ -321,13 +321,7 @@ fn in_place(
 
 /// The compaction of guard `u` of `level`, which holds more than `max_files_per_guard`
 /// tables, under `cfg.policy` (see the module documentation).
-fn overflow(
-    v: &Version,
-    cfg: &PickerConfig,
-    busy: &Busy,
-    level: usize,
-    u: usize,
-) -> Option<Plan> {
+fn overflow(v: &Version, cfg: &PickerConfig, busy: &Busy, level: usize, u: usize) -> Option<Plan> {
     let max_files = cfg.max_files_per_guard.max(1);
     let held = v.unit_files(level, u).len();
     let mut reason = format!("L{level} guard {u} holds {held} tables (max {max_files})");

@@ -711,9 +711,7 @@ fn paper_the_25x_rule_rewrites_an_overflow_at_the_second_to_last_level() {
     // Guard m of L5 overflows; the last-level guard it would land on is full (2 tables)
     // and holds 100M, more than 25 x 3M: rewritten in place.
     assert_eq!(
-        run_paper(
-            "G5: m\nG6: m\nL5: 2:m-n/1M 3:m-o/1M 4:m-p/1M\nL6: 8:m-p/50M 9:m-q/50M"
-        ),
+        run_paper("G5: m\nG6: m\nL5: 2:m-n/1M 3:m-o/1M 4:m-p/1M\nL6: 8:m-p/50M 9:m-q/50M"),
         "L5[4,3,2] -> L5 (merge) because L5 guard 1 holds 3 tables (max 2); rewritten in place \
          (25x rule: 104857600 bytes below)"
     );

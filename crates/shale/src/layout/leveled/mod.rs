@@ -26,6 +26,7 @@ use crate::iter::merging::MergingIterator;
 use crate::key::compare_internal;
 use crate::layout::concat::{ConcatIterator, FileOpener};
 use crate::layout::cut::{Cut, merge_cut};
+use crate::layout::seeks::SeekCharges;
 use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::table::bloom;
@@ -33,7 +34,6 @@ use crate::version::{FileMeta, Version};
 use cut::GrandparentOverlap;
 use parking_lot::Mutex;
 use picker::{PickMemory, PickerConfig};
-use crate::layout::seeks::SeekCharges;
 
 /// LevelDB's `ExpandedCompactionByteSizeLimit`: a compaction of a level >= 1 takes in more
 /// files of its level while its inputs stay under this many target files.
@@ -74,7 +74,10 @@ impl Leveled {
             },
             target_file_size: options.target_file_size,
             seeks: l.seek_compaction.then(|| {
-                SeekCharges::new(l.seek_compaction_min_seeks, l.seek_compaction_bytes_per_seek)
+                SeekCharges::new(
+                    l.seek_compaction_min_seeks,
+                    l.seek_compaction_bytes_per_seek,
+                )
             }),
             pointers: Mutex::new(Vec::new()),
             wanted: AtomicBool::new(false),
@@ -204,9 +207,7 @@ fn holds(f: &FileMeta, key: &[u8]) -> bool {
 fn opener(ctx: &ReadContext<'_>) -> FileOpener {
     let tables = Arc::clone(ctx.tables);
     let read = ctx.read;
-    Arc::new(move |f: &FileMeta| {
-        Ok(tables.table(f.table_id())?.iter(read))
-    })
+    Arc::new(move |f: &FileMeta| Ok(tables.table(f.table_id())?.iter(read)))
 }
 
 impl Layout for Leveled {
@@ -347,7 +348,11 @@ impl Layout for Leveled {
             }
             if *level == 0 {
                 for f in files {
-                    children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
+                    children.push(
+                        ctx.tables
+                            .table(f.table_id())?
+                            .iter(ReadCause::Compaction.into()),
+                    );
                 }
             } else {
                 children.push(Box::new(ConcatIterator::new(
@@ -370,8 +375,8 @@ impl Layout for Leveled {
             target_file_size: self.target_file_size,
             is_base_for_key: &is_base,
             level: plan.output_level,
-        partition: None,
-        pile: None,
+            partition: None,
+            pile: None,
         };
         // The level below the output, where the outputs' overlap is limited.
         let grandparents = match (plan.user_range(), self.cfg.max_grandparent_overlap) {

@@ -148,7 +148,14 @@ pub fn pick(
             candidates.sort_by_key(|&(ratio, number, _)| (ratio, number));
         }
         candidates.into_iter().find_map(|(_, _, f)| {
-            plan_file(v, cfg, running, level, f, format!("L{level} score {score:.2}"))
+            plan_file(
+                v,
+                cfg,
+                running,
+                level,
+                f,
+                format!("L{level} score {score:.2}"),
+            )
         })
     });
     if by_size.is_some() {
@@ -515,7 +522,12 @@ mod tests {
                     L2: 40:e-e/1M 41:h-i/1M 42:x-y/100M";
         let v = text::parse(tree).unwrap();
         let mut plans: Vec<Plan> = Vec::new();
-        while let Some(p) = pick(&v, &cfg(), &PickContext::of_plans(&plans), &PickMemory::default()) {
+        while let Some(p) = pick(
+            &v,
+            &cfg(),
+            &PickContext::of_plans(&plans),
+            &PickMemory::default(),
+        ) {
             assert!(plans.len() < 20, "picker repeats itself: {}", p.describe());
             plans.push(p);
         }
@@ -667,10 +679,16 @@ mod tests {
         );
         // Not when the wider range would take in another file below ...
         let tree = "L1: 3:a-c/4M 4:d-g/4M 5:h-i/4M\nL2: 10:a-f/4M 11:g-h/40M";
-        assert_eq!(run(tree), "L1[3]+L2[10] -> L2 (merge) because L1 score 1.20");
+        assert_eq!(
+            run(tree),
+            "L1[3]+L2[10] -> L2 (merge) because L1 score 1.20"
+        );
         // ... nor past the byte limit (50M here: 4 + 8 + 40) ...
         let tree = "L1: 3:a-c/4M 4:d-f/8M\nL2: 10:a-f/40M";
-        assert_eq!(run(tree), "L1[4]+L2[10] -> L2 (merge) because L1 score 1.20");
+        assert_eq!(
+            run(tree),
+            "L1[4]+L2[10] -> L2 (merge) because L1 score 1.20"
+        );
         // ... nor with a busy file.
         let tree = "L1: 3:a-c/4M 4:d-f/4M 5:g-h/8M\nL2: 10:a-f/4M 11:g-h/80M";
         assert_eq!(
@@ -699,11 +717,17 @@ mod tests {
         );
         assert_eq!(
             describe(&[(1, 3)]),
-            Some("L1[3]+L2[10] -> L2 (merge) because seeks used up the allowance of L1 file 3".into())
+            Some(
+                "L1[3]+L2[10] -> L2 (merge) because seeks used up the allowance of L1 file 3"
+                    .into()
+            )
         );
         assert_eq!(
             describe(&[(0, 1)]),
-            Some("L0[1]+L1[3,4] -> L1 (merge) because seeks used up the allowance of L0 file 1".into())
+            Some(
+                "L0[1]+L1[3,4] -> L1 (merge) because seeks used up the allowance of L0 file 1"
+                    .into()
+            )
         );
         // Files no longer where they were charged, and files of the last level, are passed
         // over for the next.
@@ -736,10 +760,19 @@ mod tests {
         };
         let idle = PickContext::idle();
         assert_eq!(at("", &idle).as_deref(), Some("L1[3]+L2[10] -> L2 (merge)"));
-        assert_eq!(at("c", &idle).as_deref(), Some("L1[4]+L2[11] -> L2 (merge)"));
-        assert_eq!(at("e", &idle).as_deref(), Some("L1[4]+L2[11] -> L2 (merge)"));
+        assert_eq!(
+            at("c", &idle).as_deref(),
+            Some("L1[4]+L2[11] -> L2 (merge)")
+        );
+        assert_eq!(
+            at("e", &idle).as_deref(),
+            Some("L1[4]+L2[11] -> L2 (merge)")
+        );
         assert_eq!(at("f", &idle).as_deref(), Some("L1[5] -> L2 (move)"));
-        assert_eq!(at("h", &idle).as_deref(), Some("L1[3]+L2[10] -> L2 (merge)"));
+        assert_eq!(
+            at("h", &idle).as_deref(),
+            Some("L1[3]+L2[10] -> L2 (merge)")
+        );
         // A busy file is passed over for the next one.
         assert_eq!(
             at("c", &busy(&[4], &[(3, "x", "y")])).as_deref(),

@@ -160,7 +160,10 @@ fn a_file_charged_with_enough_seeks_is_compacted() {
     assert!(layout.pick(&v, &PickContext::idle()).is_none());
     assert!(!layout.note_read_sample(&v, b"b"));
     assert!(!layout.note_read_sample(&v, b"c"));
-    assert!(layout.note_read_sample(&v, b"b"), "the third seek uses up file 1's allowance");
+    assert!(
+        layout.note_read_sample(&v, b"b"),
+        "the third seek uses up file 1's allowance"
+    );
     assert!(!layout.note_read_sample(&v, b"b"), "wanted once");
     // A busy file waits.
     let busy = PickContext {
@@ -198,7 +201,10 @@ fn the_allowance_grows_with_the_file() {
     let v = text::parse("L1: 1:a-f/4M\nL2: 5:a-z/1K").unwrap();
     let layout = Leveled::new(&seek_options(100));
     assert!((1..256).all(|_| !layout.note_read_sample(&v, b"b")));
-    assert!(layout.note_read_sample(&v, b"b"), "4 MiB / 16 KiB = 256 seeks");
+    assert!(
+        layout.note_read_sample(&v, b"b"),
+        "4 MiB / 16 KiB = 256 seeks"
+    );
 }
 
 /// Gets charge the first file they looked into when they had to look into another, as
@@ -209,10 +215,7 @@ fn gets_that_probe_two_files_charge_the_first() {
     let s1 = write(&env, 1, &["a".into(), "z".into()], 150);
     let s2 = write(&env, 2, &["a".into(), "m".into(), "z".into()], 50);
     let s3 = write(&env, 3, &["b".into(), "y".into()], 350);
-    let v = text::parse(&format!(
-        "L0: 3:b-y/{s3}\nL1: 1:a-z/{s1}\nL2: 2:a-z/{s2}"
-    ))
-    .unwrap();
+    let v = text::parse(&format!("L0: 3:b-y/{s3}\nL1: 1:a-z/{s1}\nL2: 2:a-z/{s2}")).unwrap();
     let tables = cache(&env);
     let ctx = ReadContext {
         tables: &tables,
@@ -234,7 +237,10 @@ fn gets_that_probe_two_files_charge_the_first() {
     assert_eq!(get("m"), Some(100));
     assert!(!layout.take_compaction_wanted());
     assert_eq!(get("n"), None);
-    assert!(layout.take_compaction_wanted(), "two charges use up file 3's allowance");
+    assert!(
+        layout.take_compaction_wanted(),
+        "two charges use up file 3's allowance"
+    );
     assert!(!layout.take_compaction_wanted());
     // Level 0 is under its trigger, so the file due for seeks is what is picked.
     let plan = layout.pick(&v, &PickContext::idle()).unwrap();

@@ -32,8 +32,8 @@ mod tests;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use crate::compaction::{AppendSpec, CompactionContext, MergeSpec, merge_into_appends};
 use crate::compaction::merge_into_tables;
+use crate::compaction::{AppendSpec, CompactionContext, MergeSpec, merge_into_appends};
 use crate::env::ReadCause;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -124,13 +124,19 @@ fn level_input(
     }
     if level == 0 || files.len() == 1 {
         for f in files {
-            out.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
+            out.push(
+                ctx.tables
+                    .table(f.table_id())?
+                    .iter(ReadCause::Compaction.into()),
+            );
         }
         return Ok(());
     }
     let tables = Arc::clone(ctx.tables);
     let opener: FileOpener = Arc::new(move |f: &FileMeta| {
-        Ok(tables.table(f.table_id())?.iter(ReadCause::Compaction.into()))
+        Ok(tables
+            .table(f.table_id())?
+            .iter(ReadCause::Compaction.into()))
     });
     out.push(Box::new(ConcatIterator::new(files.to_vec(), opener)));
     Ok(())

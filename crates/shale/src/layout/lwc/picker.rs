@@ -194,7 +194,8 @@ fn pick_by_seeks(
             plan_victims(v, 0, v.level(0).to_vec(), reason)
         } else {
             let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
-            let below = (level + 1..=last).any(|l| !v.overlapping(l, Some(lo), Some(hi)).is_empty());
+            let below =
+                (level + 1..=last).any(|l| !v.overlapping(l, Some(lo), Some(hi)).is_empty());
             if segments(v, number) >= 2 && (cfg.seek_merges || !below) {
                 plan_division(level, Arc::clone(f), reason)
             } else if below {
@@ -209,7 +210,12 @@ fn pick_by_seeks(
 
 /// Push `victims` (of `level`) into the next level: an append to the tables their range
 /// meets there, or, when it meets none, a move (level 0: a merge into new tables).
-pub fn plan_victims(v: &Version, level: usize, victims: Vec<Arc<FileMeta>>, reason: String) -> Plan {
+pub fn plan_victims(
+    v: &Version,
+    level: usize,
+    victims: Vec<Arc<FileMeta>>,
+    reason: String,
+) -> Plan {
     let (lo, hi) = crate::layout::leveled::picker::user_range(&victims);
     let below = v.overlapping(level + 1, Some(&lo), Some(&hi));
     let kind = match (below.is_empty(), level) {

@@ -137,7 +137,10 @@ mod tests {
         e.records.push(segments_record(3, 4));
         e.records.push(segments_record(1, 2));
         let v = v.apply(&e).unwrap();
-        assert_eq!((segments(&v, 1), segments(&v, 2), segments(&v, 3)), (2, 1, 4));
+        assert_eq!(
+            (segments(&v, 1), segments(&v, 2), segments(&v, 3)),
+            (2, 1, 4)
+        );
         // A move keeps the number and its count; a deleted table is forgotten.
         let mut e = VersionEdit::default();
         e.deleted_files.push((1, 1));
@@ -168,7 +171,11 @@ mod tests {
         let empty = Version::with_layout(7, Arc::new(LwcState::default()));
         let again = empty.apply(&snap).unwrap();
         assert_eq!(
-            (segments(&again, 1), segments(&again, 2), segments(&again, 3)),
+            (
+                segments(&again, 1),
+                segments(&again, 2),
+                segments(&again, 3)
+            ),
             (2, 1, 4)
         );
         let hex: String = {

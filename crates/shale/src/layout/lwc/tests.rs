@@ -55,7 +55,10 @@ fn run(desc: &str, segs: &[(u64, u32)]) -> String {
 fn level0_appends_to_the_tables_below_or_starts_level1() {
     assert_eq!(run("L0: 1:c-e 2:d-f 3:e-g", &[]), "nothing");
     assert_eq!(
-        run("L0: 1:c-e 2:d-f 3:e-g 4:c-d\nL1: 5:a-b 6:c-d 7:f-h 8:x-z", &[]),
+        run(
+            "L0: 1:c-e 2:d-f 3:e-g 4:c-d\nL1: 5:a-b 6:c-d 7:f-h 8:x-z",
+            &[]
+        ),
         "L0[4,3,2,1]+L1[6,7] -> L1 (append) because L0 has 4 files (trigger 4)"
     );
     assert_eq!(
@@ -167,12 +170,18 @@ fn read_samples_charge_the_first_table_and_pick_it() {
     let layout = Lwc::new(&o);
     assert!(layout.pick(&v, &PickContext::idle()).is_none());
     assert!(!layout.note_read_sample(&v, b"b"));
-    assert!(layout.note_read_sample(&v, b"c"), "two samples use up table 3's allowance");
+    assert!(
+        layout.note_read_sample(&v, b"c"),
+        "two samples use up table 3's allowance"
+    );
     assert_eq!(
         layout.pick(&v, &PickContext::idle()).unwrap().describe(),
         "L1[3]+L2[10] -> L2 (append)"
     );
-    assert!(layout.pick(&v, &PickContext::idle()).is_none(), "picked once");
+    assert!(
+        layout.pick(&v, &PickContext::idle()).is_none(),
+        "picked once"
+    );
     // Table 10 alone holds "x", in three segments.
     assert!(!layout.note_read_sample(&v, b"x"));
     assert!(layout.note_read_sample(&v, b"x"));
@@ -270,9 +279,9 @@ fn repeated_picks_give_pairwise_compatible_plans() {
         let mut plans: Vec<Plan> = Vec::new();
         while let Some(p) = pick(&v, &cfg(), &PickContext::of_plans(&plans), &[]) {
             assert!(
-                plans
-                    .iter()
-                    .all(|q| q.input_files().all(|(_, f)| !p.input_files().any(|(_, g)| g.number == f.number))),
+                plans.iter().all(|q| q
+                    .input_files()
+                    .all(|(_, f)| !p.input_files().any(|(_, g)| g.number == f.number))),
                 "round {round}: {} reads a busy file",
                 p.describe()
             );
@@ -322,7 +331,10 @@ fn key(i: u32) -> Vec<u8> {
 
 fn value(i: u32, round: u32) -> Vec<u8> {
     let mut v = format!("v{i}.{round}:").into_bytes();
-    v.resize(20 + (i as usize * 13 + round as usize) % 60, b'a' + (round % 26) as u8);
+    v.resize(
+        20 + (i as usize * 13 + round as usize) % 60,
+        b'a' + (round % 26) as u8,
+    );
     v
 }
 
@@ -410,7 +422,11 @@ fn lightweight_compaction_appends_and_reads_stay_right() {
     assert!(report.tables > 0);
     // Appends counted what they wrote below level 0.
     assert!(
-        stats.levels.iter().skip(1).any(|l| l.compaction_written > 0),
+        stats
+            .levels
+            .iter()
+            .skip(1)
+            .any(|l| l.compaction_written > 0),
         "{stats:?}"
     );
 }
@@ -472,7 +488,6 @@ fn snapshots_keep_their_versions_through_appends() {
     crate::verify(DIR, opts(&env)).unwrap();
 }
 
-
 /// Gets that look into tables of several segments charge them, and once their allowance
 /// is used up the tables are compacted: every table ends with one segment, and every read
 /// stays right.
@@ -495,7 +510,10 @@ fn gets_into_tables_of_several_segments_compact_them() {
     }
     settle(&db);
     let files = |db: &Db| levels(db).iter().sum::<usize>() as u64;
-    assert!(segments_total(&db) > files(&db), "the test needs appended tables");
+    assert!(
+        segments_total(&db) > files(&db),
+        "the test needs appended tables"
+    );
     for _ in 0..4 {
         for i in 0..n {
             assert_eq!(db.get(&key(i)).unwrap(), model.get(&key(i)).cloned());

@@ -155,7 +155,13 @@ impl Trie {
     /// The pile a table written into container `c` of `level` is laid on (its newest table
     /// must open; a pile that cannot gives none, and the new table's cluster holds only its
     /// own filters).
-    fn pile_of(&self, st: &TrieState, level: usize, c: u64, tables: &Arc<TableCache>) -> Option<Pile> {
+    fn pile_of(
+        &self,
+        st: &TrieState,
+        level: usize,
+        c: u64,
+        tables: &Arc<TableCache>,
+    ) -> Option<Pile> {
         let pile = st.pile(level, c);
         let newest = pile.first()?;
         let below = tables.table(newest.table_id()).ok()?;
@@ -268,10 +274,14 @@ impl InternalIterator for Sampling {
         Ok(())
     }
     fn seek_to_last(&mut self) -> Result<()> {
-        Err(Error::Unsupported("a compaction input only moves forward".into()))
+        Err(Error::Unsupported(
+            "a compaction input only moves forward".into(),
+        ))
     }
     fn seek(&mut self, _target: &[u8]) -> Result<()> {
-        Err(Error::Unsupported("a compaction input only moves forward".into()))
+        Err(Error::Unsupported(
+            "a compaction input only moves forward".into(),
+        ))
     }
     fn next(&mut self) -> Result<()> {
         self.inner.next()?;
@@ -279,7 +289,9 @@ impl InternalIterator for Sampling {
         Ok(())
     }
     fn prev(&mut self) -> Result<()> {
-        Err(Error::Unsupported("a compaction input only moves forward".into()))
+        Err(Error::Unsupported(
+            "a compaction input only moves forward".into(),
+        ))
     }
     fn key(&self) -> &[u8] {
         self.inner.key()
@@ -326,7 +338,10 @@ impl Layout for Trie {
             let l: usize = l.parse().ok()?;
             return (l < version.num_levels()).then(|| st.containers(l).count().to_string());
         }
-        let l: usize = name.strip_prefix("shale.trie-piles-at-level")?.parse().ok()?;
+        let l: usize = name
+            .strip_prefix("shale.trie-piles-at-level")?
+            .parse()
+            .ok()?;
         (l < version.num_levels()).then(|| {
             let mut out = String::new();
             for (c, pile) in st.containers(l) {
@@ -538,7 +553,11 @@ impl Layout for Trie {
             let in_place = level == out;
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             for f in &files {
-                children.push(ctx.tables.table(f.table_id())?.iter(ReadCause::Compaction.into()));
+                children.push(
+                    ctx.tables
+                        .table(f.table_id())?
+                        .iter(ReadCause::Compaction.into()),
+                );
             }
             // No older version of a key exists outside the inputs when every container on
             // its path below them is empty (the output container too, unless it is the
@@ -556,7 +575,8 @@ impl Layout for Trie {
             };
             // Each child's new table is laid on the child's pile (a merge in place replaces
             // its whole pile: nothing is below).
-            let pile = |part: usize| self.pile_of(st, out, (container << 3) | part as u64, ctx.tables);
+            let pile =
+                |part: usize| self.pile_of(st, out, (container << 3) | part as u64, ctx.tables);
             let spec = MergeSpec {
                 target_file_size: u64::MAX,
                 is_base_for_key: &is_base,

@@ -76,7 +76,10 @@ fn containers_hold_their_files_newest_first() {
     assert_eq!(numbers(st.pile(1, 5)), vec![6]);
     assert_eq!(numbers(st.pile(0, 0)), vec![10]);
     assert!(st.pile(1, 0).is_empty());
-    assert_eq!(st.containers(1).map(|(c, _)| c).collect::<Vec<_>>(), vec![3, 5]);
+    assert_eq!(
+        st.containers(1).map(|(c, _)| c).collect::<Vec<_>>(),
+        vec![3, 5]
+    );
     assert_eq!(st.container(9), Some(3));
 }
 
@@ -156,7 +159,11 @@ fn running_plans_leave_disjoint_piles_to_the_next_pick() {
         .flat_map(|p| p.input_files().map(|(_, f)| f.number))
         .collect();
     inputs.sort_unstable();
-    assert_eq!(inputs, vec![1, 2, 4, 5, 7, 8, 9, 10, 11], "no table in two plans");
+    assert_eq!(
+        inputs,
+        vec![1, 2, 4, 5, 7, 8, 9, 10, 11],
+        "no table in two plans"
+    );
     // A plan ends: its pile may be picked again (here the root's).
     running.remove(0);
     let p = t.pick(&v, &PickContext::of_plans(&running)).unwrap();
@@ -178,7 +185,10 @@ fn the_last_level_is_collected_by_its_garbage_estimate() {
         ]
     };
     // No garbage known: nothing to do (a lone table is never collected).
-    assert_eq!(t.pick(&version(files(), vec![]), &PickContext::idle()), None);
+    assert_eq!(
+        t.pick(&version(files(), vec![]), &PickContext::idle()),
+        None
+    );
     // 80 of 200 entries: below the 50% default.
     let v = version(files(), vec![garbage_record(2, 80)]);
     assert_eq!(t.pick(&v, &PickContext::idle()), None);
@@ -202,19 +212,27 @@ fn manual_compaction_pushes_every_level_then_merges_the_deepest_in_place() {
     let t = trie(8);
     let mut taken = Vec::new();
     let a = key_in(1, 1, &mut taken);
-    let v = version(vec![(0, file(1, "x", 1, 0)), (1, file(2, &a, 1, 0))], vec![]);
+    let v = version(
+        vec![(0, file(1, "x", 1, 0)), (1, file(2, &a, 1, 0))],
+        vec![],
+    );
     assert_eq!(t.range_steps(&v, None, None), vec![0, BOTTOM_STEP]);
     assert_eq!(
         t.pick_range(&v, 0, None, None).unwrap().describe(),
         "L0[1] -> L1 (merge)"
     );
     assert_eq!(
-        t.pick_range(&v, BOTTOM_STEP, None, None).unwrap().describe(),
+        t.pick_range(&v, BOTTOM_STEP, None, None)
+            .unwrap()
+            .describe(),
         "L1[2] -> L1 (merge)"
     );
     let root_only = version(vec![(0, file(1, "x", 1, 0))], vec![]);
     assert_eq!(t.range_steps(&root_only, None, None), vec![0, BOTTOM_STEP]);
-    assert!(t.range_steps(&version(vec![], vec![]), None, None).is_empty());
+    assert!(
+        t.range_steps(&version(vec![], vec![]), None, None)
+            .is_empty()
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -250,8 +268,11 @@ fn wait_until(db: &Db, what: &str, f: impl Fn(&Db) -> bool) {
 
 fn fill(db: &Db, round: u32, keys: u32) {
     for i in 0..keys {
-        db.put(format!("key{i:05}").as_bytes(), format!("r{round}-{i}").as_bytes())
-            .unwrap();
+        db.put(
+            format!("key{i:05}").as_bytes(),
+            format!("r{round}-{i}").as_bytes(),
+        )
+        .unwrap();
     }
     db.flush().unwrap();
 }
@@ -291,8 +312,14 @@ fn compaction_splits_a_pile_into_the_children_and_never_rewrites_them() {
             .filter(|g| g.level == 1 && container_of_key(&g.smallest_key, 1) == c)
             .collect();
         assert_eq!(pile.len(), 2, "container {c}");
-        assert!(pile.iter().any(|g| g.number == f.number && g.size == f.size));
-        assert!(pile.iter().any(|g| g.number > f.number && g.seq_range.0 > f.seq_range.1));
+        assert!(
+            pile.iter()
+                .any(|g| g.number == f.number && g.size == f.size)
+        );
+        assert!(
+            pile.iter()
+                .any(|g| g.number > f.number && g.seq_range.0 > f.seq_range.1)
+        );
     }
     for i in 0..500u32 {
         let got = db.get(format!("key{i:05}").as_bytes()).unwrap();
@@ -351,7 +378,9 @@ fn overwrites_reaching_the_last_level_are_collected() {
         fill(&db, round, 400);
         // Each round's compactions settle before the next flush, so piles fill in step.
         wait_until(&db, "the round's compactions", |db| {
-            let piles = db.property("shale.trie-piles-at-level1").unwrap_or_default();
+            let piles = db
+                .property("shale.trie-piles-at-level1")
+                .unwrap_or_default();
             db.live_files().iter().filter(|f| f.level == 0).count() < 2
                 && piles.lines().all(|l| l.ends_with(" 1"))
         });
@@ -361,8 +390,7 @@ fn overwrites_reaching_the_last_level_are_collected() {
     // versions of its keys (a garbage ratio of one half), so the pile is collected.
     wait_until(&db, "collection", |db| {
         let files = db.live_files();
-        files.iter().all(|f| f.level == 2)
-            && files.iter().map(|f| f.entries).sum::<u64>() == 400
+        files.iter().all(|f| f.level == 2) && files.iter().map(|f| f.entries).sum::<u64>() == 400
     });
     assert!(db.live_files().len() <= 64);
     for i in 0..400u32 {
@@ -460,7 +488,10 @@ fn clustered_filters_read_one_block_per_level_and_miss_no_key() {
                 }
             }
             let found = reads(BlockKind::Data) - data;
-            assert!((4200..4200 + 42).contains(&found), "{found} buckets for 4200 gets");
+            assert!(
+                (4200..4200 + 42).contains(&found),
+                "{found} buckets for 4200 gets"
+            );
             // Missing keys: no data block (but for a rare false positive); the filter
             // blocks are one per cluster on the key's path, or none once in memory.
             let (data, filter) = (reads(BlockKind::Data), reads(BlockKind::Filter));
@@ -535,7 +566,10 @@ fn two_compaction_threads_lose_no_write_and_show_no_stale_value() {
     let check = |w: u32, i: u32, finished: u32, got: Option<Vec<u8>>| match got {
         Some(v) => {
             let q: u32 = std::str::from_utf8(&v[1..4]).unwrap().parse().unwrap();
-            assert!(q + 1 >= finished, "key {w}/{i}: round {q} read after round {finished}");
+            assert!(
+                q + 1 >= finished,
+                "key {w}/{i}: round {q} read after round {finished}"
+            );
             assert_eq!(v, value(q, i), "key {w}/{i}");
             assert!(!deleted(q, i));
         }
@@ -619,7 +653,11 @@ fn two_compaction_threads_lose_no_write_and_show_no_stale_value() {
         for w in 0..2 {
             for i in 0..KEYS {
                 let got = db.get(&key(w, i)).unwrap();
-                assert_eq!(got, Some(value(ROUNDS - 1, i)), "{w}/{i} reopened {reopened}");
+                assert_eq!(
+                    got,
+                    Some(value(ROUNDS - 1, i)),
+                    "{w}/{i} reopened {reopened}"
+                );
             }
         }
     }

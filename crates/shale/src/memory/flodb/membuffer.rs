@@ -466,7 +466,10 @@ impl Membuffer {
             .get(hash, key, snapshot)
             .map(|r| (&s.table, r))
             .into_iter();
-        let moving = s.moving.as_deref().and_then(|t| Some((t, t.get(hash, key, snapshot)?)));
+        let moving = s
+            .moving
+            .as_deref()
+            .and_then(|t| Some((t, t.get(hash, key, snapshot)?)));
         let found = staged
             .chain(moving)
             .max_by_key(|(_, r)| r.seq)
@@ -692,7 +695,10 @@ mod tests {
         assert!(m.bounds.is_sorted());
         let index = |k: &[u8]| {
             let (_, p) = m.partition_of(k);
-            m.partitions.iter().position(|q| std::ptr::eq(q, p)).unwrap()
+            m.partitions
+                .iter()
+                .position(|q| std::ptr::eq(q, p))
+                .unwrap()
         };
         // The quantiles of 0, 25, .., 9975: partition i starts at key 1250 * i.
         for i in 0..=9975 {
@@ -703,8 +709,9 @@ mod tests {
         let past: std::collections::HashSet<usize> =
             (10_000..10_400).map(|i| index(&key(i))).collect();
         assert!(past.len() >= 6, "{past:?}");
-        let below: std::collections::HashSet<usize> =
-            (0..400).map(|i| index(format!("a{i}").as_bytes())).collect();
+        let below: std::collections::HashSet<usize> = (0..400)
+            .map(|i| index(format!("a{i}").as_bytes()))
+            .collect();
         assert!(below.len() >= 6, "{below:?}");
 
         let few: Vec<Vec<u8>> = (0..400).map(|i| key(i % 40)).collect();
@@ -747,7 +754,10 @@ mod tests {
         for p in m.partitions.iter() {
             let s = p.state.lock();
             assert!(s.closed && s.spare.is_none() && s.moving.is_none());
-            assert_eq!((s.table.data.capacity(), s.table.records.capacity()), (0, 0));
+            assert_eq!(
+                (s.table.data.capacity(), s.table.records.capacity()),
+                (0, 0)
+            );
             assert_eq!(s.table.heads.slots.capacity(), 0);
             drop(s);
             assert_eq!(p.drain.lock().capacity(), 0);
@@ -775,7 +785,10 @@ mod tests {
             s.moving = Some(Arc::clone(&full));
             full
         };
-        assert_eq!(m.put(b"k2", 4, ValueKind::Value, &[4]), Put::Staged { wake: false });
+        assert_eq!(
+            m.put(b"k2", 4, ValueKind::Value, &[4]),
+            Put::Staged { wake: false }
+        );
         let seen = |key: &[u8], snapshot| {
             let (v, _) = m.get(key, snapshot);
             v.map(|v| (v.seq, v.value))

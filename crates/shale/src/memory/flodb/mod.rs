@@ -201,9 +201,17 @@ impl FloDbMemory {
         let want = self.config.partitions * SAMPLE_PER_PARTITION;
         let newest = match self.config.partitions {
             0 | 1 => None,
-            _ => self.shared.tables.lock().iter().rev().find_map(Weak::upgrade),
+            _ => self
+                .shared
+                .tables
+                .lock()
+                .iter()
+                .rev()
+                .find_map(Weak::upgrade),
         };
-        let sample = newest.map(|t| t.list.sample_user_keys(want)).unwrap_or_default();
+        let sample = newest
+            .map(|t| t.list.sample_user_keys(want))
+            .unwrap_or_default();
         let table = Arc::new(FloDbMemTable {
             membuffer: Membuffer::with_sample(
                 self.config.partitions,
@@ -399,7 +407,11 @@ impl FloDbMemTable {
     /// The first membuffer (until it is emptied for good), then the key-range one once
     /// cut.
     fn membuffers(&self) -> impl Iterator<Item = &Membuffer> {
-        let first = self.first_spilled.get().is_none().then_some(&self.membuffer);
+        let first = self
+            .first_spilled
+            .get()
+            .is_none()
+            .then_some(&self.membuffer);
         first.into_iter().chain(self.ranged.get())
     }
 
@@ -463,7 +475,9 @@ impl FloDbMemTable {
     /// Move everything staged into the skiplist now (what seal and iterators do). Returns
     /// the versions moved.
     pub fn drain(&self) -> usize {
-        self.membuffers().map(|m| m.drain_all(&self.list).moved).sum()
+        self.membuffers()
+            .map(|m| m.drain_all(&self.list).moved)
+            .sum()
     }
 
     /// [`FloDbMemTable::drain`], counted as a scan's drain or a seal's.

@@ -142,10 +142,17 @@ fn gets_see_both_membuffers_across_a_cut() {
             }
         }
     };
-    assert_eq!((table.membuffer.len(), table.ranged.get().map(|r| r.len())), (2, Some(2)));
+    assert_eq!(
+        (table.membuffer.len(), table.ranged.get().map(|r| r.len())),
+        (2, Some(2))
+    );
     check("both staged");
     assert_eq!(table.retire_first().moved, 2);
-    assert_eq!(table.membuffers().count(), 1, "gets no longer visit the first");
+    assert_eq!(
+        table.membuffers().count(),
+        1,
+        "gets no longer visit the first"
+    );
     assert_eq!(table.first_spilled.get(), Some(&301));
     check("the first retired");
     assert_eq!(table.drain(), 2);
@@ -166,7 +173,10 @@ fn the_filter_learns_keys_as_they_are_drained() {
     assert_eq!((table.staged(), table.sorted()), (keys.len(), 0));
     let found = |k: &[u8]| Some(MemLookup::Found(ValueKind::Value, k.to_vec()));
     for k in &keys {
-        assert!(!table.list.may_hold(k), "{k:?} is staged only: not in the filter yet");
+        assert!(
+            !table.list.may_hold(k),
+            "{k:?} is staged only: not in the filter yet"
+        );
         assert_eq!(table.get(k, 100), found(k), "staged {k:?}");
     }
     assert_eq!(table.drain(), keys.len());
@@ -195,7 +205,11 @@ fn the_filter_learns_keys_as_they_are_drained() {
     table.seal();
     assert_eq!(table.staged(), 0);
     for (i, k) in keys.iter().enumerate() {
-        let newest = if i < 5 { Some(MemLookup::Deleted) } else { found(k) };
+        let newest = if i < 5 {
+            Some(MemLookup::Deleted)
+        } else {
+            found(k)
+        };
         assert_eq!(table.get(k, 400), newest, "sealed {k:?}");
         assert_eq!(table.get(k, 100), found(k), "sealed {k:?} at 100");
     }
@@ -253,9 +267,8 @@ fn gets_during_a_seal_find_every_key() {
 /// to the skiplist, with its filter bits, and gets ask the skiplist alone.
 #[test]
 fn no_partitions_stage_nothing() {
-    let memory = FloDbMemory::with_config(
-        FloDbConfig::sized(64 << 20, 0.0, 64, 1).with_bloom(4096),
-    );
+    let memory =
+        FloDbMemory::with_config(FloDbConfig::sized(64 << 20, 0.0, 64, 1).with_bloom(4096));
     assert_eq!(memory.config.partitions, 0);
     memory.start(services()).unwrap();
     let table = memory.new_flodb_memtable();
@@ -272,7 +285,11 @@ fn no_partitions_stage_nothing() {
         );
         assert_eq!(table.get(&k(seq), seq - 1), None);
     }
-    assert_eq!(memory.stats().direct, 0, "nothing was refused by a partition");
+    assert_eq!(
+        memory.stats().direct,
+        0,
+        "nothing was refused by a partition"
+    );
     memory.stop();
 }
 
@@ -297,9 +314,15 @@ fn gets_at_every_snapshot_match_the_model() {
             if Some(i) == cut_at {
                 let staged = table.staged();
                 let cut = table.cut_ranges().expect("enough keys to cut ranges");
-                assert_eq!(cut.moved, staged, "seed {seed}: the cut moves what was staged");
+                assert_eq!(
+                    cut.moved, staged,
+                    "seed {seed}: the cut moves what was staged"
+                );
                 assert!(table.by_range() && table.membuffer.len() == 0);
-                assert_eq!(table.membuffer.put(b"k1", 0, ValueKind::Value, b""), Put::Closed);
+                assert_eq!(
+                    table.membuffer.put(b"k1", 0, ValueKind::Value, b""),
+                    Put::Closed
+                );
             }
             let k = format!("k{}", rng.below(KEYS)).into_bytes();
             let kind = if rng.below(6) == 0 {
@@ -319,8 +342,15 @@ fn gets_at_every_snapshot_match_the_model() {
                 table.drain();
             }
         }
-        assert!(table.staged() > 0, "seed {seed}: some writes staged ({} sorted)", table.sorted());
-        assert!(table.sorted() > 0, "seed {seed}: some writes went to the skiplist");
+        assert!(
+            table.staged() > 0,
+            "seed {seed}: some writes staged ({} sorted)",
+            table.sorted()
+        );
+        assert!(
+            table.sorted() > 0,
+            "seed {seed}: some writes went to the skiplist"
+        );
         assert_eq!(table.len(), n as usize);
         let check = |table: &FloDbMemTable, when: &str| {
             for i in 0..=KEYS {
@@ -359,7 +389,10 @@ fn iterator_and_seal_see_every_entry() {
     assert!(staged > 0);
     let before = memory.stats();
     assert_eq!(before.staged, staged, "nothing moved yet: {before:?}");
-    assert!(before.direct > 0, "8 KiB of partitions cannot hold 2000 versions");
+    assert!(
+        before.direct > 0,
+        "8 KiB of partitions cannot hold 2000 versions"
+    );
     assert_eq!(before.staged + before.direct, 2000);
     let got = collect(&mut *Arc::clone(&table).iter());
     assert_eq!(table.staged(), 0, "the iterator drained the membuffer");

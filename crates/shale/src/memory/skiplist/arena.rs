@@ -76,7 +76,12 @@ impl<T, const BASE_BITS: u32> Arena<T, BASE_BITS> {
     /// `init`); returns the first slot. A run never straddles two chunks: when it would,
     /// it starts at the next chunk where it fits, and the slots skipped stay unused. `None`
     /// (nothing reserved) when the run would end past index `u32::MAX` or `need` is 0.
-    pub(crate) fn reserve(&self, next: &AtomicU64, need: u64, init: impl FnMut() -> T) -> Option<u32> {
+    pub(crate) fn reserve(
+        &self,
+        next: &AtomicU64,
+        need: u64,
+        init: impl FnMut() -> T,
+    ) -> Option<u32> {
         if need == 0 {
             return None;
         }
@@ -166,10 +171,16 @@ mod tests {
         let next = AtomicU64::new(0);
         let mut end = 0u64;
         for need in [3u64, 3, 1, 6, 2, 9, 1] {
-            let start = u64::from(a.reserve(&next, need, || AtomicU32::new(0)).unwrap_or(u32::MAX));
+            let start = u64::from(
+                a.reserve(&next, need, || AtomicU32::new(0))
+                    .unwrap_or(u32::MAX),
+            );
             assert!(start >= end, "runs overlap");
             let (chunk, at) = A::locate(start as u32);
-            assert!(at as u64 + need <= A::chunk_len(chunk), "run of {need} straddles");
+            assert!(
+                at as u64 + need <= A::chunk_len(chunk),
+                "run of {need} straddles"
+            );
             assert!(a.chunk(chunk).is_some());
             end = start + need;
             assert_eq!(next.load(Relaxed), end);
@@ -189,7 +200,14 @@ mod tests {
         assert!(made >= HUGE_PAGE_CHUNK);
         let chunk = a.chunk(1).unwrap_or_default();
         assert_eq!(chunk.len(), 2 << 20);
-        assert!(chunk.iter().all(|s| s.load(std::sync::atomic::Ordering::Relaxed) == 7));
-        assert!(a.slot(u32::try_from(Arena::<AtomicU32, 20>::chunk_start(1)).unwrap_or(0)).is_some());
+        assert!(
+            chunk
+                .iter()
+                .all(|s| s.load(std::sync::atomic::Ordering::Relaxed) == 7)
+        );
+        assert!(
+            a.slot(u32::try_from(Arena::<AtomicU32, 20>::chunk_start(1)).unwrap_or(0))
+                .is_some()
+        );
     }
 }

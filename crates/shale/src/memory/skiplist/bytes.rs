@@ -74,8 +74,8 @@ impl EntryBytes {
         // `reserve` made the chunk and kept the run inside it, so this is the whole run; if
         // it somehow were not, `start` is not returned and the cells stay unused.
         let run = self.cells.chunk(chunk)?.get(at..at + need)?;
-        let dst = UnsafeCell::raw_get(run.as_ptr().cast::<UnsafeCell<MaybeUninit<u64>>>())
-            .cast::<u8>();
+        let dst =
+            UnsafeCell::raw_get(run.as_ptr().cast::<UnsafeCell<MaybeUninit<u64>>>()).cast::<u8>();
         let mut written = 0;
         for part in std::iter::once(&prefix[..]).chain(parts.iter().copied()) {
             // SAFETY: in bounds: the parts add up to `LEN_BYTES + len <= need * CELL`, the
@@ -163,7 +163,10 @@ mod tests {
             let key = format!("key{i:06}");
             let value = vec![(i % 251) as u8; (i * 37) % 300];
             let (start, taken) = a.append(&[key.as_bytes(), b"", &value]).unwrap_or((0, 0));
-            assert_eq!(taken, (LEN_BYTES + key.len() + value.len()).div_ceil(CELL) * CELL);
+            assert_eq!(
+                taken,
+                (LEN_BYTES + key.len() + value.len()).div_ceil(CELL) * CELL
+            );
             runs.push((start, [key.into_bytes(), value].concat()));
         }
         for (start, want) in &runs {
@@ -262,7 +265,9 @@ mod tests {
                     })
                 })
                 .collect();
-            hs.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
         });
         for runs in &per_thread {
             assert_eq!(runs.len(), 150 * SCALE);

@@ -18,8 +18,8 @@
 //! usually a cache miss; that, not comparison work, is the price of an insert or a get.
 
 mod arena;
-mod bytes;
 mod bloom;
+mod bytes;
 mod iter;
 mod list;
 mod node;

@@ -674,7 +674,11 @@ fn sorted_batches_match_the_model() {
             for (k, s, kind, v) in &batch {
                 model.insert(k, *s, *kind, v);
             }
-            mem.insert_sorted(batch.iter().map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..])));
+            mem.insert_sorted(
+                batch
+                    .iter()
+                    .map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..])),
+            );
             for _ in 0..rng.below(20) {
                 seq += 1;
                 let k = format!("key{:06}", rng.below(5000)).into_bytes();
@@ -685,7 +689,11 @@ fn sorted_batches_match_the_model() {
         }
         let mut it = Arc::clone(&mem).iter();
         let mut want = model.vec_iter();
-        assert_eq!(collect_forward(&mut *it), collect_forward(&mut want), "seed {seed}");
+        assert_eq!(
+            collect_forward(&mut *it),
+            collect_forward(&mut want),
+            "seed {seed}"
+        );
         assert_eq!(mem.len(), model.entries.len());
         for ((k, _), _) in model.entries.iter().step_by(5) {
             for snapshot in [seq / 3, seq / 2, MAX_SEQNO] {
@@ -713,9 +721,11 @@ fn sorted_batches_insert_concurrently() {
             let mem = &mem;
             s.spawn(move || {
                 for b in 0..batches {
-                    let mut batch: Vec<(Vec<u8>, SeqNo)> = (0..per).map(|i| entry(w, b, i)).collect();
+                    let mut batch: Vec<(Vec<u8>, SeqNo)> =
+                        (0..per).map(|i| entry(w, b, i)).collect();
                     batch.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-                    let values: Vec<Vec<u8>> = batch.iter().map(|(k, s)| value_for(k, *s)).collect();
+                    let values: Vec<Vec<u8>> =
+                        batch.iter().map(|(k, s)| value_for(k, *s)).collect();
                     mem.insert_sorted(
                         batch
                             .iter()
@@ -740,7 +750,10 @@ fn sorted_batches_insert_concurrently() {
     let entries = collect_forward(&mut *it);
     assert_eq!(entries.len(), total);
     for pair in entries.windows(2) {
-        assert_eq!(key::compare_internal(&pair[0].0, &pair[1].0), Ordering::Less);
+        assert_eq!(
+            key::compare_internal(&pair[0].0, &pair[1].0),
+            Ordering::Less
+        );
     }
     for w in 0..WRITERS {
         for b in (0..batches).step_by(11) {
@@ -781,10 +794,12 @@ fn a_bloom_filter_changes_no_answer() {
                 })
                 .collect();
             if round == 1 {
-                batch.sort_by(|a, b| {
-                    a.0.cmp(&b.0).then(b.1.cmp(&a.1))
-                });
-                let entries = || batch.iter().map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..]));
+                batch.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+                let entries = || {
+                    batch
+                        .iter()
+                        .map(|(k, s, kind, v)| (&k[..], *s, *kind, &v[..]))
+                };
                 plain.insert_sorted(entries());
                 filtered.insert_sorted(entries());
             } else {
@@ -797,8 +812,15 @@ fn a_bloom_filter_changes_no_answer() {
         for _ in 0..3000 {
             let k = tricky_key(&mut rng);
             let snap = rng.below(seq + 2);
-            assert_eq!(plain.get(&k, snap), filtered.get(&k, snap), "{k:?} at {snap}");
-            assert_eq!(plain.get_versioned(&k, snap), filtered.get_versioned(&k, snap));
+            assert_eq!(
+                plain.get(&k, snap),
+                filtered.get(&k, snap),
+                "{k:?} at {snap}"
+            );
+            assert_eq!(
+                plain.get_versioned(&k, snap),
+                filtered.get_versioned(&k, snap)
+            );
         }
         assert_eq!(
             filtered.approximate_bytes(),
@@ -813,7 +835,10 @@ fn a_bloom_filter_changes_no_answer() {
     let passed = (1000..101_000u32)
         .filter(|i| m.may_hold(&i.to_be_bytes()))
         .count();
-    assert!(passed < 1000, "{passed} of 100,000 absent keys passed the filter");
+    assert!(
+        passed < 1000,
+        "{passed} of 100,000 absent keys passed the filter"
+    );
     assert!((0..1000u32).all(|i| m.may_hold(&i.to_be_bytes())));
 }
 
@@ -822,20 +847,43 @@ fn a_bloom_filter_changes_no_answer() {
 /// quarter of the list's keys holds a fair share.
 #[test]
 fn a_sample_is_spread_evenly_over_the_keys() {
-    let (mem, model) = build(11, 20_000, |rng| format!("{:08}", rng.below(1_000_000)).into_bytes());
+    let (mem, model) = build(11, 20_000, |rng| {
+        format!("{:08}", rng.below(1_000_000)).into_bytes()
+    });
     let mut keys: Vec<Vec<u8>> = model.entries.keys().map(|(k, _)| k.clone()).collect();
     keys.dedup();
     for want in [1, 16, 256, 1024] {
         let sample = mem.sample_user_keys(want);
-        let most = if want * 2 > keys.len() { keys.len() } else { 6 * want };
-        assert!(sample.len() >= want.min(keys.len()) && sample.len() <= most, "{want}: {}", sample.len());
+        let most = if want * 2 > keys.len() {
+            keys.len()
+        } else {
+            6 * want
+        };
+        assert!(
+            sample.len() >= want.min(keys.len()) && sample.len() <= most,
+            "{want}: {}",
+            sample.len()
+        );
         assert!(sample.is_sorted(), "{want}");
-        assert!(sample.iter().all(|k| keys.binary_search(k).is_ok()), "{want}");
+        assert!(
+            sample.iter().all(|k| keys.binary_search(k).is_ok()),
+            "{want}"
+        );
         if want >= 256 {
             for q in 0..4 {
-                let (lo, hi) = (&keys[q * keys.len() / 4], keys.get((q + 1) * keys.len() / 4));
-                let n = sample.iter().filter(|k| *k >= lo && hi.is_none_or(|h| *k < h)).count();
-                assert!(n * 8 > sample.len() && n * 8 < 3 * sample.len(), "{want} q{q}: {n} of {}", sample.len());
+                let (lo, hi) = (
+                    &keys[q * keys.len() / 4],
+                    keys.get((q + 1) * keys.len() / 4),
+                );
+                let n = sample
+                    .iter()
+                    .filter(|k| *k >= lo && hi.is_none_or(|h| *k < h))
+                    .count();
+                assert!(
+                    n * 8 > sample.len() && n * 8 < 3 * sample.len(),
+                    "{want} q{q}: {n} of {}",
+                    sample.len()
+                );
             }
         }
     }

@@ -102,7 +102,9 @@ impl Footer {
         }
         let reserved = decode_fixed32(src, 20)?;
         if reserved != 0 {
-            return Err(format!("DTable footer's reserved word is {reserved:#x}, not 0"));
+            return Err(format!(
+                "DTable footer's reserved word is {reserved:#x}, not 0"
+            ));
         }
         let footer = Footer {
             directory: BlockHandle {
@@ -363,7 +365,10 @@ mod tests {
             for bit in 0..8 {
                 let mut bad = b.clone();
                 bad[i] ^= 1 << bit;
-                assert!(Footer::decode(&bad, len).is_err(), "flip at {i}.{bit} accepted");
+                assert!(
+                    Footer::decode(&bad, len).is_err(),
+                    "flip at {i}.{bit} accepted"
+                );
             }
         }
     }
@@ -379,8 +384,16 @@ mod tests {
         };
         let b = d.encode();
         assert_eq!(Directory::decode(&b, 2, 300).unwrap(), d);
-        assert!(Directory::decode(&b, 3, 300).unwrap_err().contains("footer counts 3"));
-        assert!(Directory::decode(&b, 2, 301).unwrap_err().contains("ends at 300"));
+        assert!(
+            Directory::decode(&b, 3, 300)
+                .unwrap_err()
+                .contains("footer counts 3")
+        );
+        assert!(
+            Directory::decode(&b, 2, 301)
+                .unwrap_err()
+                .contains("ends at 300")
+        );
         let mut late = d.clone();
         late.segments[0].start = 1;
         assert!(Directory::decode(&late.encode(), 2, 300).is_err());

@@ -27,8 +27,7 @@ use crate::env::{ReadFile, WriteFile};
 use crate::error::{Error, Result};
 use crate::options::TableOptions;
 use crate::table::format::{
-    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableWriter,
-    check_identity,
+    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableWriter, check_identity,
 };
 
 pub use commit::{DTABLE_MAGIC, DTABLE_VERSION, Directory, FOOTER_LEN, Footer, SegmentEntry};

@@ -75,7 +75,9 @@ pub fn read_commit(file: &ReadFile, size: u64) -> Result<(Footer, Directory)> {
         return Err(Error::corruption(
             path,
             0,
-            format!("a DTable generation of {size} bytes is shorter than its {FOOTER_LEN}-byte footer"),
+            format!(
+                "a DTable generation of {size} bytes is shorter than its {FOOTER_LEN}-byte footer"
+            ),
         ));
     }
     let footer_at = size - FOOTER_LEN as u64;
@@ -124,8 +126,13 @@ impl DTable {
                 options.block_cache.clone(),
                 options.verify_checksums,
             )?;
-            check_segment(&table, entry, directory.identity)
-                .map_err(|d| Error::corruption(path.to_path_buf(), entry.start, format!("segment {}: {d}", i + 1)))?;
+            check_segment(&table, entry, directory.identity).map_err(|d| {
+                Error::corruption(
+                    path.to_path_buf(),
+                    entry.start,
+                    format!("segment {}: {d}", i + 1),
+                )
+            })?;
             segments.push(Segment {
                 entry: entry.clone(),
                 table: Arc::new(table),
@@ -214,10 +221,10 @@ fn check_segment(
             e.largest
         ));
     }
-    let recorded = p.file_number.zip(p.store_id).map(|(number, store_id)| TableIdentity {
-        store_id,
-        number,
-    });
+    let recorded = p
+        .file_number
+        .zip(p.store_id)
+        .map(|(number, store_id)| TableIdentity { store_id, number });
     if recorded != identity {
         return Err(format!(
             "it records identity {recorded:?}, the directory {identity:?}"

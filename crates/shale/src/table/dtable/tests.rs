@@ -99,7 +99,11 @@ fn puts(keys: impl IntoIterator<Item = u32>, seq: u64, tag: &str) -> Entries {
 
 fn get(t: &dyn TableReader, k: &str, snapshot: u64) -> Option<(u64, ValueKind, String)> {
     let (ik, v) = t
-        .lookup(k.as_bytes(), &seek_key(k.as_bytes(), snapshot), ReadCause::Get.into())
+        .lookup(
+            k.as_bytes(),
+            &seek_key(k.as_bytes(), snapshot),
+            ReadCause::Get.into(),
+        )
         .unwrap()?;
     let p = parse_internal_key(&ik).unwrap();
     assert_eq!(p.user_key, k.as_bytes());
@@ -249,16 +253,19 @@ fn every_flipped_byte_is_found_with_file_and_offset() {
                 // Whatever it answers is right or an error.
                 for k in 0..40u32 {
                     let key = format!("k{k:04}");
-                    if let Ok(Some((ik, v))) =
-                        t.lookup(key.as_bytes(), &seek_key(key.as_bytes(), 100), ReadCause::Get.into())
-                    {
+                    if let Ok(Some((ik, v))) = t.lookup(
+                        key.as_bytes(),
+                        &seek_key(key.as_bytes(), 100),
+                        ReadCause::Get.into(),
+                    ) {
                         let seq = parse_internal_key(&ik).unwrap().seq;
                         let want = if k % 3 == 0 { "b" } else { "a" };
                         assert_eq!(seq, if want == "b" { 20 } else { 10 }, "byte {i}");
                         assert!(v.starts_with(want.as_bytes()), "byte {i}");
                     }
                 }
-                t.verify().expect_err(&format!("flip at byte {i} not found"))
+                t.verify()
+                    .expect_err(&format!("flip at byte {i} not found"))
             }
         };
         assert!(err.is_corruption(), "byte {i}: {err}");
@@ -271,7 +278,10 @@ fn a_short_file_another_number_or_identity_is_refused() {
     let env = mem_env();
     let g1 = create(&env, &puts(0..10, 1, "a"));
     let err = open(&env, g1.size + 1).unwrap_err();
-    assert!(err.is_corruption() && err.to_string().contains("committed"), "{err}");
+    assert!(
+        err.is_corruption() && err.to_string().contains("committed"),
+        "{err}"
+    );
     let err = open(&env, 3).unwrap_err();
     assert!(err.is_corruption(), "{err}");
     // The same bytes under another number.
@@ -286,9 +296,14 @@ fn a_short_file_another_number_or_identity_is_refused() {
             &TableReadOptions::default(),
         )
         .unwrap_err();
-    assert!(err.to_string().contains("MANIFEST lists it as table 13"), "{err}");
+    assert!(
+        err.to_string().contains("MANIFEST lists it as table 13"),
+        "{err}"
+    );
     // An append under another store's identity.
-    let f = env.reopen(&path(), g1.size, WriteCause::Compaction).unwrap();
+    let f = env
+        .reopen(&path(), g1.size, WriteCause::Compaction)
+        .unwrap();
     let r = env.open(&path()).unwrap();
     let other = Some(TableIdentity {
         store_id: 1,
@@ -341,7 +356,8 @@ fn the_format_docs_example() {
     let o = TableOptions::default();
     let f = env.create(&path, WriteCause::Flush).unwrap();
     let mut w = DTableFormat.builder(f, &o, id);
-    w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap();
+    w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x")
+        .unwrap();
     let g1 = w.finish().unwrap();
     let f = env.reopen(&path, g1.size, WriteCause::Compaction).unwrap();
     let r = env.open(&path).unwrap();
@@ -350,7 +366,8 @@ fn the_format_docs_example() {
         size: g1.size,
     };
     let mut w = DTableFormat.appender(f, r, tid, &o, id).unwrap();
-    w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y").unwrap();
+    w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y")
+        .unwrap();
     let g2 = w.finish().unwrap();
     let bytes = env.read_all(&path, ReadCause::Other).unwrap();
     let (footer, dir) = read_commit(&env.open(&path).unwrap(), g2.size).unwrap();
@@ -419,7 +436,10 @@ fn the_format_docs_example() {
     ));
     ftext.push_str(&line(
         fb(8, 16),
-        &format!("directory size {} (without its trailer)", footer.directory.size),
+        &format!(
+            "directory size {} (without its trailer)",
+            footer.directory.size
+        ),
     ));
     ftext.push_str(&line(fb(16, 20), "2 segments"));
     ftext.push_str(&line(fb(20, 24), "reserved"));
@@ -428,8 +448,14 @@ fn the_format_docs_example() {
     ftext.push_str(&line(fb(32, 40), "magic \"SHALEDTB\""));
     let doc = include_str!("../../../../../docs/format/dtable.md");
     let want = [
-        format!("generation 1 ends at\nbyte {}, generation 2 at byte {}", g1.size, g2.size),
-        format!("The commit record of generation 2, from byte {}:", footer.directory.offset),
+        format!(
+            "generation 1 ends at\nbyte {}, generation 2 at byte {}",
+            g1.size, g2.size
+        ),
+        format!(
+            "The commit record of generation 2, from byte {}:",
+            footer.directory.offset
+        ),
         format!("```\n{text}```"),
         format!("```\n{ftext}```"),
     ];
@@ -437,6 +463,10 @@ fn the_format_docs_example() {
     assert!(
         missing.is_empty(),
         "docs/format/dtable.md should hold:\n{}",
-        missing.iter().map(|w| w.as_str()).collect::<Vec<_>>().join("\n----\n")
+        missing
+            .iter()
+            .map(|w| w.as_str())
+            .collect::<Vec<_>>()
+            .join("\n----\n")
     );
 }

@@ -22,7 +22,9 @@
 //! the c filters' bytes`, with `c = 2^(k-K)` when `k >= K`, else 1.
 
 use super::HashKey;
-use crate::format::{Reader, crc32c, mask_crc, put_fixed32, put_varint32, put_varint64, varint_len};
+use crate::format::{
+    Reader, crc32c, mask_crc, put_fixed32, put_varint32, put_varint64, varint_len,
+};
 use crate::table::bloom::{self, BloomBuilder};
 
 /// Keys per column filter the writer aims at.
@@ -239,7 +241,11 @@ pub fn probe_block(
         let start: usize = e.lens.iter().take(at).sum();
         let len = e.lens.get(at).copied().unwrap_or(0);
         let filter = e.bytes.get(start..start + len).unwrap_or_default();
-        f(i, e.number, !filter.is_empty() && bloom::bytes_may_contain(filter, h));
+        f(
+            i,
+            e.number,
+            !filter.is_empty() && bloom::bytes_may_contain(filter, h),
+        );
     }
     if !r.is_empty() {
         return Err("trailing bytes in a filter cluster block".into());
@@ -323,7 +329,9 @@ pub fn decode(payloads: &[&[u8]], kk: u8) -> Result<Vec<ColumnFilters>, String> 
                         format!("filter cluster block {j}, table {}: {d}", t.number)
                     })?;
                 }
-                if let (Some(slot), Some(s)) = (t.filters.get_mut(first + c), seen.get_mut(first + c)) {
+                if let (Some(slot), Some(s)) =
+                    (t.filters.get_mut(first + c), seen.get_mut(first + c))
+                {
                     *slot = f.to_vec();
                     *s = true;
                 }
@@ -342,13 +350,16 @@ mod tests {
     use crate::table::htable::hashkey;
 
     fn table(number: u64, keys: std::ops::Range<u32>) -> (ColumnFilters, Vec<Vec<u8>>) {
-        let ks: Vec<Vec<u8>> = keys.map(|i| format!("t{number}-k{i}").into_bytes()).collect();
+        let ks: Vec<Vec<u8>> = keys
+            .map(|i| format!("t{number}-k{i}").into_bytes())
+            .collect();
         let k = column_bits_for(ks.len() as u64);
         let f = ColumnFilters::build(
             number,
             k,
             16,
-            ks.iter().map(|uk| (column_word(&hashkey(uk)), uk.as_slice())),
+            ks.iter()
+                .map(|uk| (column_word(&hashkey(uk)), uk.as_slice())),
         );
         (f, ks)
     }
@@ -396,8 +407,10 @@ mod tests {
             let w = column_word(&hashkey(&uk));
             let j = column(w, 4);
             let p = checked_payload(&blocks[j]).unwrap();
-            probe_block(p, 4, j, w, bloom::hash64(&uk), |_, _, m| passed += usize::from(m))
-                .unwrap();
+            probe_block(p, 4, j, w, bloom::hash64(&uk), |_, _, m| {
+                passed += usize::from(m)
+            })
+            .unwrap();
         }
         assert!(passed < 60, "{passed} false positives in 60000 probes");
     }
@@ -422,7 +435,10 @@ mod tests {
         let other = vec![table(4, 0..500).0];
         let a = encode(&filters, 1);
         let b = encode(&other, 1);
-        let payloads = [checked_payload(&a[0]).unwrap(), checked_payload(&b[1]).unwrap()];
+        let payloads = [
+            checked_payload(&a[0]).unwrap(),
+            checked_payload(&b[1]).unwrap(),
+        ];
         assert!(decode(&payloads, 1).is_err());
         assert!(decode(&payloads[..1], 1).is_err());
     }

@@ -286,8 +286,7 @@ impl HTable {
             Ok(buf)
         };
         let props_raw = read_meta(footer.properties, "properties block")?;
-        let props =
-            TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
+        let props = TableProperties::decode(&props_raw).at(&path, footer.properties.offset)?;
         let mig_raw = read_meta(footer.migration, "migration block")?;
         let migrations =
             decode_migrations(&mig_raw, footer.buckets).at(&path, footer.migration.offset)?;
@@ -376,7 +375,10 @@ impl HTable {
         let (Some(&a), Some(&b)) = (c.offsets.get(j), c.offsets.get(j + 1)) else {
             return Err(self.corruption(self.overflow_end, format!("no filter cluster block {j}")));
         };
-        let cached = self.cache.as_ref().and_then(|cache| cache.get(self.file_number, a));
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.get(self.file_number, a));
         let block = match cached {
             Some(b) => b,
             None => {
@@ -392,7 +394,9 @@ impl HTable {
                 data
             }
         };
-        let payload = block.get(..block.len().saturating_sub(4)).unwrap_or_default();
+        let payload = block
+            .get(..block.len().saturating_sub(4))
+            .unwrap_or_default();
         cluster::probe_block(payload, c.k, j, w, h, |i, n, m| {
             f(if i == 0 { self.file_number } else { n }, m);
         })
@@ -440,7 +444,11 @@ impl HTable {
         let Some(l) = self.load_cluster(cause)? else {
             return Ok(None);
         };
-        let start = self.cluster.as_ref().and_then(|c| c.offsets.first().copied()).unwrap_or(0);
+        let start = self
+            .cluster
+            .as_ref()
+            .and_then(|c| c.offsets.first().copied())
+            .unwrap_or(0);
         let payloads: Vec<&[u8]> = l
             .offsets
             .windows(2)
@@ -533,8 +541,12 @@ impl HTable {
     fn check_bucket(&self, buf: &[u8], off: u64) -> Result<()> {
         let stored =
             decode_fixed32(buf, self.bucket_size - BUCKET_TRAILER_LEN).at(&self.path, off)?;
-        check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
-            .at(&self.path, off)
+        check_crc(
+            &buf[..self.bucket_size - BUCKET_TRAILER_LEN],
+            stored,
+            "bucket",
+        )
+        .at(&self.path, off)
     }
 
     /// Read overflow record `e`, checked.
@@ -582,7 +594,8 @@ impl HTable {
             let buf = self.file.read_at(e.offset, e.len as usize, cause)?;
             self.file.count_block(cause, BlockKind::Data);
             let (at, klen, vlen) = record_span(&buf, &e.ikey).at(&self.path, e.offset)?;
-            all.slots.push(Slot::new(&buf, all.bufs.len() as u32, at, klen, vlen));
+            all.slots
+                .push(Slot::new(&buf, all.bufs.len() as u32, at, klen, vlen));
             all.bufs.push(buf);
         }
         let bufs = &all.bufs;
@@ -603,8 +616,12 @@ impl HTable {
         self.file.count_block(cause, BlockKind::Data);
         let stored =
             decode_fixed32(&buf, self.bucket_size - BUCKET_TRAILER_LEN).at(&self.path, off)?;
-        check_crc(&buf[..self.bucket_size - BUCKET_TRAILER_LEN], stored, "bucket")
-            .at(&self.path, off)?;
+        check_crc(
+            &buf[..self.bucket_size - BUCKET_TRAILER_LEN],
+            stored,
+            "bucket",
+        )
+        .at(&self.path, off)?;
         Ok(buf)
     }
 
@@ -667,7 +684,9 @@ impl HTable {
                     ));
                 }
                 if !knows(uk) {
-                    return Err(self.corruption(off, "the filter does not know a key of the bucket"));
+                    return Err(
+                        self.corruption(off, "the filter does not know a key of the bucket")
+                    );
                 }
                 all.push((k.to_vec(), v.to_vec()));
             }
@@ -810,7 +829,9 @@ fn decode_cluster_index(
         if len < 5 {
             return Err(format!("filter cluster block of {len} bytes"));
         }
-        at = at.checked_add(u64::from(len)).ok_or("filter cluster overflows")?;
+        at = at
+            .checked_add(u64::from(len))
+            .ok_or("filter cluster overflows")?;
         offsets.push(at);
     }
     if !r.is_empty() {
@@ -961,8 +982,7 @@ impl TableReader for HTable {
         let off = b * self.bucket_size as u64;
         let items = bucket_items(&data).at(&self.path, off)?;
         for (k, v) in items {
-            if key::user_key(k) == user_key
-                && key::compare_internal(k, seek_key) != Ordering::Less
+            if key::user_key(k) == user_key && key::compare_internal(k, seek_key) != Ordering::Less
             {
                 return Ok(Some((k.to_vec(), v.to_vec())));
             }
@@ -1030,7 +1050,9 @@ impl HTableIter {
 
 impl InternalIterator for HTableIter {
     fn valid(&self) -> bool {
-        self.entries.as_ref().is_some_and(|e| self.pos < e.slots.len())
+        self.entries
+            .as_ref()
+            .is_some_and(|e| self.pos < e.slots.len())
     }
     fn seek_to_first(&mut self) -> Result<()> {
         let r = self.load().map(|_| 0);

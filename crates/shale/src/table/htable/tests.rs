@@ -71,7 +71,11 @@ fn open(env: &Env, path: &Path) -> crate::Result<Arc<HTable>> {
     HTable::open(f, 7, len, None, true).map(Arc::new)
 }
 
-fn setup(n: u64, bucket: usize, value_len: impl Fn(u64) -> usize) -> (TestFs, Env, PathBuf, Entries) {
+fn setup(
+    n: u64,
+    bucket: usize,
+    value_len: impl Fn(u64) -> usize,
+) -> (TestFs, Env, PathBuf, Entries) {
     let (fs, env) = TestFs::env();
     let path = PathBuf::from("/db/000007.sst");
     let es = entries(n, value_len);
@@ -84,7 +88,11 @@ fn check_lookups(t: &HTable, es: &Entries) {
     for (k, v) in es {
         let p = key::parse_internal_key(k).unwrap();
         let got = t
-            .lookup(p.user_key, &seek_key(p.user_key, p.seq), ReadCause::Get.into())
+            .lookup(
+                p.user_key,
+                &seek_key(p.user_key, p.seq),
+                ReadCause::Get.into(),
+            )
             .unwrap();
         assert_eq!(got, Some((k.clone(), v.clone())), "{:?}", p.user_key);
     }
@@ -92,14 +100,24 @@ fn check_lookups(t: &HTable, es: &Entries) {
     for (k, _) in es {
         let uk = key::user_key(k);
         let newest = es.iter().find(|(e, _)| key::user_key(e) == uk).unwrap();
-        let got = t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into()).unwrap();
+        let got = t
+            .lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into())
+            .unwrap();
         assert_eq!(got.as_ref(), Some(newest));
-        assert_eq!(t.lookup(uk, &seek_key(uk, 1), ReadCause::Get.into()).unwrap(), None);
+        assert_eq!(
+            t.lookup(uk, &seek_key(uk, 1), ReadCause::Get.into())
+                .unwrap(),
+            None
+        );
     }
     for i in 0..50 {
         let absent = format!("key-{:06}", i * 2 + 1);
         let got = t
-            .lookup(absent.as_bytes(), &seek_key(absent.as_bytes(), MAX_SEQNO), ReadCause::Get.into())
+            .lookup(
+                absent.as_bytes(),
+                &seek_key(absent.as_bytes(), MAX_SEQNO),
+                ReadCause::Get.into(),
+            )
             .unwrap();
         assert_eq!(got, None);
     }
@@ -142,14 +160,14 @@ fn round_trip_lookups_iteration_and_verify() {
 fn buckets_fill_to_at_most_95_percent_on_average() {
     let (_fs, env, path, es) = setup(3000, 4096, |i| (i % 60) as usize);
     let t = open(&env, &path).unwrap();
-    let bytes: usize = es
-        .iter()
-        .map(|(k, v)| writer::item_len(k, v))
-        .sum();
+    let bytes: usize = es.iter().map(|(k, v)| writer::item_len(k, v)).sum();
     let payload = 4096 - BUCKET_HEADER_LEN - BUCKET_TRAILER_LEN;
     let capacity = t.bucket_count() as usize * payload;
     assert!(bytes * 100 <= capacity * 95, "{bytes} in {capacity}");
-    assert!(bytes * 100 > (capacity - payload) * 95, "one bucket fewer would do");
+    assert!(
+        bytes * 100 > (capacity - payload) * 95,
+        "one bucket fewer would do"
+    );
 }
 
 #[test]
@@ -215,7 +233,10 @@ fn items_too_big_for_a_bucket_go_to_the_indexed_overflow_area() {
 fn one_entry_and_only_big_entries() {
     let (_fs, env) = TestFs::env();
     let path = PathBuf::from("/db/000007.sst");
-    let es = vec![(make_internal_key(b"k", 5, ValueKind::Value), vec![7u8; 10_000])];
+    let es = vec![(
+        make_internal_key(b"k", 5, ValueKind::Value),
+        vec![7u8; 10_000],
+    )];
     write(&env, &path, &es, &options(4096));
     let t = open(&env, &path).unwrap();
     assert_eq!(t.bucket_count(), 1);
@@ -227,7 +248,9 @@ fn one_entry_and_only_big_entries() {
 #[test]
 fn an_internal_key_added_twice_is_refused() {
     let (_fs, env) = TestFs::env();
-    let f = env.create(Path::new("/db/000009.sst"), WriteCause::Flush).unwrap();
+    let f = env
+        .create(Path::new("/db/000009.sst"), WriteCause::Flush)
+        .unwrap();
     let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(f, &options(4096), None));
     let k = make_internal_key(b"k", 5, ValueKind::Value);
     w.add(&k, b"a").unwrap();
@@ -236,7 +259,13 @@ fn an_internal_key_added_twice_is_refused() {
 }
 
 /// Damage at `at` is found by `check` and reported with the file and an offset.
-fn damaged(fs: &TestFs, env: &Env, path: &Path, at: usize, check: impl Fn(&Env) -> crate::Result<()>) -> crate::Error {
+fn damaged(
+    fs: &TestFs,
+    env: &Env,
+    path: &Path,
+    at: usize,
+    check: impl Fn(&Env) -> crate::Result<()>,
+) -> crate::Error {
     let good = fs.get(path);
     let mut bad = good.clone();
     bad[at] ^= 0x40;
@@ -250,16 +279,24 @@ fn damaged(fs: &TestFs, env: &Env, path: &Path, at: usize, check: impl Fn(&Env) 
 
 #[test]
 fn damage_anywhere_is_found_with_file_and_offset() {
-    let (fs, env, path, es) = setup(400, 512, |i| if i % 25 == 0 { 900 } else { (i % 40) as usize });
+    let (fs, env, path, es) = setup(
+        400,
+        512,
+        |i| if i % 25 == 0 { 900 } else { (i % 40) as usize },
+    );
     let len = fs.get(&path).len();
     let t = open(&env, &path).unwrap();
     let buckets = t.bucket_count() as usize;
     drop(t);
     // A bucket: found by verify and by a lookup of a key in it.
-    let e = damaged(&fs, &env, &path, 512 + 100, |env| open(env, &path)?.verify());
+    let e = damaged(&fs, &env, &path, 512 + 100, |env| {
+        open(env, &path)?.verify()
+    });
     assert!(e.to_string().contains("offset 512:"), "{e}");
     // An overflow record: found by verify.
-    damaged(&fs, &env, &path, buckets * 512 + 3, |env| open(env, &path)?.verify());
+    damaged(&fs, &env, &path, buckets * 512 + 3, |env| {
+        open(env, &path)?.verify()
+    });
     // The footer and every metadata block: found by open.
     for at in [len - 1, len - 10, len - 60, len - super::FOOTER_LEN - 2] {
         damaged(&fs, &env, &path, at, |env| open(env, &path).map(|_| ()));
@@ -275,7 +312,8 @@ fn damage_anywhere_is_found_with_file_and_offset() {
         .iter()
         .filter(|(k, _)| {
             let uk = key::user_key(k);
-            t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into()).is_err()
+            t.lookup(uk, &seek_key(uk, MAX_SEQNO), ReadCause::Get.into())
+                .is_err()
         })
         .count();
     assert!(errors > 0);
@@ -315,13 +353,23 @@ fn example_table(bloom_bits: usize, version: u32) -> (TestFs, Env, PathBuf, Vec<
         ..TableOptions::default()
     };
     let f = env.create(&path, WriteCause::Flush).unwrap();
-    let mut w = HTableWriter::new(f, &o, Some(TableIdentity { store_id: 1, number: 7 }));
+    let mut w = HTableWriter::new(
+        f,
+        &o,
+        Some(TableIdentity {
+            store_id: 1,
+            number: 7,
+        }),
+    );
     if version == 1 {
         w = w.version_1();
     }
-    w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y").unwrap();
-    w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x").unwrap();
-    w.add(&make_internal_key(b"b", 3, ValueKind::Delete), b"").unwrap();
+    w.add(&make_internal_key(b"b", 2, ValueKind::Value), b"y")
+        .unwrap();
+    w.add(&make_internal_key(b"a", 1, ValueKind::Value), b"x")
+        .unwrap();
+    w.add(&make_internal_key(b"b", 3, ValueKind::Delete), b"")
+        .unwrap();
     Box::new(w).finish().unwrap();
     let bytes = fs.get(&path);
     (fs, env, path, bytes)
@@ -374,8 +422,13 @@ fn worked_example_of_version_1_is_still_read() {
     assert_eq!(t.format_version(), 1);
     assert!(!t.has_cluster());
     t.verify().unwrap();
-    let got = t.lookup(b"b", &seek_key(b"b", 2), ReadCause::Get.into()).unwrap();
-    assert_eq!(got, Some((make_internal_key(b"b", 2, ValueKind::Value), b"y".to_vec())));
+    let got = t
+        .lookup(b"b", &seek_key(b"b", 2), ReadCause::Get.into())
+        .unwrap();
+    assert_eq!(
+        got,
+        Some((make_internal_key(b"b", 2, ValueKind::Value), b"y".to_vec()))
+    );
     assert_eq!(collect(&t).len(), 3);
 }
 
@@ -386,8 +439,15 @@ fn version_1_tables_with_a_whole_filter_are_read() {
     let es = entries(300, |i| (i % 50) as usize);
     let f = env.create(&path, WriteCause::Flush).unwrap();
     let mut w: Box<dyn TableWriter> = Box::new(
-        HTableWriter::new(f, &options(512), Some(TableIdentity { store_id: 1, number: 7 }))
-            .version_1(),
+        HTableWriter::new(
+            f,
+            &options(512),
+            Some(TableIdentity {
+                store_id: 1,
+                number: 7,
+            }),
+        )
+        .version_1(),
     );
     for (k, v) in &es {
         w.add(k, v).unwrap();
@@ -406,7 +466,10 @@ fn version_1_tables_with_a_whole_filter_are_read() {
     bad[foot + 80..foot + 84].copy_from_slice(&crc.to_le_bytes());
     fs.set(&path, bad);
     let e = open(&env, &path).unwrap_err().to_string();
-    assert!(e.contains("htable format version 3") && e.contains("newer Shale"), "{e}");
+    assert!(
+        e.contains("htable format version 3") && e.contains("newer Shale"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -416,7 +479,12 @@ fn worked_example() {
     assert_eq!(bytes.len(), 332);
     // The bucket is version 1's, byte for byte.
     assert_eq!(&bytes[..0x80], &worked_example_bytes()[..0x80]);
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ");
+    let hex = |b: &[u8]| {
+        b.iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     // The filter cluster: one column block.
     assert_eq!(
         hex(&bytes[0x80..0x91]),
@@ -447,7 +515,10 @@ fn worked_example() {
     let w = cluster::column_word(&hashkey(b"a"));
     assert_eq!(w, 0xb9ea_eaea);
     let h = crate::table::bloom::hash64(b"a");
-    assert!(t.cluster_probe(w, h, ReadCause::Get, |n, m| asked.push((n, m))).unwrap());
+    assert!(
+        t.cluster_probe(w, h, ReadCause::Get, |n, m| asked.push((n, m)))
+            .unwrap()
+    );
     assert_eq!(asked, vec![(7, true)]);
 }
 
@@ -463,7 +534,10 @@ fn write_on(
     let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
         f,
         &options(4096),
-        Some(TableIdentity { store_id: 1, number }),
+        Some(TableIdentity {
+            store_id: 1,
+            number,
+        }),
     ));
     if let Some(p) = pile {
         w.lay_on(p);
@@ -483,7 +557,10 @@ fn named(prefix: &str, n: u64, seq: u64) -> Entries {
     (0..n)
         .map(|i| {
             let k = format!("{prefix}{i:05}");
-            (make_internal_key(k.as_bytes(), seq + i, ValueKind::Value), b"v".to_vec())
+            (
+                make_internal_key(k.as_bytes(), seq + i, ValueKind::Value),
+                b"v".to_vec(),
+            )
         })
         .collect()
 }
@@ -493,7 +570,10 @@ fn asked(t: &HTable, uk: &[u8]) -> Vec<(u64, bool)> {
     let mut out = Vec::new();
     let w = cluster::column_word(&hashkey(uk));
     let h = crate::table::bloom::hash64(uk);
-    assert!(t.cluster_probe(w, h, ReadCause::Get, |n, m| out.push((n, m))).unwrap());
+    assert!(
+        t.cluster_probe(w, h, ReadCause::Get, |n, m| out.push((n, m)))
+            .unwrap()
+    );
     let mut loaded = Vec::new();
     t.load_cluster(ReadCause::Get)
         .unwrap()
@@ -524,7 +604,10 @@ fn a_table_laid_on_a_pile_carries_the_pile_s_filters() {
     // C's cluster is C's own filters, then B's and A's, copied bit for bit.
     let own = |t: &HTable| t.cluster_tables(ReadCause::Get).unwrap().unwrap().remove(0);
     let cs = c.cluster_tables(ReadCause::Get).unwrap().unwrap();
-    assert_eq!(cs.iter().map(|t| t.number).collect::<Vec<_>>(), vec![3, 2, 1]);
+    assert_eq!(
+        cs.iter().map(|t| t.number).collect::<Vec<_>>(),
+        vec![3, 2, 1]
+    );
     assert_eq!(cs[1], own(&b));
     assert_eq!(cs[2], own(&a));
     // No false negative: every key of every table passes for its table in C's block.
@@ -533,7 +616,11 @@ fn a_table_laid_on_a_pile_carries_the_pile_s_filters() {
             let uk = key::user_key(k);
             let ans = asked(&c, uk);
             assert_eq!(ans.len(), 3);
-            assert!(ans.contains(&(number, true)), "{:?}", String::from_utf8_lossy(uk));
+            assert!(
+                ans.contains(&(number, true)),
+                "{:?}",
+                String::from_utf8_lossy(uk)
+            );
         }
     }
     // Absent keys: one block read answers for the three tables, rarely passing.
@@ -544,10 +631,23 @@ fn a_table_laid_on_a_pile_carries_the_pile_s_filters() {
     }
     assert!(passed < 20, "{passed} false positives in 9000 answers");
     // Tables no longer in the pile are not copied; a full cluster is not extended.
-    let d = write_on(&env, 4, &named("d", 10, 30_000), Some(&pile(&c, &[3, 1], 8)));
+    let d = write_on(
+        &env,
+        4,
+        &named("d", 10, 30_000),
+        Some(&pile(&c, &[3, 1], 8)),
+    );
     let ds = d.cluster_tables(ReadCause::Get).unwrap().unwrap();
-    assert_eq!(ds.iter().map(|t| t.number).collect::<Vec<_>>(), vec![4, 3, 1]);
-    let e = write_on(&env, 5, &named("e", 10, 40_000), Some(&pile(&c, &[3, 2, 1], 3)));
+    assert_eq!(
+        ds.iter().map(|t| t.number).collect::<Vec<_>>(),
+        vec![4, 3, 1]
+    );
+    let e = write_on(
+        &env,
+        5,
+        &named("e", 10, 40_000),
+        Some(&pile(&c, &[3, 2, 1], 3)),
+    );
     let es = e.cluster_tables(ReadCause::Get).unwrap().unwrap();
     assert_eq!(es.iter().map(|t| t.number).collect::<Vec<_>>(), vec![5]);
 }
@@ -558,13 +658,24 @@ fn a_get_reads_one_filter_block_and_the_block_cache_keeps_it() {
     let t = write_on(&env, 1, &named("k", 5000, 1), None);
     let io = env.io();
     let blocks = |k| io.block_reads(ReadCause::Get, k);
-    let before = (blocks(crate::env::BlockKind::Filter), blocks(crate::env::BlockKind::Data));
+    let before = (
+        blocks(crate::env::BlockKind::Filter),
+        blocks(crate::env::BlockKind::Data),
+    );
     asked(&t, b"absent");
     // The probe reads one block; the whole-cluster load of `asked` one more read.
     assert_eq!(blocks(crate::env::BlockKind::Filter) - before.0, 2);
     asked(&t, b"absent");
-    assert_eq!(blocks(crate::env::BlockKind::Filter) - before.0, 3, "the block was cached");
-    assert_eq!(blocks(crate::env::BlockKind::Data), before.1, "no bucket was read");
+    assert_eq!(
+        blocks(crate::env::BlockKind::Filter) - before.0,
+        3,
+        "the block was cached"
+    );
+    assert_eq!(
+        blocks(crate::env::BlockKind::Data),
+        before.1,
+        "no bucket was read"
+    );
 }
 
 #[test]
@@ -584,7 +695,12 @@ fn damage_in_the_filter_cluster_is_found_with_file_and_offset() {
             for (k, _) in &es {
                 let uk = key::user_key(k);
                 let w = cluster::column_word(&hashkey(uk));
-                t.cluster_probe(w, crate::table::bloom::hash64(uk), ReadCause::Get, |_, _| {})?;
+                t.cluster_probe(
+                    w,
+                    crate::table::bloom::hash64(uk),
+                    ReadCause::Get,
+                    |_, _| {},
+                )?;
             }
             Ok(())
         });
@@ -603,25 +719,26 @@ fn a_given_hashkey_writes_the_same_table() {
     let (fs, env) = TestFs::env();
     let plain = PathBuf::from("/db/000007.sst");
     write(&env, &plain, &es, &o);
-    let hashed_write = |path: &Path, order: &mut dyn Iterator<Item = (usize, &(Vec<u8>, Vec<u8>))>| {
-        let f = env.create(path, WriteCause::Flush).unwrap();
-        let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
-            f,
-            &o,
-            Some(TableIdentity {
-                store_id: 1,
-                number: 7,
-            }),
-        ));
-        for (i, (k, v)) in order {
-            if i % 5 == 4 {
-                w.add(k, v).unwrap();
-            } else {
-                w.add_hashed(k, v, &hashkey(key::user_key(k))).unwrap();
+    let hashed_write =
+        |path: &Path, order: &mut dyn Iterator<Item = (usize, &(Vec<u8>, Vec<u8>))>| {
+            let f = env.create(path, WriteCause::Flush).unwrap();
+            let mut w: Box<dyn TableWriter> = Box::new(HTableWriter::new(
+                f,
+                &o,
+                Some(TableIdentity {
+                    store_id: 1,
+                    number: 7,
+                }),
+            ));
+            for (i, (k, v)) in order {
+                if i % 5 == 4 {
+                    w.add(k, v).unwrap();
+                } else {
+                    w.add_hashed(k, v, &hashkey(key::user_key(k))).unwrap();
+                }
             }
-        }
-        w.finish().unwrap();
-    };
+            w.finish().unwrap();
+        };
     let sorted = PathBuf::from("/db/000008.sst");
     hashed_write(&sorted, &mut es.iter().enumerate());
     let reversed = PathBuf::from("/db/000009.sst");

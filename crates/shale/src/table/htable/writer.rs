@@ -13,8 +13,8 @@ use super::{
 };
 use crate::env::{ReadCause, WriteFile};
 use crate::error::{Error, Result};
-use crate::format::{crc32c, mask_crc, put_fixed32, put_fixed64, put_varint32, put_varint64};
 use crate::format::varint_len;
+use crate::format::{crc32c, mask_crc, put_fixed32, put_fixed64, put_varint32, put_varint64};
 use crate::key::{self, ValueKind};
 use crate::table::bloom::BloomBuilder;
 use crate::table::format::{
@@ -45,12 +45,17 @@ pub(super) struct Footer {
 impl Footer {
     /// Where the metadata blocks start: the lowest offset of a block the footer names.
     pub fn metadata_start(&self) -> u64 {
-        [self.migration, self.overflow_index, self.filter, self.properties]
-            .iter()
-            .filter(|h| h.size > 0 || h.offset > 0)
-            .map(|h| h.offset)
-            .min()
-            .unwrap_or(0)
+        [
+            self.migration,
+            self.overflow_index,
+            self.filter,
+            self.properties,
+        ]
+        .iter()
+        .filter(|h| h.size > 0 || h.offset > 0)
+        .map(|h| h.offset)
+        .min()
+        .unwrap_or(0)
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -136,7 +141,9 @@ const NO_HASH: u32 = u32::MAX;
 
 impl Slot {
     fn key(self, arena: &[u8]) -> &[u8] {
-        arena.get(self.at..self.at + self.klen as usize).unwrap_or_default()
+        arena
+            .get(self.at..self.at + self.klen as usize)
+            .unwrap_or_default()
     }
 
     fn value(self, arena: &[u8]) -> &[u8] {
@@ -261,7 +268,11 @@ pub(super) fn place(groups: &[(HashKey, usize)], m: u64, payload: usize) -> Plac
 
 impl HTableWriter {
     /// A writer into `file` (empty) recording `identity`.
-    pub fn new(file: WriteFile, options: &crate::options::TableOptions, identity: Option<TableIdentity>) -> HTableWriter {
+    pub fn new(
+        file: WriteFile,
+        options: &crate::options::TableOptions,
+        identity: Option<TableIdentity>,
+    ) -> HTableWriter {
         let bucket_size = bucket_size(options);
         HTableWriter {
             file,
@@ -581,8 +592,14 @@ impl TableWriter for HTableWriter {
         } else {
             Handle::default()
         };
-        self.props.smallest = entries.first().map(|e| e.key(&arena).to_vec()).unwrap_or_default();
-        self.props.largest = entries.last().map(|e| e.key(&arena).to_vec()).unwrap_or_default();
+        self.props.smallest = entries
+            .first()
+            .map(|e| e.key(&arena).to_vec())
+            .unwrap_or_default();
+        self.props.largest = entries
+            .last()
+            .map(|e| e.key(&arena).to_vec())
+            .unwrap_or_default();
         self.props.num_data_blocks = m;
         self.props.data_bytes = m * bsize as u64 + overflow_bytes;
         let props = self.props.encode();

@@ -10,7 +10,6 @@
 //! an LZ4 block (`lz4_flex::block` format). Type 2 stores `varint(uncompressed length)`
 //! followed by one Zstandard frame (RFC 8878; written by `ruzstd` at zstd's level 1).
 
-
 use crate::cache::block_cache::SharedBytes;
 use crate::format::{crc32c_two, decode_fixed32, decode_varint64, mask_crc, put_varint64};
 use crate::format::{unmask_crc, varint_len};
@@ -54,7 +53,11 @@ pub fn encode_block<'a>(
             }
         }
         Compression::Zstd => {
-            ruzstd::encoding::compress(raw, &mut *scratch, ruzstd::encoding::CompressionLevel::Fastest);
+            ruzstd::encoding::compress(
+                raw,
+                &mut *scratch,
+                ruzstd::encoding::CompressionLevel::Fastest,
+            );
             true
         }
         Compression::None => false,
@@ -177,7 +180,8 @@ fn decompress(
             )
         })?;
     let mut out = vec![0u8; len];
-    let got = decode(payload, &mut out).map_err(|e| format!("{codec} decompression failed: {e}"))?;
+    let got =
+        decode(payload, &mut out).map_err(|e| format!("{codec} decompression failed: {e}"))?;
     if got != len {
         return Err(format!(
             "{codec} block decompressed to {got} bytes, its header says {len}"
@@ -259,7 +263,10 @@ mod tests {
                 for bit in [0x01, 0x04, 0x80] {
                     let mut bad = s.clone();
                     bad[i] ^= bit;
-                    assert!(decode_block(bad.clone(), true).is_err(), "{c:?}: flip at {i} accepted");
+                    assert!(
+                        decode_block(bad.clone(), true).is_err(),
+                        "{c:?}: flip at {i} accepted"
+                    );
                     // without checksums: an error or some bytes, never a panic
                     let _ = decode_block(bad, false);
                 }

@@ -9,8 +9,7 @@ use crate::iter::InternalIterator;
 use crate::options::TableOptions;
 use crate::table::bloom::BloomFilter;
 use crate::table::format::{
-    TableRead,
-    TableFormat, TableId, TableIdentity, TableReadOptions, TableReader, TableSummary,
+    TableFormat, TableId, TableIdentity, TableRead, TableReadOptions, TableReader, TableSummary,
     TableWriter, check_identity,
 };
 use crate::table::properties::TableProperties;

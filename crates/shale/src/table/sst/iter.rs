@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use crate::table::format::TableRead;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::table::block::BlockCursor;
+use crate::table::format::TableRead;
 
 use super::reader::Table;
 

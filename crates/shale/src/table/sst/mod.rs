@@ -18,13 +18,13 @@ mod index;
 mod iter;
 mod reader;
 
+pub use crate::table::format::TableSummary;
+pub use crate::table::properties::TableProperties;
 pub use block_codec::{decode_block, trailer};
 pub use builder::TableBuilder;
-pub use format::SstFormat;
-pub use crate::table::format::TableSummary;
 pub use footer::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
+pub use format::SstFormat;
 pub use iter::TableIter;
-pub use crate::table::properties::TableProperties;
 pub use reader::Table;
 
 #[cfg(test)]

@@ -374,9 +374,16 @@ fn per_read_checksums_and_cache_choices_are_honoured() {
 
     let cache = Arc::new(BlockCache::new(1 << 20));
     let t = open(&env, &path, Some(Arc::clone(&cache)), true).unwrap();
-    let (_, v) = t.get(&user, &seek, read(Some(false), true)).unwrap().unwrap();
+    let (_, v) = t
+        .get(&user, &seek, read(Some(false), true))
+        .unwrap()
+        .unwrap();
     assert_ne!(v, first_value, "the flipped byte is read as it is");
-    assert_eq!(cache.usage(), 0, "a block whose checksum fails is not cached");
+    assert_eq!(
+        cache.usage(),
+        0,
+        "a block whose checksum fails is not cached"
+    );
     for verify in [None, Some(true)] {
         let e = t.get(&user, &seek, read(verify, true)).unwrap_err();
         assert!(e.is_corruption(), "{e}");
@@ -633,6 +640,7 @@ fn verify_ends_reads_the_first_and_last_blocks() {
     for n in [0, 1, 10, 500] {
         let (_fs, env, path, _es) = setup(n, Compression::None);
         let t = open(&env, &path, None, true).unwrap();
-        t.verify_ends().unwrap_or_else(|e| panic!("{n} entries: {e}"));
+        t.verify_ends()
+            .unwrap_or_else(|e| panic!("{n} entries: {e}"));
     }
 }

@@ -4,7 +4,6 @@
 //! Thread-safety: the log writer sits behind a mutex that only the write leader (`append`,
 //! `freeze`) and `sync` take; resolution touches no state.
 
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::{
-    Apply, LogFile, LogFileTake, LogPosition, PersistedState, PlacementChecked, PlacementStats, RecoverContext,
-    SalvageContext, Salvaged, ValueBytes, ValueStore, VerifyContext,
+    Apply, LogFile, LogFileTake, LogPosition, PersistedState, PlacementChecked, PlacementStats,
+    RecoverContext, SalvageContext, Salvaged, ValueBytes, ValueStore, VerifyContext,
 };
 use crate::env::{Env, WriteCause};
 use crate::error::{Error, Result};

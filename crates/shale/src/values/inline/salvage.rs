@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::filename::{FileKind, log_file_name, parse_file_name};
 use crate::key::SeqNo;
 use crate::manifest::VersionEdit;
-use crate::values::{Apply, SalvageContext, Salvaged, RecoveredLog};
+use crate::values::{Apply, RecoveredLog, SalvageContext, Salvaged};
 use crate::wal::{LogReader, WriteBatch};
 
 /// The numbers of the logs in `names`, oldest first.
@@ -97,7 +97,9 @@ fn foreign(ctx: &SalvageContext<'_>, number: u64, first: &[u8]) -> Option<String
             h.number
         )),
         Ok(_) => None,
-        Err(d) => Some(format!("its first record is no header this build reads: {d}")),
+        Err(d) => Some(format!(
+            "its first record is no header this build reads: {d}"
+        )),
     }
 }
 
@@ -134,7 +136,8 @@ pub(super) fn salvage(
                 Ok(false) => {
                     log.bytes_dropped = data_end.saturating_sub(reader.valid_end_offset());
                     if log.bytes_dropped > 0 {
-                        log.damage = Some(format!("a torn tail at byte {}", reader.valid_end_offset()));
+                        log.damage =
+                            Some(format!("a torn tail at byte {}", reader.valid_end_offset()));
                     }
                     break;
                 }

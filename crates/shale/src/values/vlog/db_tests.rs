@@ -129,7 +129,6 @@ fn a_flush_looks_nothing_up_while_no_table_holds_a_pointer() {
     db.close().expect("close");
 }
 
-
 fn reads_of(db: &Db, cause: crate::env::ReadCause) -> u64 {
     db.stats()
         .read
@@ -516,13 +515,20 @@ fn gets_count_the_blocks_they_read_by_kind() {
     // One data block of the table, no filter block (the sst filter is in memory), one
     // value from the log.
     assert_eq!(
-        [after[0] - before[0], after[1] - before[1], after[2] - before[2]],
+        [
+            after[0] - before[0],
+            after[1] - before[1],
+            after[2] - before[2]
+        ],
         [1, 0, 1]
     );
     assert_eq!(db.get(b"no such key").expect("get"), None);
     assert_eq!(blocks(&db), after, "the filter answers: nothing is read");
     let text = db.stats().to_string();
-    assert!(text.contains("blocks read (not from the block cache): get data=1 value=1"), "{text}");
+    assert!(
+        text.contains("blocks read (not from the block cache): get data=1 value=1"),
+        "{text}"
+    );
     db.close().expect("close");
 }
 
@@ -565,7 +571,11 @@ fn collection_punches_out_a_dead_prefix_and_leaves_the_live_rest() {
     assert!(before >= 4 << 20, "{before}");
     // Automatic collection: it takes the dead prefix step by step and stops where the
     // rest is live, without rewriting it.
-    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert_eq!(
+        db.run_value_job(false).expect("gc"),
+        0,
+        "the segment is not dropped"
+    );
     let steps = db.stats().placement.gc_steps;
     assert!(steps >= 1, "each step is counted in Stats: {steps}");
     let after = disk_bytes(&path);
@@ -624,7 +634,11 @@ fn punched_store(env: &Env) -> (Options, u32, impl Fn(u32, u32) -> Vec<u8>) {
         db.put(&key(i), &big(i, 1)).expect("put");
     }
     db.flush().expect("flush");
-    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert_eq!(
+        db.run_value_job(false).expect("gc"),
+        0,
+        "the segment is not dropped"
+    );
     assert!(db.stats().placement.gc_steps >= 1, "a prefix was collected");
     db.close().expect("close");
     (o, n, big)
@@ -651,7 +665,8 @@ fn repair_without_the_manifest_skips_a_punched_prefix() {
     assert!(page.iter().all(|&b| b == 0), "{first} was punched");
     for name in fs.list_dir(std::path::Path::new(DIR)).expect("list") {
         if name == "CURRENT" || name.starts_with("MANIFEST-") {
-            fs.remove_file(&std::path::Path::new(DIR).join(name)).expect("remove");
+            fs.remove_file(&std::path::Path::new(DIR).join(name))
+                .expect("remove");
         }
     }
     let report = crate::repair(DIR, o.clone()).expect("repair");
@@ -721,7 +736,11 @@ fn a_checkpoint_linking_a_segment_as_its_prefix_is_punched_reads_everything() {
     })));
     assert_eq!(db.run_value_job(false).expect("gc"), 0);
     mem.set_punch_hook(None);
-    let cp_segment = linked.lock().unwrap().clone().expect("a checkpoint in the window");
+    let cp_segment = linked
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("a checkpoint in the window");
     // The link shares the inode: the checkpoint's segment was punched too.
     let file = env.open(&cp_segment).expect("open the linked segment");
     let mut page = vec![1u8; 4096];
@@ -785,7 +804,10 @@ fn pointer_reads_advise_random_access_and_collection_sequential() {
     assert!(db.run_value_job(true).expect("gc") > 0);
     let sequential = advised(&fs, Access::Sequential);
     assert!(!sequential.is_empty());
-    assert!(sequential.iter().all(|p| distinct.contains(p)), "{sequential:?}");
+    assert!(
+        sequential.iter().all(|p| distinct.contains(p)),
+        "{sequential:?}"
+    );
     assert_eq!(advised(&fs, Access::Random)[..random.len()], random[..]);
     for i in 0..n {
         assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1)));
@@ -890,7 +912,10 @@ fn values_kept_in_the_memtable_are_read_from_it_and_flushed_as_pointers() {
     use crate::env::ReadCause;
     let env = Env::memory();
     let o = opts(&env, 0.5);
-    assert_eq!(o.vlog_memtable_value_max, 1024, "the preset keeps values up to 1 KiB");
+    assert_eq!(
+        o.vlog_memtable_value_max, 1024,
+        "the preset keeps values up to 1 KiB"
+    );
     let db = Db::open(DIR, o.clone()).expect("open");
     let n = 200;
     for i in 0..n {
@@ -910,7 +935,11 @@ fn values_kept_in_the_memtable_are_read_from_it_and_flushed_as_pointers() {
     }
     let (got, back) = scan_both_ways(&db, None);
     assert_eq!((&got, &back), (&want, &want));
-    assert_eq!(value_reads(&env), before, "the memtable's values are read from it");
+    assert_eq!(
+        value_reads(&env),
+        before,
+        "the memtable's values are read from it"
+    );
     // Flushed, the entries become bare pointers (which `verify` below accepts: it refuses
     // bytes after a pointer). The flush counts every record of the first round as
     // superseded, as with bare pointers in the memtable, and collection drops them all.
@@ -923,7 +952,10 @@ fn values_kept_in_the_memtable_are_read_from_it_and_flushed_as_pointers() {
     for i in 0..n {
         assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1)), "{i}");
     }
-    assert!(value_reads(&env) > value_reads_before, "read from the log once flushed");
+    assert!(
+        value_reads(&env) > value_reads_before,
+        "read from the log once flushed"
+    );
     let mut collected = 0;
     while let n @ 1.. = db.run_value_job(true).expect("gc") {
         collected += n;

@@ -615,12 +615,23 @@ mod tests {
         }
         assert!(found > 10_000, "{found}");
         for p in [
-            Pointer { segment: 1, offset: 24, length: 1046 },
-            Pointer { segment: 100, offset: (128 << 20) - 1, length: (2 << 20) - 1 },
+            Pointer {
+                segment: 1,
+                offset: 24,
+                length: 1046,
+            },
+            Pointer {
+                segment: 100,
+                offset: (128 << 20) - 1,
+                length: (2 << 20) - 1,
+            },
         ] {
             let mut enc = p.to_vec();
             enc.extend_from_slice(&[0xff; 8]);
-            assert_eq!(pointer_length_in_word(&enc), Some((p.length, p.to_vec().len())));
+            assert_eq!(
+                pointer_length_in_word(&enc),
+                Some((p.length, p.to_vec().len()))
+            );
         }
     }
 
@@ -649,7 +660,11 @@ mod tests {
         assert_eq!(carried_value(&carrying, key), Carried::Bad(1001, 1000));
         // A short pointer and a short value (fewer than 8 bytes in all) take the general
         // decoder.
-        let tiny = Pointer { segment: 1, offset: 30, length: (RECORD_HEADER_LEN + 3 + 2) as u32 };
+        let tiny = Pointer {
+            segment: 1,
+            offset: 30,
+            length: (RECORD_HEADER_LEN + 3 + 2) as u32,
+        };
         let mut short = tiny.to_vec();
         short.extend_from_slice(b"ab");
         assert!(short.len() < 8);
@@ -781,9 +796,15 @@ mod tests {
             };
             v4[20..].copy_from_slice(&mask_crc(crc).to_le_bytes());
             let e = check_header(&v4, 42, 9).unwrap_err();
-            assert!(e.contains("version 4") && e.contains("newer release"), "{e}");
+            assert!(
+                e.contains("version 4") && e.contains("newer release"),
+                "{e}"
+            );
             let e = check_header_unbound(&v4, 42).unwrap_err();
-            assert!(e.contains("version 4") && e.contains("newer release"), "{e}");
+            assert!(
+                e.contains("version 4") && e.contains("newer release"),
+                "{e}"
+            );
         }
     }
 
@@ -825,7 +846,11 @@ mod tests {
             let mut bytes = Vec::new();
             for _ in 0..3 {
                 let bits = next() % 70;
-                let v = if bits >= 64 { u64::MAX } else { next() >> (63 - bits.min(63)) };
+                let v = if bits >= 64 {
+                    u64::MAX
+                } else {
+                    next() >> (63 - bits.min(63))
+                };
                 put_varint64(&mut bytes, v);
             }
             match next() % 5 {
@@ -841,7 +866,11 @@ mod tests {
                 }
                 _ => {}
             }
-            assert_eq!(Pointer::decode(&bytes), Pointer::decode_general(&bytes), "{bytes:?}");
+            assert_eq!(
+                Pointer::decode(&bytes),
+                Pointer::decode_general(&bytes),
+                "{bytes:?}"
+            );
         }
         let long = [0x81u8; 11];
         assert_eq!(Pointer::decode(&long), Pointer::decode_general(&long));
@@ -872,8 +901,8 @@ mod tests {
         for _ in 0..20_000 {
             let key: Vec<u8> = (0..next() % 6).map(|_| b'a' + (next() % 3) as u8).collect();
             let value: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
-            let kind = [ValueKind::Value, ValueKind::Delete, ValueKind::RangeDelete][
-                (next() % 4).min(2) as usize];
+            let kind = [ValueKind::Value, ValueKind::Delete, ValueKind::RangeDelete]
+                [(next() % 4).min(2) as usize];
             let mut b = Vec::new();
             encode_record(&mut b, next(), kind, next() % 2 == 0, &key, &value);
             match next() % 6 {
@@ -903,7 +932,10 @@ mod tests {
         }
         // Both outcomes were seen often.
         assert!((1_000..19_000).contains(&accepted), "{accepted}");
-        assert!((1_000..accepted).contains(&accepted_read), "{accepted_read}");
+        assert!(
+            (1_000..accepted).contains(&accepted_read),
+            "{accepted_read}"
+        );
     }
 
     #[test]
@@ -916,14 +948,21 @@ mod tests {
         bad_flags[13] = 0x40;
         for cut in 0..RECORD_HEADER_LEN {
             let e = decode_header(&b[..cut]).unwrap_err();
-            assert!(e.contains("truncated") || e.contains("short") || e.contains("end"), "{cut}: {e}");
+            assert!(
+                e.contains("truncated") || e.contains("short") || e.contains("end"),
+                "{cut}: {e}"
+            );
             // A bad kind or flags byte within the cut is named before the cut.
             let e = decode_header(&bad_kind[..cut]).unwrap_err();
             assert_eq!(e.contains("record kind"), cut > 12, "{cut}: {e}");
             let e = decode_header(&bad_flags[..cut]).unwrap_err();
             assert_eq!(e.contains("flags"), cut > 13, "{cut}: {e}");
         }
-        assert!(decode_header(&bad_kind).unwrap_err().contains("record kind"));
+        assert!(
+            decode_header(&bad_kind)
+                .unwrap_err()
+                .contains("record kind")
+        );
         assert!(decode_header(&bad_flags).unwrap_err().contains("flags"));
         assert_eq!(decode_header(&b).unwrap().key_len, 3);
     }

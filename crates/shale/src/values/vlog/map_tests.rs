@@ -37,7 +37,11 @@ fn segment_maps(dir: &Path) -> Vec<String> {
     let dir = dir.to_string_lossy().into_owned();
     maps.lines()
         .filter(|l| l.contains(&dir) && l.contains(".vlog"))
-        .filter(|l| l.split_whitespace().nth(1).is_some_and(|perms| perms.starts_with("r-")))
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|perms| perms.starts_with("r-"))
+        })
         .map(str::to_owned)
         .collect()
 }
@@ -98,7 +102,9 @@ fn model_run(name: &str, mmap: bool, map_limit: usize) -> (Vec<Entries>, usize) 
     let mut seen = Vec::new();
     let mut most_maps = 0;
     let db = Db::open(&dir, o.clone()).expect("open");
-    load_and_churn(&db, &mut model, n, |i, round| value(i, round, 1000 - 100 * round as usize));
+    load_and_churn(&db, &mut model, n, |i, round| {
+        value(i, round, 1000 - 100 * round as usize)
+    });
     assert!(db.stats().placement.segments.len() >= 6, "several segments");
     check(&db, &model, n, None);
     most_maps = most_maps.max(segment_maps(&dir).len());
@@ -129,7 +135,10 @@ fn model_run(name: &str, mmap: bool, map_limit: usize) -> (Vec<Entries>, usize) 
         .map(|s| segment_file_name(s.0))
         .collect();
     for line in segment_maps(&dir) {
-        assert!(!line.ends_with("(deleted)"), "a dropped segment is still mapped: {line}");
+        assert!(
+            !line.ends_with("(deleted)"),
+            "a dropped segment is still mapped: {line}"
+        );
         assert!(live.iter().any(|l| line.contains(l.as_str())), "{line}");
     }
     seen.push(model.clone());
@@ -142,10 +151,7 @@ fn model_run(name: &str, mmap: bool, map_limit: usize) -> (Vec<Entries>, usize) 
     seen.push(model.clone());
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
-    let seen = seen
-        .into_iter()
-        .map(|m| m.into_iter().collect())
-        .collect();
+    let seen = seen.into_iter().map(|m| m.into_iter().collect()).collect();
     (seen, most_maps)
 }
 
@@ -154,7 +160,10 @@ fn value_reads_through_maps_give_what_pread_gives_across_collection_and_reopen()
     let (pread, no_maps) = model_run("pread", false, 1000);
     assert_eq!(no_maps, 0, "mmap_reads off maps no segment");
     let (mapped, maps) = model_run("mapped", true, 1000);
-    assert!(maps >= 2, "sealed segments are read through maps ({maps} seen)");
+    assert!(
+        maps >= 2,
+        "sealed segments are read through maps ({maps} seen)"
+    );
     assert_eq!(mapped, pread);
     // A budget of one map: the rest are read with pread, with the same answers.
     let (tight, maps) = model_run("tight", true, 1);
@@ -202,12 +211,25 @@ fn collection_punches_the_prefix_of_a_mapped_segment_while_its_rest_is_read_thro
     };
     // Reads of the live rest map the first segment before collection starts.
     check_all(&db);
-    let mapped = |dir: &Path| segment_maps(dir).iter().filter(|l| l.contains(&name)).count();
-    assert_eq!(mapped(&dir), 1, "the sealed first segment is read through a map");
+    let mapped = |dir: &Path| {
+        segment_maps(dir)
+            .iter()
+            .filter(|l| l.contains(&name))
+            .count()
+    };
+    assert_eq!(
+        mapped(&dir),
+        1,
+        "the sealed first segment is read through a map"
+    );
     let before = disk_bytes(&path);
     // Automatic collection takes the dead prefix step by step and punches it out of the
     // mapped file; the live rest stays in place.
-    assert_eq!(db.run_value_job(false).expect("gc"), 0, "the segment is not dropped");
+    assert_eq!(
+        db.run_value_job(false).expect("gc"),
+        0,
+        "the segment is not dropped"
+    );
     assert!(db.stats().placement.gc_steps >= 1);
     settle(&db);
     let after = disk_bytes(&path);
@@ -222,7 +244,10 @@ fn collection_punches_the_prefix_of_a_mapped_segment_while_its_rest_is_read_thro
     check_all(&db);
     // The punched pages read as zeros (through the file; the map is never read there).
     let bytes = std::fs::read(&path).expect("read");
-    assert!(bytes[4096..1 << 20].iter().all(|&b| b == 0), "the prefix was punched");
+    assert!(
+        bytes[4096..1 << 20].iter().all(|&b| b == 0),
+        "the prefix was punched"
+    );
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -293,11 +318,19 @@ fn the_segment_being_appended_to_is_read_through_a_map_that_follows_it() {
             n += 1;
         }
         for i in 0..n {
-            assert_eq!(db.get(&key(i)).expect("get"), Some(big(i)), "round {round} key {i}");
+            assert_eq!(
+                db.get(&key(i)).expect("get"),
+                Some(big(i)),
+                "round {round} key {i}"
+            );
         }
         let it = db.iter(IterOptions::default()).expect("iter");
         assert_eq!(it.count(), n as usize);
-        assert_eq!(db.stats().placement.segments.len(), 1, "one segment, still active");
+        assert_eq!(
+            db.stats().placement.segments.len(),
+            1,
+            "one segment, still active"
+        );
         let maps = segment_maps(&dir);
         assert!(
             !maps.is_empty() && maps.iter().all(|l| !l.ends_with("(deleted)")),
@@ -342,7 +375,11 @@ fn scan_hits(db: &Db, n: u32, read: crate::ReadOptions) -> u64 {
     let mut i = 0;
     for item in it {
         let (k, v) = item.expect("scan");
-        assert_eq!((k, v), (key(i), value(i, 0, 1000)[..1000].to_vec()), "key {i}");
+        assert_eq!(
+            (k, v),
+            (key(i), value(i, 0, 1000)[..1000].to_vec()),
+            "key {i}"
+        );
         i += 1;
     }
     assert_eq!(i, n);
@@ -357,11 +394,16 @@ fn scans_of_mapped_segments_fill_the_cache_but_never_evict_from_it() {
     let n = 3000;
     let (dir, db) = reopened_store("scanfill", true, n);
     let capacity = 1 << 20;
-    let charge = (crate::values::vlog::format::RECORD_HEADER_LEN + 8 + 1000
+    let charge = (crate::values::vlog::format::RECORD_HEADER_LEN
+        + 8
+        + 1000
         + crate::cache::block_cache::ENTRY_OVERHEAD) as u64;
     scan_hits(&db, n, crate::ReadOptions::default());
     let full = db.stats().block_cache_bytes;
-    assert!(full <= capacity && full + 2 * charge > capacity, "filled: {full}");
+    assert!(
+        full <= capacity && full + 2 * charge > capacity,
+        "filled: {full}"
+    );
     // Every later scan hits the records the first one kept (most of the cache: the rest
     // is the blocks of the table recovery wrote, which the scans read too). Were they
     // kept as a lookup keeps them, each scan would push out the records the one before it
@@ -370,7 +412,10 @@ fn scans_of_mapped_segments_fill_the_cache_but_never_evict_from_it() {
         let hits = scan_hits(&db, n, crate::ReadOptions::default());
         assert!(hits > full / charge * 3 / 4, "round {round}: {hits} hits");
         let now = db.stats().block_cache_bytes;
-        assert!(now <= capacity && now + 2 * charge > capacity, "round {round}: {now}");
+        assert!(
+            now <= capacity && now + 2 * charge > capacity,
+            "round {round}: {now}"
+        );
     }
     // A point lookup still keeps what it reads, evicting for it.
     let misses = db.stats().block_cache_misses;
@@ -382,7 +427,11 @@ fn scans_of_mapped_segments_fill_the_cache_but_never_evict_from_it() {
         .expect("most records are not cached");
     let hits = db.stats().block_cache_hits;
     db.get(&key(uncached)).expect("get");
-    assert_eq!(db.stats().block_cache_hits, hits + 1, "the lookup's record was kept");
+    assert_eq!(
+        db.stats().block_cache_hits,
+        hits + 1,
+        "the lookup's record was kept"
+    );
     assert!(db.stats().block_cache_bytes <= capacity);
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
@@ -409,7 +458,10 @@ fn scans_read_with_pread_keep_what_they_read_and_fill_cache_off_keeps_nothing() 
             ..crate::ReadOptions::default()
         };
         assert_eq!(scan_hits(&db, 300, skip), 0);
-        assert_eq!(db.get_opt(&key(7), None, skip).expect("get"), Some(value(7, 0, 1000)[..1000].to_vec()));
+        assert_eq!(
+            db.get_opt(&key(7), None, skip).expect("get"),
+            Some(value(7, 0, 1000)[..1000].to_vec())
+        );
         assert_eq!(db.stats().block_cache_bytes, 0, "mmap {mmap}");
         // On by default: the same reads keep them.
         scan_hits(&db, 300, crate::ReadOptions::default());
@@ -435,7 +487,10 @@ fn a_damaged_record_a_scan_reads_past_a_full_cache_is_corruption_naming_segment_
         lower_bound: Some(key(1)),
         ..IterOptions::default()
     };
-    let rest = db.iter(from_one).expect("iter").collect::<crate::Result<Vec<_>>>();
+    let rest = db
+        .iter(from_one)
+        .expect("iter")
+        .collect::<crate::Result<Vec<_>>>();
     assert_eq!(rest.expect("the rest is whole").len(), n as usize - 1);
     let full = db.stats().block_cache_bytes;
     assert!(full + 2 * 1100 > 16 << 10, "the cache is full: {full}");
@@ -446,7 +501,11 @@ fn a_damaged_record_a_scan_reads_past_a_full_cache_is_corruption_naming_segment_
         }
         other => panic!("expected corruption, got {other:?}"),
     }
-    assert_eq!(db.stats().block_cache_bytes, full, "nothing kept or evicted");
+    assert_eq!(
+        db.stats().block_cache_bytes,
+        full,
+        "nothing kept or evicted"
+    );
     db.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,10 +24,10 @@
 
 #[cfg(test)]
 mod db_tests;
-#[cfg(all(test, target_os = "linux"))]
-mod map_tests;
 pub mod format;
 pub mod gc;
+#[cfg(all(test, target_os = "linux"))]
+mod map_tests;
 mod pace;
 pub(crate) mod reader;
 mod salvage;
@@ -35,7 +35,6 @@ mod seal;
 pub mod state;
 pub(crate) mod verify;
 mod writer;
-
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,7 +45,9 @@ use parking_lot::{Mutex, RwLock};
 
 pub use format::Pointer;
 
-use super::{Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore};
+use super::{
+    Apply, LogPosition, PersistedState, PlacementStats, RecoverContext, ValueBytes, ValueStore,
+};
 use crate::env::{Access, Env, MapUse, ReadFile};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind};
@@ -761,7 +762,11 @@ impl ValueStore for VlogPlacement {
 
     /// Every segment `state` has not dropped: sealed ones whole (they never change
     /// again), the active one through what was appended.
-    fn checkpoint_files(&self, names: &[String], state: &PersistedState) -> Result<Vec<super::LogFile>> {
+    fn checkpoint_files(
+        &self,
+        names: &[String],
+        state: &PersistedState,
+    ) -> Result<Vec<super::LogFile>> {
         use super::{LogFile, LogFileTake};
         let guard = self.writer.lock();
         let w = guard.as_ref().ok_or(Error::Closed)?;

@@ -149,7 +149,14 @@ pub(crate) fn read_value_in(
         cache: vlog.cache().cloned(),
         hits: 0,
     };
-    let r = m.read(vlog, p, key, cause, fill, memo.get_mut_and_spare::<ScanMemo>().1);
+    let r = m.read(
+        vlog,
+        p,
+        key,
+        cause,
+        fill,
+        memo.get_mut_and_spare::<ScanMemo>().1,
+    );
     memo.set(m);
     r
 }

@@ -43,7 +43,7 @@ use crate::filename::{FileKind, parse_file_name};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::manifest::VersionEdit;
-use crate::values::{Apply, SalvageContext, Salvaged, RecoveredLog};
+use crate::values::{Apply, RecoveredLog, SalvageContext, Salvaged};
 
 /// How repair uses one segment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,7 +106,11 @@ fn scan(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<Found>> {
         .map(|t| t.properties().largest_seq)
         .max()
         .unwrap_or(0);
-    let mut numbers: Vec<u64> = ctx.names.iter().filter_map(|n| parse_segment_name(n)).collect();
+    let mut numbers: Vec<u64> = ctx
+        .names
+        .iter()
+        .filter_map(|n| parse_segment_name(n))
+        .collect();
     numbers.sort_unstable();
     let mut out = Vec::with_capacity(numbers.len());
     for number in numbers {
@@ -211,7 +215,12 @@ const PAGE: u64 = 4096;
 /// whole record with a valid checksum starts, within two pages, and every record from there
 /// to the end of the scan no newer than `tables_seq` (the segment was wholly in tables, as
 /// every segment garbage collection touches is). `None`: not a punched prefix.
-fn find_resume(file: &crate::env::ReadFile, at: u64, size: u64, tables_seq: u64) -> Result<Option<u64>> {
+fn find_resume(
+    file: &crate::env::ReadFile,
+    at: u64,
+    size: u64,
+    tables_seq: u64,
+) -> Result<Option<u64>> {
     if at > PAGE || size < 2 * PAGE {
         return Ok(None);
     }
@@ -290,9 +299,15 @@ fn check_pointer(
                 "a value pointer names {name}, whose header cannot be checked without the store's id"
             )));
         }
-        Use::Empty => return Ok(Some(format!("a value pointer names {name}, which holds no record"))),
+        Use::Empty => {
+            return Ok(Some(format!(
+                "a value pointer names {name}, which holds no record"
+            )));
+        }
         Use::Refused(why) => {
-            return Ok(Some(format!("a value pointer names {name}, which is not usable: {why}")));
+            return Ok(Some(format!(
+                "a value pointer names {name}, which is not usable: {why}"
+            )));
         }
     }
     if p.offset < f.from {
@@ -318,7 +333,10 @@ fn check_pointer(
             String::from_utf8_lossy(rec.key),
             String::from_utf8_lossy(key)
         ))),
-        Err(d) => Ok(Some(format!("the record a pointer names in {name} at {}: {d}", p.offset))),
+        Err(d) => Ok(Some(format!(
+            "the record a pointer names in {name} at {}: {d}",
+            p.offset
+        ))),
     }
 }
 
@@ -327,7 +345,10 @@ fn ctx_open(vlog: &VlogPlacement, number: u64) -> Result<crate::env::ReadFile> {
 }
 
 /// See the module documentation (first step).
-pub(super) fn check(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Vec<(usize, String)>> {
+pub(super) fn check(
+    vlog: &VlogPlacement,
+    ctx: &SalvageContext<'_>,
+) -> Result<Vec<(usize, String)>> {
     let logs = ctx
         .names
         .iter()
@@ -351,8 +372,9 @@ pub(super) fn check(vlog: &VlogPlacement, ctx: &SalvageContext<'_>) -> Result<Ve
         let mut it = Arc::clone(table).iter(ReadCause::Recovery.into());
         it.seek_to_first()?;
         while it.valid() {
-            let ikey = parse_internal_key(it.key())
-                .map_err(|d| Error::corruption(table.path(), 0, format!("bad internal key: {d}")))?;
+            let ikey = parse_internal_key(it.key()).map_err(|d| {
+                Error::corruption(table.path(), 0, format!("bad internal key: {d}"))
+            })?;
             if ikey.kind == ValueKind::ValuePointer {
                 let why = match Pointer::decode(it.value()) {
                     Err(d) => Some(format!("a bad value pointer: {d}")),
@@ -401,7 +423,8 @@ pub(super) fn salvage(
                 continue;
             }
             Use::Empty => {
-                out.notes.push(format!("{name} holds no record (a creation a crash cut)"));
+                out.notes
+                    .push(format!("{name} holds no record (a creation a crash cut)"));
                 out.converted.push(name);
                 continue;
             }
@@ -444,7 +467,12 @@ pub(super) fn salvage(
                     offset: rec.offset,
                     length: rec.len as u32,
                 };
-                apply(&rec.key, rec.seq, ValueKind::ValuePointer, p.encode(&mut ptr));
+                apply(
+                    &rec.key,
+                    rec.seq,
+                    ValueKind::ValuePointer,
+                    p.encode(&mut ptr),
+                );
             } else {
                 inline += rec.len;
                 apply(&rec.key, rec.seq, rec.kind, &rec.value);
@@ -483,17 +511,22 @@ pub(super) fn salvage(
             VlogRecord::Dropped(segment).push(edit);
         }
         let name = format::segment_file_name(segment);
-        out.notes.push(if found.iter().any(|f| f.number == segment && f.kind == Use::Keep) {
-            format!(
-                "{pointers} value pointers name the prefix of {name} that garbage collection \
+        out.notes.push(
+            if found
+                .iter()
+                .any(|f| f.number == segment && f.kind == Use::Keep)
+            {
+                format!(
+                    "{pointers} value pointers name the prefix of {name} that garbage collection \
                  collected: they are older versions, or values lost"
-            )
-        } else {
-            format!(
-                "{pointers} value pointers name {name}, which is not in the directory (or \
+                )
+            } else {
+                format!(
+                    "{pointers} value pointers name {name}, which is not in the directory (or \
                  garbage collection dropped it): they are older versions, or values lost"
-            )
-        });
+                )
+            },
+        );
     }
     // Nothing left to replay: the next open starts a new segment after the last one.
     if let Some((segment, end)) = last_kept {

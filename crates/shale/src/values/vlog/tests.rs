@@ -1,8 +1,8 @@
 use std::path::Path;
 
 use super::*;
-use crate::values::{CacheFill, RecoverContext};
 use crate::env::ReadCause;
+use crate::values::{CacheFill, RecoverContext};
 use state::VlogState;
 
 /// A placement's persisted state holding `v`.
@@ -67,7 +67,10 @@ fn append(
         b.put(k, v);
     }
     b.set_sequence(seq);
-    let stored = p.append(&b, false).unwrap().expect("the value log stores its own entries");
+    let stored = p
+        .append(&b, false)
+        .unwrap()
+        .expect("the value log stores its own entries");
     assert_eq!(stored.sequence(), seq);
     stored
         .iter()
@@ -83,9 +86,15 @@ fn small_values_stay_inline_and_large_ones_are_pointers() {
     assert_eq!(got[0].1, ValueKind::Value);
     assert_eq!(got[1].1, ValueKind::ValuePointer);
     assert_eq!(
-        p.resolve(b"b", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
-            .unwrap()
-            .as_ref(),
+        p.resolve(
+            b"b",
+            ValueKind::ValuePointer,
+            &got[1].2,
+            ReadCause::Get,
+            CacheFill::Keep
+        )
+        .unwrap()
+        .as_ref(),
         b"a longer value"
     );
 }
@@ -122,30 +131,65 @@ fn a_pointer_never_yields_another_keys_value() {
     let (ptr1, ptr2) = (&got[0].2, &got[1].2);
     // Right key, right pointer.
     assert_eq!(
-        p.resolve(b"k1", ValueKind::ValuePointer, ptr1, ReadCause::Get, CacheFill::Keep)
-            .unwrap()
-            .as_ref(),
+        p.resolve(
+            b"k1",
+            ValueKind::ValuePointer,
+            ptr1,
+            ReadCause::Get,
+            CacheFill::Keep
+        )
+        .unwrap()
+        .as_ref(),
         b"value one"
     );
     // k1's lookup handed k2's pointer: the record's key does not match.
-    let e = p.resolve(b"k1", ValueKind::ValuePointer, ptr2, ReadCause::Get, CacheFill::Keep).unwrap_err();
+    let e = p
+        .resolve(
+            b"k1",
+            ValueKind::ValuePointer,
+            ptr2,
+            ReadCause::Get,
+            CacheFill::Keep,
+        )
+        .unwrap_err();
     assert!(matches!(e, Error::Corruption { .. }), "{e}");
     // A pointer past the valid end, into a missing segment, or into the middle of a record.
     let mut q = Pointer::decode(ptr1).unwrap();
-    for bad in misplaced(q).into_iter().chain([Pointer { segment: 99, ..q }]) {
+    for bad in misplaced(q)
+        .into_iter()
+        .chain([Pointer { segment: 99, ..q }])
+    {
         let e = p
-            .resolve(b"k1", ValueKind::ValuePointer, &bad.to_vec(), ReadCause::Get, CacheFill::Keep)
+            .resolve(
+                b"k1",
+                ValueKind::ValuePointer,
+                &bad.to_vec(),
+                ReadCause::Get,
+                CacheFill::Keep,
+            )
             .unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{bad:?}: {e}");
     }
     q.length = 3;
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, &q.to_vec(), ReadCause::Get, CacheFill::Keep)
-            .is_err()
+        p.resolve(
+            b"k1",
+            ValueKind::ValuePointer,
+            &q.to_vec(),
+            ReadCause::Get,
+            CacheFill::Keep
+        )
+        .is_err()
     );
     assert!(
-        p.resolve(b"k1", ValueKind::ValuePointer, b"\xff\xff", ReadCause::Get, CacheFill::Keep)
-            .is_err()
+        p.resolve(
+            b"k1",
+            ValueKind::ValuePointer,
+            b"\xff\xff",
+            ReadCause::Get,
+            CacheFill::Keep
+        )
+        .is_err()
     );
 }
 
@@ -465,10 +509,7 @@ fn close_seals_the_active_segment_so_the_next_open_replays_pointers() {
     let mut b = WriteBatch::new();
     b.put(b"late", &[1u8; 100]);
     b.set_sequence(7);
-    assert!(matches!(
-        p.append(&b, false),
-        Err(Error::Closed)
-    ));
+    assert!(matches!(p.append(&b, false), Err(Error::Closed)));
     // The next open trusts the sealed log: the writes come back as pointers, not values.
     let env = Env::new(Arc::new(mem.snapshot_durable()));
     let v = VlogState {
@@ -503,7 +544,13 @@ fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
     // The segment is removed (as collection removes a dropped one) while a pointer remains.
     p.remove_segment(ptr.segment);
     let e = p
-        .resolve(b"k2", ValueKind::ValuePointer, &got[1].2, ReadCause::Get, CacheFill::Keep)
+        .resolve(
+            b"k2",
+            ValueKind::ValuePointer,
+            &got[1].2,
+            ReadCause::Get,
+            CacheFill::Keep,
+        )
         .unwrap_err();
     match e {
         Error::Corruption {
@@ -511,7 +558,10 @@ fn a_dangling_pointer_is_corruption_naming_its_segment_and_offset() {
             offset,
             detail,
         } => {
-            assert_eq!(file, Path::new("/v").join(format::segment_file_name(ptr.segment)));
+            assert_eq!(
+                file,
+                Path::new("/v").join(format::segment_file_name(ptr.segment))
+            );
             assert_eq!(offset, ptr.offset);
             assert!(detail.contains("not live"), "{detail}");
         }
@@ -533,7 +583,14 @@ fn resolve_in(
     key: &[u8],
     stored: &[u8],
 ) -> std::result::Result<Vec<u8>, (std::path::PathBuf, u64, String)> {
-    match p.resolve_in(memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue, CacheFill::Scan) {
+    match p.resolve_in(
+        memo,
+        key,
+        ValueKind::ValuePointer,
+        stored,
+        ReadCause::ScanValue,
+        CacheFill::Scan,
+    ) {
         Ok(v) => Ok(v.to_vec()),
         Err(Error::Corruption {
             file,
@@ -558,12 +615,21 @@ fn a_scans_resolves_check_what_a_lookup_checks() {
     let mut memo = crate::values::ResolveMemo::default();
     // A miss, then a hit (the record kept in the cache), through the same memo.
     for _ in 0..2 {
-        assert_eq!(resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(), b"value one");
-        assert_eq!(resolve_in(&p, &mut memo, b"k2", ptr2).unwrap(), b"value two");
+        assert_eq!(
+            resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(),
+            b"value one"
+        );
+        assert_eq!(
+            resolve_in(&p, &mut memo, b"k2", ptr2).unwrap(),
+            b"value two"
+        );
     }
     // k1 handed k2's (cached) record: the fast check refuses it, the general one says why.
     let (f, at, d) = resolve_in(&p, &mut memo, b"k1", ptr2).unwrap_err();
-    assert_eq!((f, at), (file.clone(), Pointer::decode(ptr2).unwrap().offset));
+    assert_eq!(
+        (f, at),
+        (file.clone(), Pointer::decode(ptr2).unwrap().offset)
+    );
     assert!(d.contains("holds key"), "{d}");
     // A key of the same length: the bytes are compared, not only the lengths.
     let (_, _, d) = resolve_in(&p, &mut memo, b"k3", ptr1).unwrap_err();
@@ -577,11 +643,17 @@ fn a_scans_resolves_check_what_a_lookup_checks() {
     let (f, at, d) = resolve_in(&p, &mut memo, b"k1", &missing.to_vec()).unwrap_err();
     assert_eq!(
         (f, at),
-        (Path::new("/v").join(format::segment_file_name(99)), q.offset)
+        (
+            Path::new("/v").join(format::segment_file_name(99)),
+            q.offset
+        )
     );
     assert!(d.contains("not live"), "{d}");
     // And the scan goes on after it.
-    assert_eq!(resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(), b"value one");
+    assert_eq!(
+        resolve_in(&p, &mut memo, b"k1", ptr1).unwrap(),
+        b"value one"
+    );
 }
 
 #[test]
@@ -591,12 +663,19 @@ fn a_scan_refuses_a_punched_prefix_and_a_removed_segment_and_reports_a_damaged_r
     let got = append(
         &p,
         1,
-        &[(b"k1", b"value one"), (b"k2", b"value two"), (b"k3", b"value three")],
+        &[
+            (b"k1", b"value one"),
+            (b"k2", b"value two"),
+            (b"k3", b"value three"),
+        ],
     );
     let [p1, p2, p3] = [0, 1, 2].map(|i| Pointer::decode(&got[i].2).unwrap());
     let file = Path::new("/v").join(format::segment_file_name(p1.segment));
     let mut memo = crate::values::ResolveMemo::default();
-    assert_eq!(resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap(), b"value one");
+    assert_eq!(
+        resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap(),
+        b"value one"
+    );
     // k3's record is damaged on disk before anything read it: the read that misses the
     // cache checks the checksum and names the file and the record.
     env.fs()
@@ -610,7 +689,10 @@ fn a_scan_refuses_a_punched_prefix_and_a_removed_segment_and_reports_a_damaged_r
     let (f, at, d) = resolve_in(&p, &mut memo, b"k1", &got[0].2).unwrap_err();
     assert_eq!((f, at), (file.clone(), p1.offset));
     assert!(d.contains("prefix"), "{d}");
-    assert_eq!(resolve_in(&p, &mut memo, b"k2", &got[1].2).unwrap(), b"value two");
+    assert_eq!(
+        resolve_in(&p, &mut memo, b"k2", &got[1].2).unwrap(),
+        b"value two"
+    );
     // The segment removed: a new scan (a new memo) finds it gone.
     drop(memo);
     p.remove_segment(p1.segment);
@@ -634,7 +716,11 @@ fn a_scans_cache_hits_are_counted_by_the_time_it_ends() {
     }
     assert_eq!(cache.misses(), 2);
     // Added in steps while the scan runs, the rest when it ends.
-    assert!(cache.hits() >= 3 * reader::HITS_PER_COUNT, "{}", cache.hits());
+    assert!(
+        cache.hits() >= 3 * reader::HITS_PER_COUNT,
+        "{}",
+        cache.hits()
+    );
     drop(memo);
     assert_eq!(cache.hits(), 2 * rounds - 2);
 }
@@ -647,7 +733,9 @@ fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
     let env = Env::memory();
     let (p, cache) = placement_with_cache(&env);
     let value = |i: usize| vec![b'a' + (i % 26) as u8; 600 + i];
-    let keys: Vec<Vec<u8>> = (0..150).map(|i| format!("key{i:03}").into_bytes()).collect();
+    let keys: Vec<Vec<u8>> = (0..150)
+        .map(|i| format!("key{i:03}").into_bytes())
+        .collect();
     let mut stored = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         let v = value(i);
@@ -658,16 +746,26 @@ fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
         .iter()
         .map(|s| Pointer::decode(s).unwrap().segment)
         .collect();
-    assert!(segments.len() > 2 * reader::MEMO_SEGMENTS, "{}", segments.len());
+    assert!(
+        segments.len() > 2 * reader::MEMO_SEGMENTS,
+        "{}",
+        segments.len()
+    );
     let mut memo = crate::values::ResolveMemo::default();
     for round in 0..3 {
         for j in 0..keys.len() {
             let i = (j * 37 + round) % keys.len();
-            assert_eq!(resolve_in(&p, &mut memo, &keys[i], &stored[i]).unwrap(), value(i));
+            assert_eq!(
+                resolve_in(&p, &mut memo, &keys[i], &stored[i]).unwrap(),
+                value(i)
+            );
         }
     }
     // Key 0's offset in key 1's segment: corruption naming key 1's segment.
-    let (p0, p1) = (Pointer::decode(&stored[0]).unwrap(), Pointer::decode(stored.last().unwrap()).unwrap());
+    let (p0, p1) = (
+        Pointer::decode(&stored[0]).unwrap(),
+        Pointer::decode(stored.last().unwrap()).unwrap(),
+    );
     assert_ne!(p0.segment, p1.segment);
     let wrong = Pointer {
         segment: p1.segment,
@@ -676,7 +774,10 @@ fn a_scan_over_more_segments_than_its_memo_holds_reads_every_value() {
     let (f, at, _) = resolve_in(&p, &mut memo, &keys[0], &wrong.to_vec()).unwrap_err();
     assert_eq!(
         (f, at),
-        (Path::new("/v").join(format::segment_file_name(p1.segment)), p0.offset)
+        (
+            Path::new("/v").join(format::segment_file_name(p1.segment)),
+            p0.offset
+        )
     );
     drop(memo);
     assert_eq!(cache.hits() + cache.misses(), 3 * keys.len() as u64 + 1);
@@ -688,11 +789,26 @@ fn a_scans_records_not_kept_are_read_into_the_buffer_its_cursor_gave_back() {
     // next one is read into the buffer the cursor gave back (no allocation per value).
     let env = Env::memory();
     let (p, cache) = placement_with_cache(&env);
-    let got = append(&p, 1, &[(b"k1", &[1u8; 1500]), (b"k2", &[2u8; 1200]), (b"k3", &[3u8; 900])]);
+    let got = append(
+        &p,
+        1,
+        &[
+            (b"k1", &[1u8; 1500]),
+            (b"k2", &[2u8; 1200]),
+            (b"k3", &[3u8; 900]),
+        ],
+    );
     let resolve = |memo: &mut crate::values::ResolveMemo, i: usize, fill| {
-        p.resolve_in(memo, &got[i].0, ValueKind::ValuePointer, &got[i].2, ReadCause::ScanValue, fill)
-            .unwrap()
-            .into_static()
+        p.resolve_in(
+            memo,
+            &got[i].0,
+            ValueKind::ValuePointer,
+            &got[i].2,
+            ReadCause::ScanValue,
+            fill,
+        )
+        .unwrap()
+        .into_static()
     };
     let mut memo = crate::values::ResolveMemo::default();
     let v1 = resolve(&mut memo, 0, CacheFill::Skip);
@@ -749,7 +865,10 @@ fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
     let bare1 = p.table_value(ValueKind::ValuePointer, &got[0].2).to_vec();
     let q1 = Pointer::decode(&bare1).unwrap();
     assert_eq!(got[0].2, [bare1.as_slice(), small.as_slice()].concat());
-    assert_eq!(carried_in(&p, b"k1", ValueKind::ValuePointer, &got[0].2), Some(bare1.len()));
+    assert_eq!(
+        carried_in(&p, b"k1", ValueKind::ValuePointer, &got[0].2),
+        Some(bare1.len())
+    );
     for g in &got[1..] {
         assert!(Pointer::decode(&g.2).is_ok());
         assert_eq!(p.table_value(ValueKind::ValuePointer, &g.2), g.2.as_slice());
@@ -757,11 +876,20 @@ fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
     }
     // Inline values and other kinds carry nothing.
     assert_eq!(carried_in(&p, b"k1", ValueKind::Value, &got[0].2), None);
-    assert_eq!(p.table_value(ValueKind::Value, &got[0].2), got[0].2.as_slice());
+    assert_eq!(
+        p.table_value(ValueKind::Value, &got[0].2),
+        got[0].2.as_slice()
+    );
     // Both forms read the same value; the carried one never touches the log.
     let before = env.io().total_read();
     let carried = p
-        .resolve(b"k1", ValueKind::ValuePointer, &got[0].2, ReadCause::Get, CacheFill::Keep)
+        .resolve(
+            b"k1",
+            ValueKind::ValuePointer,
+            &got[0].2,
+            ReadCause::Get,
+            CacheFill::Keep,
+        )
         .unwrap();
     assert!(matches!(carried, ValueBytes::Borrowed(_)));
     assert_eq!(carried.as_ref(), small.as_slice());
@@ -773,7 +901,14 @@ fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
         (b"k2", &got[1].2, &large[..]),
     ] {
         let v = p
-            .resolve_in(&mut memo, key, ValueKind::ValuePointer, stored, ReadCause::ScanValue, CacheFill::Scan)
+            .resolve_in(
+                &mut memo,
+                key,
+                ValueKind::ValuePointer,
+                stored,
+                ReadCause::ScanValue,
+                CacheFill::Scan,
+            )
             .unwrap();
         assert_eq!(v.as_ref(), value);
     }
@@ -785,7 +920,13 @@ fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
     grown.push(0);
     for (key, stored) in [(&b"k1"[..], &cut), (b"k1", &grown), (b"k22", &got[0].2)] {
         let e = p
-            .resolve(key, ValueKind::ValuePointer, stored, ReadCause::Get, CacheFill::Keep)
+            .resolve(
+                key,
+                ValueKind::ValuePointer,
+                stored,
+                ReadCause::Get,
+                CacheFill::Keep,
+            )
             .unwrap_err();
         assert!(matches!(e, Error::Corruption { .. }), "{e}");
         assert_eq!(carried_in(&p, key, ValueKind::ValuePointer, stored), None);
@@ -796,9 +937,16 @@ fn carried_values_are_read_from_the_entry_and_flushed_as_bare_pointers() {
     let q = carrying_placement(&Env::memory(), 100);
     let bare = append(&q, 1, &[(b"k1", &small)]);
     let mut bare_edit = VersionEdit::default();
-    q.superseded(ValueKind::ValuePointer, q.table_value(ValueKind::ValuePointer, &bare[0].2), &mut bare_edit);
+    q.superseded(
+        ValueKind::ValuePointer,
+        q.table_value(ValueKind::ValuePointer, &bare[0].2),
+        &mut bare_edit,
+    );
     assert_eq!(view(&carried_edit).garbage, view(&bare_edit).garbage);
-    assert_eq!(view(&carried_edit).garbage.get(&q1.segment), Some(&u64::from(q1.length)));
+    assert_eq!(
+        view(&carried_edit).garbage.get(&q1.segment),
+        Some(&u64::from(q1.length))
+    );
 }
 
 #[test]
