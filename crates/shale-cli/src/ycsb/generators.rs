@@ -33,13 +33,43 @@ pub fn fnvhash64(val: i64) -> i64 {
     hash.wrapping_abs()
 }
 
-/// YCSB's key for record number `n` with hashed (unordered) inserts: `user` + the decimal
-/// of `fnvhash64(n)`.
+/// YCSB's key for record number `n` with hashed (unordered) inserts and no padding (its
+/// defaults): `user` + the decimal of `fnvhash64(n)`.
 pub fn key_name(n: i64, buf: &mut Vec<u8>) {
-    use std::io::Write as _;
-    buf.clear();
-    buf.extend_from_slice(b"user");
-    let _ = write!(buf, "{}", fnvhash64(n));
+    KeyNames::default().name(n, buf);
+}
+
+/// How record numbers become keys (YCSB's `CoreWorkload.buildKeyName`): `insertorder`
+/// and `zeropadding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyNames {
+    /// `insertorder=ordered`: the record number itself, not its hash, so keys are inserted
+    /// in key order when `zero_padding` covers every number's digits.
+    pub ordered: bool,
+    /// `zeropadding`: the number is written with at least this many digits, zeros in front.
+    pub zero_padding: usize,
+}
+
+impl Default for KeyNames {
+    /// YCSB's defaults: hashed inserts, padding 1 (none).
+    fn default() -> Self {
+        KeyNames {
+            ordered: false,
+            zero_padding: 1,
+        }
+    }
+}
+
+impl KeyNames {
+    /// The key of record number `n`: `user` + the decimal of `n` (ordered) or of
+    /// `fnvhash64(n)` (hashed), zero-padded to `zero_padding` digits.
+    pub fn name(&self, n: i64, buf: &mut Vec<u8>) {
+        use std::io::Write as _;
+        buf.clear();
+        buf.extend_from_slice(b"user");
+        let num = if self.ordered { n } else { fnvhash64(n) };
+        let _ = write!(buf, "{num:0width$}", width = self.zero_padding);
+    }
 }
 
 /// Sum of `1 / (i + 1)^theta` for `i` in `st..n`, added to `initial` (YCSB's `zetastatic`).
@@ -216,6 +246,42 @@ impl AcknowledgedCounter {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn key_names_follow_insert_order_and_padding() {
+        let mut k = Vec::new();
+        let mut h = Vec::new();
+        // Hashed with padding 1 is the plain `key_name`.
+        KeyNames::default().name(7, &mut k);
+        key_name(7, &mut h);
+        assert_eq!(k, h);
+        assert_eq!(h, format!("user{}", fnvhash64(7)).into_bytes());
+        let ordered = KeyNames {
+            ordered: true,
+            zero_padding: 6,
+        };
+        ordered.name(42, &mut k);
+        assert_eq!(k, b"user000042");
+        // Ordered and padded past every number's digits: key order is record order.
+        let names: Vec<Vec<u8>> = (0..2_000)
+            .map(|n| {
+                ordered.name(n, &mut k);
+                k.clone()
+            })
+            .collect();
+        assert!(names.windows(2).all(|w| w[0] < w[1]));
+        // Unpadded, numbers of different lengths do not sort numerically (YCSB's default).
+        let unpadded = KeyNames {
+            ordered: true,
+            zero_padding: 1,
+        };
+        unpadded.name(10, &mut k);
+        unpadded.name(9, &mut h);
+        assert!(k < h, "user10 sorts before user9");
+        // Padding never truncates.
+        ordered.name(12_345_678, &mut k);
+        assert_eq!(k, b"user12345678");
+    }
 
     #[test]
     fn fnv_matches_ycsb() {

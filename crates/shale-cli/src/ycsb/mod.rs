@@ -1,7 +1,7 @@
 //! `shale ycsb`: the YCSB core workloads A-F, with YCSB's generators and summary lines.
 //!
 //! A record is one key-value pair: the key is YCSB's (`user` + fnvhash64 of the record
-//! number), the value `field_count * field_length` bytes. An update writes the whole record
+//! number, or the number itself with `--insert-order ordered`), the value `field_count * field_length` bytes. An update writes the whole record
 //! (no read-merge of one field), as key-value ports of YCSB usually do.
 
 pub mod generators;
@@ -26,7 +26,7 @@ use crate::bench::{bench_dir, open_json, parse_bool, wipe_store_dir, with_progre
 use crate::engine::{Engine, EngineFlags};
 use crate::json::BenchJson;
 use crate::{CliError, CliResult, EXIT_WRONG_ANSWER};
-use generators::{AcknowledgedCounter, ScrambledZipfian, SkewedLatest, key_name};
+use generators::{AcknowledgedCounter, KeyNames, ScrambledZipfian, SkewedLatest};
 use measure::{Measurements, OpType, summary};
 
 /// A YCSB core workload.
@@ -57,6 +57,26 @@ pub enum Phase {
     Both,
 }
 
+/// Order of the load's keys (YCSB `insertorder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InsertOrder {
+    /// Keys are `user` + a hash of the record number: the load inserts in no key order.
+    Hashed,
+    /// Keys are `user` + the record number: with `--zero-padding` wide enough, the load
+    /// inserts in key order.
+    Ordered,
+}
+
+impl InsertOrder {
+    /// The flag's value, as the JSON line records it.
+    pub fn label(self) -> &'static str {
+        match self {
+            InsertOrder::Hashed => "hashed",
+            InsertOrder::Ordered => "ordered",
+        }
+    }
+}
+
 /// `shale ycsb` flags.
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
@@ -82,6 +102,18 @@ pub struct YcsbArgs {
     /// Value bytes (overrides field-count * field-length).
     #[arg(long = "value-size", alias = "value_size")]
     pub value_size: Option<usize>,
+    /// Key order of the load (YCSB `insertorder`): hashed or ordered.
+    #[arg(
+        long = "insert-order",
+        alias = "insertorder",
+        value_enum,
+        default_value = "hashed"
+    )]
+    pub insert_order: InsertOrder,
+    /// Digits of the number in a key, zeros in front (YCSB `zeropadding`; 1: none).
+    #[arg(long = "zero-padding", alias = "zeropadding", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub zero_padding: u64,
     /// load, run, or both.
     #[arg(long, value_enum, default_value = "both")]
     pub phase: Phase,
@@ -120,9 +152,16 @@ pub struct YcsbJson {
     pub records: u64,
     /// `--operations`.
     pub operations: u64,
+    /// `--insert-order`: `hashed` or `ordered` (lines before session 28 have none: hashed).
+    #[serde(default = "hashed")]
+    pub insert_order: String,
     /// Per YCSB operation type (`READ`, `UPDATE`, ...), in YCSB's order.
     #[serde(with = "crate::json::ordered_map")]
     pub operations_by_type: Vec<(String, OpJson)>,
+}
+
+fn hashed() -> String {
+    "hashed".to_string()
 }
 
 /// Latency of one YCSB operation type, in microseconds.
@@ -174,9 +213,20 @@ pub fn choose(weights: &[f64; 5], rng: &mut SmallRng) -> OpType {
         .unwrap_or(OpType::Read)
 }
 
+impl YcsbArgs {
+    /// How record numbers become keys.
+    pub fn key_names(&self) -> KeyNames {
+        KeyNames {
+            ordered: self.insert_order == InsertOrder::Ordered,
+            zero_padding: self.zero_padding as usize,
+        }
+    }
+}
+
 struct Ctx<'a> {
     engine: &'a dyn Engine,
     a: &'a YcsbArgs,
+    keys: KeyNames,
     value_size: usize,
     values: ValueGen,
     progress: &'a AtomicU64,
@@ -228,7 +278,7 @@ fn insert(
     values: &mut ValueGen,
     m: &mut Measurements,
 ) -> CliResult<()> {
-    key_name(n, key);
+    ctx.keys.name(n, key);
     let value = values.next(ctx.value_size);
     let start = Instant::now();
     ctx.engine.put(key, value, ctx.a.sync)?;
@@ -297,7 +347,7 @@ fn transactions(ctx: &Ctx<'_>) -> CliResult<Measurements> {
             }
             match choose(&weights, rng) {
                 OpType::Read => {
-                    key_name(next_keynum(rng), &mut key);
+                    ctx.keys.name(next_keynum(rng), &mut key);
                     let start = Instant::now();
                     let got = ctx.engine.get(&key)?;
                     m.record(OpType::Read, start);
@@ -306,7 +356,7 @@ fn transactions(ctx: &Ctx<'_>) -> CliResult<Measurements> {
                     }
                 }
                 OpType::Update => {
-                    key_name(next_keynum(rng), &mut key);
+                    ctx.keys.name(next_keynum(rng), &mut key);
                     let value = values.next(ctx.value_size);
                     let start = Instant::now();
                     ctx.engine.put(&key, value, a.sync)?;
@@ -319,14 +369,14 @@ fn transactions(ctx: &Ctx<'_>) -> CliResult<Measurements> {
                     inserts.acknowledge(n);
                 }
                 OpType::Scan => {
-                    key_name(next_keynum(rng), &mut key);
+                    ctx.keys.name(next_keynum(rng), &mut key);
                     let len = rng.random_range(1..=100usize);
                     let start = Instant::now();
                     ctx.engine.seek(&key, len - 1, &mut |_, _| {})?;
                     m.record(OpType::Scan, start);
                 }
                 OpType::ReadModifyWrite => {
-                    key_name(next_keynum(rng), &mut key);
+                    ctx.keys.name(next_keynum(rng), &mut key);
                     let start = Instant::now();
                     let got = ctx.engine.get(&key)?;
                     m.record(OpType::Read, start);
@@ -349,11 +399,11 @@ fn transactions(ctx: &Ctx<'_>) -> CliResult<Measurements> {
 }
 
 /// Key and value bytes of records `0..n`.
-fn record_bytes(n: u64, value_size: usize) -> u64 {
+fn record_bytes(keys: KeyNames, n: u64, value_size: usize) -> u64 {
     let mut key = Vec::new();
     (0..n as i64)
         .map(|i| {
-            key_name(i, &mut key);
+            keys.name(i, &mut key);
             (key.len() + value_size) as u64
         })
         .sum()
@@ -374,6 +424,7 @@ pub fn run(a: &YcsbArgs) -> CliResult {
     let ctx = Ctx {
         engine: eng.as_ref(),
         a,
+        keys: a.key_names(),
         value_size,
         values: ValueGen::new(value_size, a.seed),
         progress: &progress,
@@ -424,7 +475,7 @@ fn run_phases(
         writeln!(out, "# {l}")?;
     }
     let mut live_bytes = if a.phase == Phase::Run {
-        record_bytes(a.records, ctx.value_size)
+        record_bytes(ctx.keys, a.records, ctx.value_size)
     } else {
         0
     };
@@ -534,6 +585,7 @@ fn run_phases(
             phase: phase.to_string(),
             records: a.records,
             operations: a.operations,
+            insert_order: a.insert_order.label().to_string(),
             operations_by_type: per_op,
         };
         if let Some(j) = json.as_mut() {
@@ -588,10 +640,17 @@ mod tests {
     #[test]
     fn record_bytes_sum_keys() {
         let mut k = Vec::new();
-        key_name(0, &mut k);
+        let keys = KeyNames::default();
+        keys.name(0, &mut k);
         let first = k.len() as u64 + 10;
-        key_name(1, &mut k);
-        assert_eq!(record_bytes(2, 10), first + k.len() as u64 + 10);
+        keys.name(1, &mut k);
+        assert_eq!(record_bytes(keys, 2, 10), first + k.len() as u64 + 10);
+        let ordered = KeyNames {
+            ordered: true,
+            zero_padding: 3,
+        };
+        // user000 and user001: 7 bytes each.
+        assert_eq!(record_bytes(ordered, 2, 10), 2 * (7 + 10));
     }
 }
 
@@ -626,6 +685,7 @@ mod engine_tests {
         let ctx = Ctx {
             engine: e,
             a,
+            keys: a.key_names(),
             value_size: 50,
             values: ValueGen::new(50, 1),
             progress: &progress,
@@ -670,6 +730,35 @@ mod engine_tests {
     }
 
     #[test]
+    fn an_ordered_load_writes_numbered_keys_that_every_operation_finds() {
+        let a = args(&[
+            "--workload",
+            "e",
+            "--insert-order",
+            "ordered",
+            "--zero-padding",
+            "4",
+        ]);
+        let e = MemEngine::default();
+        let (l, r) = phases(&e, &a);
+        assert_eq!(l.inserted, 2000);
+        // Record numbers, padded: user0000 ..= user1999 (the run's inserts go on from 2000).
+        for n in [0, 1, 999, 1999] {
+            let key = format!("user{n:04}");
+            assert!(e.get(key.as_bytes()).unwrap().is_some(), "{key}");
+        }
+        let mut hashed = Vec::new();
+        generators::key_name(5, &mut hashed);
+        assert!(
+            e.get(&hashed).unwrap().is_none(),
+            "no hashed key was written"
+        );
+        assert_eq!(r.not_found, [0; 5]);
+        assert!(r.hist[OpType::Scan as usize].count() > 2500);
+        assert_eq!(e.len() as u64, 2000 + r.inserted);
+    }
+
+    #[test]
     fn reads_of_an_unloaded_store_are_not_found() {
         let a = args(&["--workload", "c"]);
         let e = MemEngine::default();
@@ -678,6 +767,7 @@ mod engine_tests {
         let ctx = Ctx {
             engine: &e,
             a: &a,
+            keys: a.key_names(),
             value_size: 50,
             values: ValueGen::new(50, 1),
             progress: &progress,
