@@ -33,12 +33,6 @@ pub fn fnvhash64(val: i64) -> i64 {
     hash.wrapping_abs()
 }
 
-/// YCSB's key for record number `n` with hashed (unordered) inserts and no padding (its
-/// defaults): `user` + the decimal of `fnvhash64(n)`.
-pub fn key_name(n: i64, buf: &mut Vec<u8>) {
-    KeyNames::default().name(n, buf);
-}
-
 /// How record numbers become keys (YCSB's `CoreWorkload.buildKeyName`): `insertorder`
 /// and `zeropadding`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,11 +245,9 @@ mod tests {
     fn key_names_follow_insert_order_and_padding() {
         let mut k = Vec::new();
         let mut h = Vec::new();
-        // Hashed with padding 1 is the plain `key_name`.
+        // YCSB's defaults: hashed, no padding.
         KeyNames::default().name(7, &mut k);
-        key_name(7, &mut h);
-        assert_eq!(k, h);
-        assert_eq!(h, format!("user{}", fnvhash64(7)).into_bytes());
+        assert_eq!(k, format!("user{}", fnvhash64(7)).into_bytes());
         let ordered = KeyNames {
             ordered: true,
             zero_padding: 6,
@@ -297,7 +289,7 @@ mod tests {
         assert_eq!(hashes.len(), 10_000);
         assert!(hashes.iter().all(|&h| h >= 0));
         let mut k = Vec::new();
-        key_name(0, &mut k);
+        KeyNames::default().name(0, &mut k);
         assert_eq!(k, format!("user{}", fnvhash64(0)).into_bytes());
     }
 

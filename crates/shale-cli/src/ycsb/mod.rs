@@ -748,7 +748,7 @@ mod engine_tests {
             assert!(e.get(key.as_bytes()).unwrap().is_some(), "{key}");
         }
         let mut hashed = Vec::new();
-        generators::key_name(5, &mut hashed);
+        KeyNames::default().name(5, &mut hashed);
         assert!(
             e.get(&hashed).unwrap().is_none(),
             "no hashed key was written"
