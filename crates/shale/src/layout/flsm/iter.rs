@@ -26,6 +26,10 @@ pub struct GuardLevelIterator {
     /// The open range and its merged tables.
     unit: usize,
     cur: Option<Box<dyn InternalIterator>>,
+    /// Whether `cur` is positioned on one of its range's own keys ([`Self::in_bounds`]),
+    /// set by every move: `valid`, which a merging iterator above asks several times per
+    /// step, reads it instead of comparing the key with both bounds each time.
+    own: bool,
 }
 
 impl GuardLevelIterator {
@@ -47,6 +51,7 @@ impl GuardLevelIterator {
             parallel_min,
             unit: 0,
             cur: None,
+            own: false,
         }
     }
 
@@ -63,6 +68,7 @@ impl GuardLevelIterator {
     fn open(&mut self, unit: usize) -> Result<()> {
         self.unit = unit;
         self.cur = None;
+        self.own = false;
         let files = self.version.unit_files(self.level, unit);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(files.len());
         for f in files {
@@ -79,7 +85,8 @@ impl GuardLevelIterator {
         Ok(())
     }
 
-    /// True when the open range is positioned on one of its own keys.
+    /// True when the open range is positioned on one of its own keys (computed; `own`
+    /// holds it after each move).
     fn in_bounds(&self) -> bool {
         let Some(c) = &self.cur else {
             return false;
@@ -106,13 +113,15 @@ impl GuardLevelIterator {
                     (Some(t), None) => c.seek(t)?,
                     (None, None) => c.seek_to_first()?,
                 }
-                if self.in_bounds() {
+                self.own = self.in_bounds();
+                if self.own {
                     return Ok(());
                 }
             }
             target = None;
             if self.unit + 1 >= self.version.unit_count(self.level) {
                 self.cur = None;
+                self.own = false;
                 return Ok(());
             }
             self.open(self.unit + 1)?;
@@ -140,13 +149,15 @@ impl GuardLevelIterator {
                     }
                     (None, None) => c.seek_to_last()?,
                 }
-                if self.in_bounds() {
+                self.own = self.in_bounds();
+                if self.own {
                     return Ok(());
                 }
             }
             target = None;
             if self.unit == 0 {
                 self.cur = None;
+                self.own = false;
                 return Ok(());
             }
             self.open(self.unit - 1)?;
@@ -156,6 +167,7 @@ impl GuardLevelIterator {
     fn fail<T>(&mut self, r: Result<T>) -> Result<T> {
         if r.is_err() {
             self.cur = None;
+            self.own = false;
         }
         r
     }
@@ -163,7 +175,8 @@ impl GuardLevelIterator {
 
 impl InternalIterator for GuardLevelIterator {
     fn valid(&self) -> bool {
-        self.in_bounds()
+        debug_assert_eq!(self.own, self.in_bounds());
+        self.own
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
@@ -195,10 +208,24 @@ impl InternalIterator for GuardLevelIterator {
 
     fn next(&mut self) -> Result<()> {
         let r = (|| {
+            let was_own = self.own;
             if let Some(c) = self.cur.as_mut() {
                 c.next()?;
             }
-            if self.in_bounds() {
+            // From one of the range's own keys a step forward lands on a larger key, so
+            // only the upper bound can be crossed.
+            self.own = match &self.cur {
+                Some(c) if was_own => {
+                    c.valid()
+                        && self
+                            .version
+                            .unit_bounds(self.level, self.unit)
+                            .1
+                            .is_none_or(|h| user_key(c.key()) < h)
+                }
+                _ => self.in_bounds(),
+            };
+            if self.own {
                 return Ok(());
             }
             if self.unit + 1 >= self.version.unit_count(self.level) {
@@ -213,10 +240,24 @@ impl InternalIterator for GuardLevelIterator {
 
     fn prev(&mut self) -> Result<()> {
         let r = (|| {
+            let was_own = self.own;
             if let Some(c) = self.cur.as_mut() {
                 c.prev()?;
             }
-            if self.in_bounds() {
+            // From one of the range's own keys a step back lands on a smaller key, so only
+            // the lower bound can be crossed.
+            self.own = match &self.cur {
+                Some(c) if was_own => {
+                    c.valid()
+                        && self
+                            .version
+                            .unit_bounds(self.level, self.unit)
+                            .0
+                            .is_none_or(|l| user_key(c.key()) >= l)
+                }
+                _ => self.in_bounds(),
+            };
+            if self.own {
                 return Ok(());
             }
             if self.unit == 0 {

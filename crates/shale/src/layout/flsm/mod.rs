@@ -247,8 +247,13 @@ impl Layout for Flsm {
             return Ok(Some(hit));
         }
         for level in 1..version.num_levels() {
-            let u = unit_index(version.guards(level), user_key);
-            let guarded = !version.guards(level).is_empty();
+            // An empty level holds nothing to probe: its guards are not searched.
+            if version.level(level).is_empty() {
+                continue;
+            }
+            let guards = version.guards(level);
+            let u = unit_index(guards, user_key);
+            let guarded = !guards.is_empty();
             let mut best: Option<(Vec<u8>, Vec<u8>)> = None;
             let mut probed = 0usize;
             // The guard's tables, newest first, a batch at a time with their filters asked
@@ -361,8 +366,12 @@ impl Layout for Flsm {
 
     fn note_seek(&self, version: &Version, user_key: &[u8]) -> bool {
         let mut wanted = false;
-        // Every level where the seek has to merge several tables of one guard is charged.
+        // Every level where the seek has to merge several tables of one guard is charged
+        // (an empty level has none to merge: its guards are not searched).
         for l in 1..version.num_levels() {
+            if version.level(l).is_empty() {
+                continue;
+            }
             let u = unit_index(version.guards(l), user_key);
             let n = version.unit_files(l, u).len();
             if n > 1 {
