@@ -99,6 +99,29 @@ impl GuardLevelIterator {
         lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h)
     }
 
+    /// [`Self::in_bounds`] after one step of the open range (`forward` or back) taken from
+    /// an own key when `was_own`. Such a step lands on a user key at least (forward) or at
+    /// most (back) the one it left, so only the bound it moves towards can be crossed and
+    /// only that one is compared. (Were a corrupt table to yield keys out of order, a key
+    /// past the other bound would pass as the range's own; the full check would end the
+    /// range there instead: both are wrong answers to bad input, which the table's checks
+    /// are there to catch.)
+    fn own_after_step(&self, was_own: bool, forward: bool) -> bool {
+        let Some(c) = self.cur.as_ref().filter(|_| was_own) else {
+            return self.in_bounds();
+        };
+        if !c.valid() {
+            return false;
+        }
+        let (lo, hi) = self.version.unit_bounds(self.level, self.unit);
+        let k = user_key(c.key());
+        if forward {
+            hi.is_none_or(|h| k < h)
+        } else {
+            lo.is_none_or(|l| k >= l)
+        }
+    }
+
     /// Position at the first own key of the open range at or after `target` (or its start),
     /// moving to later ranges while there is none.
     fn forward_from(&mut self, target: Option<&[u8]>) -> Result<()> {
@@ -212,19 +235,7 @@ impl InternalIterator for GuardLevelIterator {
             if let Some(c) = self.cur.as_mut() {
                 c.next()?;
             }
-            // From one of the range's own keys a step forward lands on a larger key, so
-            // only the upper bound can be crossed.
-            self.own = match &self.cur {
-                Some(c) if was_own => {
-                    c.valid()
-                        && self
-                            .version
-                            .unit_bounds(self.level, self.unit)
-                            .1
-                            .is_none_or(|h| user_key(c.key()) < h)
-                }
-                _ => self.in_bounds(),
-            };
+            self.own = self.own_after_step(was_own, true);
             if self.own {
                 return Ok(());
             }
@@ -244,19 +255,7 @@ impl InternalIterator for GuardLevelIterator {
             if let Some(c) = self.cur.as_mut() {
                 c.prev()?;
             }
-            // From one of the range's own keys a step back lands on a smaller key, so only
-            // the lower bound can be crossed.
-            self.own = match &self.cur {
-                Some(c) if was_own => {
-                    c.valid()
-                        && self
-                            .version
-                            .unit_bounds(self.level, self.unit)
-                            .0
-                            .is_none_or(|l| user_key(c.key()) >= l)
-                }
-                _ => self.in_bounds(),
-            };
+            self.own = self.own_after_step(was_own, false);
             if self.own {
                 return Ok(());
             }
