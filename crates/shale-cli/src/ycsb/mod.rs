@@ -1,8 +1,9 @@
 //! `shale ycsb`: the YCSB core workloads A-F, with YCSB's generators and summary lines.
 //!
 //! A record is one key-value pair: the key is YCSB's (`user` + fnvhash64 of the record
-//! number, or the number itself with `--insert-order ordered`), the value `field_count * field_length` bytes. An update writes the whole record
-//! (no read-merge of one field), as key-value ports of YCSB usually do.
+//! number, or the number itself with `--insert-order ordered`), the value
+//! `field_count * field_length` bytes. An update writes the whole record (no read-merge of
+//! one field), as key-value ports of YCSB usually do.
 
 pub mod generators;
 mod measure;
