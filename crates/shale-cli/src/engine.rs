@@ -261,6 +261,8 @@ pub struct FloDbSettings {
     pub membuffer_partitions: Option<usize>,
     /// `FloDbOptions::drain_threads`.
     pub drain_threads: Option<usize>,
+    /// `FloDbOptions::writer_drains`.
+    pub writer_drains: Option<bool>,
 }
 
 /// LWC-tree settings that override a preset's (Shale designs with the `lwc` layout).
@@ -425,6 +427,11 @@ pub struct EngineFlags {
     /// FloDB memory: threads that drain the membuffer into the skiplist; default 1.
     #[arg(long = "drain-threads")]
     pub drain_threads: Option<usize>,
+    /// FloDB memory: a writer whose put found its membuffer partition full drains it once
+    /// its write is published (`on`) or leaves it to the drain threads (`off`, the paper's
+    /// way); default: the design's (on, off in the paper settings).
+    #[arg(long = "writer-drains", value_parser = on_off)]
+    pub writer_drains: Option<bool>,
     /// LWC layout: tables an equal division makes of an oversized DTable; default: the
     /// design's (10).
     #[arg(long = "lwc-division")]
@@ -605,6 +612,7 @@ impl EngineFlags {
                 membuffer_fraction: self.membuffer_fraction,
                 membuffer_partitions: self.membuffer_partitions,
                 drain_threads: self.drain_threads,
+                writer_drains: self.writer_drains,
             },
             lwc: LwcSettings {
                 division: self.lwc_division,
@@ -707,6 +715,9 @@ pub fn shale_options(config: &EngineConfig) -> EngineResult<Options> {
     }
     if let Some(n) = f.drain_threads {
         o.flodb.drain_threads = n;
+    }
+    if let Some(b) = f.writer_drains {
+        o.flodb.writer_drains = b;
     }
     if let Some(n) = config.lwc.division {
         o.lwc.division = n;
@@ -835,8 +846,11 @@ pub fn shale_settings(o: &Options) -> Vec<String> {
     if o.memory == MemoryKind::FloDb {
         let f = &o.flodb;
         lines.push(format!(
-            "  flodb:    membuffer {} of the memtable in {} partitions, {} drain thread(s)",
-            f.membuffer_fraction, f.membuffer_partitions, f.drain_threads
+            "  flodb:    membuffer {} of the memtable in {} partitions, {} drain thread(s), writer_drains={}",
+            f.membuffer_fraction,
+            f.membuffer_partitions,
+            f.drain_threads,
+            if f.writer_drains { "on" } else { "off" }
         ));
     }
     if o.layout == LayoutKind::Lwc {
@@ -1181,6 +1195,7 @@ mod tests {
                 membuffer_fraction: Some(0.5),
                 membuffer_partitions: Some(8),
                 drain_threads: Some(2),
+                writer_drains: Some(false),
             },
             ..c.clone()
         };
@@ -1189,13 +1204,16 @@ mod tests {
             (
                 o.flodb.membuffer_fraction,
                 o.flodb.membuffer_partitions,
-                o.flodb.drain_threads
+                o.flodb.drain_threads,
+                o.flodb.writer_drains
             ),
-            (0.5, 8, 2)
+            (0.5, 8, 2, false)
         );
         let lines = shale_settings(&o).join("\n");
         assert!(
-            lines.contains("flodb:    membuffer 0.5 of the memtable in 8 partitions, 2 drain"),
+            lines.contains(
+                "flodb:    membuffer 0.5 of the memtable in 8 partitions, 2 drain thread(s), writer_drains=off"
+            ),
             "{lines}"
         );
         let wrong = EngineConfig {

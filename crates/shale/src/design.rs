@@ -68,7 +68,8 @@ pub(crate) fn memory_component(options: &Options) -> Arc<dyn MemoryComponent> {
                     f.membuffer_partitions,
                     f.drain_threads,
                 )
-                .with_bloom(bloom),
+                .with_bloom(bloom)
+                .with_writer_drains(f.writer_drains),
             ))
         }
     }

@@ -116,6 +116,10 @@ impl MemoryOnly {
             let table = self.current.read();
             let seq: SeqNo = self.seq.fetch_add(1, Ordering::AcqRel) + 1;
             table.insert(key, seq, kind, value);
+            // The engine's writer assists once its write is published; here a write is
+            // visible at once. Under the read lock: a switch waiting for it waits for this
+            // one drain of a partition at most.
+            table.assist();
             table.approximate_bytes() >= self.limit
         };
         if full && let Some(_one) = self.switching.try_lock() {

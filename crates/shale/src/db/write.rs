@@ -451,6 +451,12 @@ fn write_validated(
         }
         WAKE.with(|w| *w.borrow_mut() = wake);
         GROUP.with(|g| *g.borrow_mut() = group);
+        // Published above, and no longer the leader: the memtable's share of work may run.
+        if let (true, Ok((_, Insert::Leader(mem, _) | Insert::Writers(mem)))) =
+            (leader_inserts, &result)
+        {
+            mem.assist();
+        }
         if let Some(r) = mine {
             return match (r, result) {
                 // Our own error, not a copy of it.
@@ -485,6 +491,7 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
         }
         let Some(g) = &l.exit else {
             inner.publish(l.first, l.first + l.count - 1);
+            mem.assist();
             return;
         };
         if g.remaining.fetch_sub(1, AtomicOrdering::AcqRel) == 1 {
@@ -501,6 +508,7 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
                 SIGNAL.with(|s| s.wait());
             }
         }
+        mem.assist();
     }
 }
 
@@ -640,6 +648,10 @@ fn write_alone(inner: &Arc<DbInner>, write: Write<'_>, user_bytes: u64, sync: bo
     if let Some(s) = next {
         s.notify();
     }
+    if let Ok((_, Insert::Leader(mem, _))) = &result {
+        // Published, and no longer the leader.
+        mem.assist();
+    }
     result?;
     let Some((mem, first)) = logged else {
         return Ok(());
@@ -674,6 +686,7 @@ fn insert_single(inner: &DbInner, mem: &dyn MemTable, e: Single<'_>, seq: SeqNo)
         insert_panicked(inner);
     }
     inner.publish(seq, seq);
+    mem.assist();
 }
 
 /// A memtable insert panicked (a bug): the store turns read-only.

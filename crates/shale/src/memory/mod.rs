@@ -55,6 +55,12 @@ pub trait MemTable: Send + Sync {
     /// [`MemTable::iter`] yields every entry. May be called more than once; later calls
     /// find nothing to do. Default: nothing.
     fn seal(&self) {}
+    /// Called by a writer after its write into this memtable was published, outside every
+    /// lock of the write path (so it holds up no other write): a memtable with background
+    /// work of its own may do a share of it on the writer's thread, which slows this writer
+    /// only. FloDB's drains the membuffer partition a put found full
+    /// (`FloDbOptions::writer_drains`). Default: nothing.
+    fn assist(&self) {}
 }
 
 /// What the engine offers a memory component's background work.
@@ -135,6 +141,12 @@ pub struct MemoryStats {
     pub scan_waits: u64,
     /// Versions moved when a frozen memtable was sealed for its flush.
     pub seal_moved: u64,
+    /// Partition drains by writers after their own write (a put that found its partition
+    /// full drains it once the write is published, `FloDbOptions::writer_drains`) that
+    /// moved something.
+    pub writer_drains: u64,
+    /// Versions writers' drains moved.
+    pub writer_moved: u64,
 }
 
 impl MemoryStats {
@@ -144,7 +156,7 @@ impl MemoryStats {
     }
 
     /// Every counter with its name (the field's), in declaration order.
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 10] {
         [
             ("staged", self.staged),
             ("direct", self.direct),
@@ -154,6 +166,8 @@ impl MemoryStats {
             ("scan_moved", self.scan_moved),
             ("scan_waits", self.scan_waits),
             ("seal_moved", self.seal_moved),
+            ("writer_drains", self.writer_drains),
+            ("writer_moved", self.writer_moved),
         ]
     }
 }
@@ -165,11 +179,13 @@ impl std::fmt::Display for MemoryStats {
         }
         writeln!(
             f,
-            "membuffer: staged {} direct {}; drained by threads {} in {} drains, by scans {} in {} scans ({} partitions waited for), at seal {}",
+            "membuffer: staged {} direct {}; drained by threads {} in {} drains, by writers {} in {} drains, by scans {} in {} scans ({} partitions waited for), at seal {}",
             self.staged,
             self.direct,
             self.background_moved,
             self.background_drains,
+            self.writer_moved,
+            self.writer_drains,
             self.scan_moved,
             self.scan_drains,
             self.scan_waits,

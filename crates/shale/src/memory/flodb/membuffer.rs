@@ -109,9 +109,9 @@ pub(crate) struct Drained {
 pub(crate) enum Put {
     /// Staged; `wake` when the partition just passed its drain mark.
     Staged { wake: bool },
-    /// The partition is full: insert into the skiplist (its `spilled` mark already covers
-    /// the entry).
-    Full,
+    /// Partition `partition` is full: insert into the skiplist (its `spilled` mark already
+    /// covers the entry), or drain the partition and put again.
+    Full { partition: usize },
     /// The membuffer is closed (replaced by another, [`Membuffer::close_and_drain`]):
     /// nothing was staged; stage it in the replacement, or insert it into the skiplist
     /// (the partition's `spilled` mark already covers the entry either way).
@@ -383,7 +383,7 @@ impl Membuffer {
 
     /// The key's hash and its partition: the range its prefix falls in, or with hash
     /// partitions (and for a key outside the sampled span) the hash's high bits.
-    fn partition_of(&self, key: &[u8]) -> (u64, &Partition) {
+    fn partition_of(&self, key: &[u8]) -> (u64, usize, &Partition) {
         let h = self.hasher.hash_one(key);
         let ranged = (!self.bounds.is_empty())
             .then(|| prefix(key))
@@ -392,7 +392,8 @@ impl Membuffer {
             Some(p) => self.bounds.partition_point(|&b| b <= p),
             None => (h >> 32) as usize,
         };
-        (h, &self.partitions[i % self.partitions.len()])
+        let i = i % self.partitions.len();
+        (h, i, &self.partitions[i])
     }
 
     /// Bytes held (keys, values, overhead), within [`REPORT_STEP`] a partition (either
@@ -437,7 +438,7 @@ impl Membuffer {
     /// Stage a version, or refuse it when its partition is full.
     pub(crate) fn put(&self, key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) -> Put {
         let need = version_bytes(key.len(), value.len());
-        let (hash, p) = self.partition_of(key);
+        let (hash, i, p) = self.partition_of(key);
         let mut s = p.state.lock();
         if s.closed {
             s.spilled = s.spilled.max(seq);
@@ -445,7 +446,7 @@ impl Membuffer {
         }
         if s.bytes + need > self.capacity || !s.table.push(hash, key, seq, kind, value) {
             s.spilled = s.spilled.max(seq);
-            return Put::Full;
+            return Put::Full { partition: i };
         }
         let mark = self.capacity / 2;
         let before = s.bytes;
@@ -459,7 +460,7 @@ impl Membuffer {
     /// The newest staged version of `key` at or below `snapshot`, and the partition's
     /// `spilled` mark read under the same lock (module docs).
     pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> (Option<Version>, SeqNo) {
-        let (hash, p) = self.partition_of(key);
+        let (hash, _, p) = self.partition_of(key);
         let s = p.state.lock();
         let staged = s
             .table
@@ -694,7 +695,7 @@ mod tests {
         assert_eq!(m.bounds.len(), 7);
         assert!(m.bounds.is_sorted());
         let index = |k: &[u8]| {
-            let (_, p) = m.partition_of(k);
+            let (_, _, p) = m.partition_of(k);
             m.partitions
                 .iter()
                 .position(|q| std::ptr::eq(q, p))

@@ -4,7 +4,10 @@
 //! for the skiplist: it switches, freezes, seals and flushes them as usual.
 //!
 //! - **Writes** go to the membuffer partition of their key; a write that finds its
-//!   partition full goes to the skiplist directly (the paper's rule). Partitions hold key
+//!   partition full goes to the skiplist directly (the paper's rule), and with
+//!   `writer_drains` its writer then drains that partition once the write is published
+//!   ([`MemTable::assist`]): the drain threads had fallen behind, and a drained batch costs
+//!   less a version than the direct inserts that would follow. Partitions hold key
 //!   ranges cut at quantiles of a sample of the previous memtable's keys (the paper's
 //!   partitions by high key bits, adapted to keys whose high bits do not vary), so a
 //!   drained partition is a dense run of the skiplist. A store's first memtable, with
@@ -73,6 +76,9 @@ pub struct FloDbConfig {
     /// as it moves versions in: a get the membuffer cannot answer skips the skiplist
     /// search for a key the skiplist does not hold.
     pub bloom_bytes: usize,
+    /// A writer whose put found its partition full (and went to the skiplist directly)
+    /// drains that partition after its write is published ([`MemTable::assist`]).
+    pub writer_drains: bool,
 }
 
 impl FloDbConfig {
@@ -96,6 +102,7 @@ impl FloDbConfig {
             partition_bytes: budget.checked_div(partitions).unwrap_or(0),
             drain_threads,
             bloom_bytes: 0,
+            writer_drains: false,
         }
     }
 
@@ -103,6 +110,14 @@ impl FloDbConfig {
     pub fn with_bloom(self, bloom_bytes: usize) -> FloDbConfig {
         FloDbConfig {
             bloom_bytes,
+            ..self
+        }
+    }
+
+    /// The same, with writers draining the partitions their puts found full (or not).
+    pub fn with_writer_drains(self, writer_drains: bool) -> FloDbConfig {
+        FloDbConfig {
+            writer_drains,
             ..self
         }
     }
@@ -154,6 +169,8 @@ struct Counters {
     scan_moved: AtomicU64,
     scan_waits: AtomicU64,
     seal_moved: AtomicU64,
+    writer_drains: AtomicU64,
+    writer_moved: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: usize) {
@@ -219,6 +236,7 @@ impl FloDbMemory {
                 &sample,
             ),
             ranged: OnceLock::new(),
+            full: AtomicUsize::new(0),
             sampled_at: AtomicUsize::new(0),
             first_spilled: OnceLock::new(),
             config: self.config,
@@ -278,7 +296,7 @@ impl MemoryComponent for FloDbMemory {
     fn stats(&self) -> MemoryStats {
         let c = &self.shared.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        // Every staged version was moved by one of the three drains, or is staged still
+        // Every staged version was moved by one of the four drains, or is staged still
         // (in a live memtable: a memtable's membuffer is empty once it is sealed).
         let still: u64 = self
             .shared
@@ -287,7 +305,11 @@ impl MemoryComponent for FloDbMemory {
             .map(|t| t.staged() as u64)
             .sum();
         MemoryStats {
-            staged: get(&c.background_moved) + get(&c.scan_moved) + get(&c.seal_moved) + still,
+            staged: get(&c.background_moved)
+                + get(&c.writer_moved)
+                + get(&c.scan_moved)
+                + get(&c.seal_moved)
+                + still,
             direct: get(&c.direct),
             background_drains: get(&c.background_drains),
             background_moved: get(&c.background_moved),
@@ -295,6 +317,8 @@ impl MemoryComponent for FloDbMemory {
             scan_moved: get(&c.scan_moved),
             scan_waits: get(&c.scan_waits),
             seal_moved: get(&c.seal_moved),
+            writer_drains: get(&c.writer_drains),
+            writer_moved: get(&c.writer_moved),
         }
     }
 
@@ -358,6 +382,11 @@ pub struct FloDbMemTable {
     /// A key-range membuffer that replaced a key-hash `membuffer`, cut from a sample of
     /// this memtable's own skiplist once it held enough keys ([`FloDbMemTable::cut_ranges`]).
     ranged: OnceLock<Membuffer>,
+    /// One plus the key-range partition a put last found full, for its writer to drain
+    /// ([`MemTable::assist`]); 0 when none is waiting. One slot: a writer drains the
+    /// partition named last (most likely its own put's), and a partition filled meanwhile
+    /// by another writer is named by that writer's put.
+    full: AtomicUsize,
     /// The skiplist's length at the last attempt to cut ranges (which a sample with too
     /// few distinct keys fails): the next waits for twice as many entries. An attempt
     /// claims itself by raising it, so two drain threads never sample at once.
@@ -514,14 +543,15 @@ impl MemTable for FloDbMemTable {
         }
         // The filter learns a staged key when it is drained (`membuffer.rs`); a direct
         // insert sets its bits itself.
-        let mut put = self.current().put(user_key, seq, kind, value);
-        if put == Put::Closed {
+        let mut m = self.current();
+        let mut put = m.put(user_key, seq, kind, value);
+        if put == Put::Closed
+            && let Some(ranged) = self.ranged.get()
+        {
             // The first membuffer was replaced since `current` read it: the key-range one
             // is installed before the first closes.
-            put = match self.ranged.get() {
-                Some(ranged) => ranged.put(user_key, seq, kind, value),
-                None => Put::Full,
-            };
+            m = ranged;
+            put = ranged.put(user_key, seq, kind, value);
         }
         match put {
             Put::Staged { wake } => {
@@ -529,7 +559,16 @@ impl MemTable for FloDbMemTable {
                     shared.signal.wake();
                 }
             }
-            Put::Full | Put::Closed => {
+            Put::Full { .. } | Put::Closed => {
+                // A key-range partition is drained by this writer once its write is
+                // published (`assist`); a hash partition's drain searches from the head
+                // for each entry, which gains nothing over the direct inserts.
+                if let Put::Full { partition } = put
+                    && self.config.writer_drains
+                    && m.by_range()
+                {
+                    self.full.store(partition + 1, Ordering::Relaxed);
+                }
                 if let Some(shared) = self.shared.upgrade() {
                     bump(&shared.counters.direct, 1);
                     shared.signal.wake();
@@ -604,5 +643,29 @@ impl MemTable for FloDbMemTable {
         self.sealed.store(true, Ordering::Release);
         self.drain_counted(false);
         self.settled.store(true, Ordering::Release);
+    }
+
+    /// Drain the key-range partition a put last found full (see [`FloDbMemTable::full`]),
+    /// unless another thread is draining it. The partition belongs to the current
+    /// membuffer: only a key-range membuffer names one, and it is never replaced. Safe
+    /// beside a seal as a drain thread's drain is: the seal waits for a partition's drain
+    /// before it passes the partition, and a partition it passed is empty.
+    fn assist(&self) {
+        if self.full.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(i) = self.full.swap(0, Ordering::Relaxed).checked_sub(1) else {
+            return;
+        };
+        if self.sealed.load(Ordering::Acquire) {
+            return;
+        }
+        let d = self.current().drain_partition(i, &self.list, false);
+        if d.moved > 0
+            && let Some(shared) = self.shared.upgrade()
+        {
+            bump(&shared.counters.writer_drains, 1);
+            bump(&shared.counters.writer_moved, d.moved);
+        }
     }
 }

@@ -18,6 +18,7 @@ fn config(partitions: usize, partition_bytes: usize, drain_threads: usize) -> Fl
         partition_bytes,
         drain_threads,
         bloom_bytes: 0,
+        writer_drains: false,
     }
 }
 
@@ -448,17 +449,25 @@ fn an_iterator_during_a_seal_sees_what_the_seal_has_not_moved_yet() {
 #[test]
 fn concurrent_writers_then_seal_drains_everything() {
     for ranged in [false, true] {
-        concurrent_writers_then_seal(ranged);
+        for writer_drains in [false, true] {
+            concurrent_writers_then_seal(ranged, writer_drains);
+        }
     }
 }
 
 /// [`concurrent_writers_then_seal_drains_everything`] with partitions of key ranges
 /// (whose drains insert sorted batches beside the writers' direct inserts) from the
 /// start, or of key hashes replaced by key ranges while the writers write (by a drain
-/// thread or by a fifth thread, whichever comes first).
-fn concurrent_writers_then_seal(ranged: bool) {
+/// thread or by a fifth thread, whichever comes first). Each writer assists after each
+/// insert, as the engine's do once their write is published: with `writer_drains`, the
+/// writers drain the key-range partitions their puts found full beside the drain threads.
+fn concurrent_writers_then_seal(ranged: bool, writer_drains: bool) {
     let bloom = if ranged { 8192 } else { 0 };
-    let memory = FloDbMemory::with_config(config(16, 2048, 2).with_bloom(bloom));
+    let memory = FloDbMemory::with_config(
+        config(16, 2048, 2)
+            .with_bloom(bloom)
+            .with_writer_drains(writer_drains),
+    );
     let sample = (0..2000).map(|i| format!("key{:05}", i * 7 % 1000).into_bytes());
     let (table, first) = memtable(&memory, ranged, sample);
     drop(first);
@@ -475,6 +484,7 @@ fn concurrent_writers_then_seal(ranged: bool) {
                     let seq = 1 + t * per + i;
                     let k = format!("key{:05}", (i * 7 + t) % 1000).into_bytes();
                     table.insert(&k, seq, ValueKind::Value, &seq.to_le_bytes());
+                    table.assist();
                 }
                 done.fetch_add(1, Ordering::Release);
             });
@@ -504,13 +514,21 @@ fn concurrent_writers_then_seal(ranged: bool) {
     assert_eq!(table.staged(), 0);
     assert_eq!(table.sorted() as u64, 4 * per);
     // Every write was staged or went directly; every staged version was moved once, by a
-    // drain thread or by the seal.
+    // drain thread, a writer or the seal.
     let mut st = memory.stats();
     st.direct -= direct_before;
     assert_eq!(st.staged + st.direct, 4 * per, "{st:?}");
-    assert_eq!(st.background_moved + st.seal_moved, st.staged, "{st:?}");
+    assert_eq!(
+        st.background_moved + st.writer_moved + st.seal_moved,
+        st.staged,
+        "{st:?}"
+    );
     assert_eq!(st.scan_moved, 0);
     assert!(st.background_drains <= st.background_moved);
+    assert!(st.writer_drains <= st.writer_moved);
+    if !writer_drains {
+        assert_eq!((st.writer_drains, st.writer_moved), (0, 0), "{st:?}");
+    }
     let mut model = Model::default();
     for t in 0..4u64 {
         for i in 0..per {
@@ -521,6 +539,65 @@ fn concurrent_writers_then_seal(ranged: bool) {
     }
     let mut it = Arc::clone(&table).iter();
     assert_eq!(collect(&mut *it), model.entries());
+}
+
+/// A put that finds its key-range partition full goes to the skiplist directly and names
+/// the partition; the writer's `assist` then drains it, so the partition's next puts are
+/// staged again. With `writer_drains` off (the paper's rule), or with partitions of key
+/// hashes, `assist` leaves the partition to the drain threads and every later put of a
+/// full partition goes to the skiplist too. Every version stays readable throughout.
+#[test]
+fn a_writer_drains_the_partition_its_put_found_full() {
+    for (ranged, writer_drains) in [(true, true), (true, false), (false, true)] {
+        // No drain threads: only the writer's assist drains.
+        let memory = FloDbMemory::with_config(config(4, 1024, 0).with_writer_drains(writer_drains));
+        let sample = (0..400).map(|i| format!("key{i:04}").into_bytes());
+        let (table, first) = memtable(&memory, ranged, sample);
+        drop(first);
+        let direct_before = memory.stats().direct;
+        let mut model = Model::default();
+        // Keys of one partition (the second of four ranges, well inside it: keys outside
+        // the sampled span would go by hash), or of any hash: fill it past its budget.
+        let k = |i: u64| format!("key{:04}", 120 + i % 50).into_bytes();
+        let mut seq = 0;
+        let put = |seq: &mut u64, model: &mut Model| {
+            *seq += 1;
+            table.insert(&k(*seq), *seq, ValueKind::Value, &value_of(*seq));
+            model.insert(&k(*seq), *seq, ValueKind::Value, &value_of(*seq));
+        };
+        while memory.stats().direct == direct_before {
+            put(&mut seq, &mut model);
+            assert!(seq < 1000, "the partition never filled");
+        }
+        let staged = table.staged();
+        assert!(staged > 0);
+        table.assist();
+        let st = memory.stats();
+        if ranged && writer_drains {
+            assert_eq!(table.staged(), 0, "the writer drained the full partition");
+            assert_eq!((st.writer_drains, st.writer_moved), (1, staged as u64));
+            // Room again: the next put is staged.
+            put(&mut seq, &mut model);
+            assert_eq!(table.staged(), 1);
+            assert_eq!(memory.stats().direct, st.direct);
+        } else {
+            assert_eq!(table.staged(), staged, "left to the drain threads");
+            assert_eq!((st.writer_drains, st.writer_moved), (0, 0));
+            if ranged {
+                // The same key range: still full.
+                put(&mut seq, &mut model);
+                assert_eq!(memory.stats().direct, st.direct + 1);
+            }
+        }
+        // A second assist finds nothing named (or, off, does nothing).
+        table.assist();
+        for s in 1..=seq {
+            assert_eq!(table.get(&k(s), seq), model.get(&k(s), seq));
+            assert_eq!(table.get(&k(s), s), model.get(&k(s), s));
+        }
+        table.seal();
+        assert_eq!(collect(&mut *Arc::clone(&table).iter()), model.entries());
+    }
 }
 
 /// Keys of the writes: write `s` (beyond the first `KEYS`) overwrites key `s % KEYS`.
