@@ -117,8 +117,9 @@ impl MemoryOnly {
             let seq: SeqNo = self.seq.fetch_add(1, Ordering::AcqRel) + 1;
             table.insert(key, seq, kind, value);
             // The engine's writer assists once its write is published; here a write is
-            // visible at once. Under the read lock: a switch waiting for it waits for this
-            // one drain of a partition at most.
+            // visible at once. Under the read lock: a switch that waits for it waits for
+            // this one drain of a partition, and the other writers, queued behind the
+            // switch, with it (about twice a run; the engine's switch waits for no drain).
             table.assist();
             table.approximate_bytes() >= self.limit
         };

@@ -455,7 +455,7 @@ fn write_validated(
         if let (true, Ok((_, Insert::Leader(mem, _) | Insert::Writers(mem)))) =
             (leader_inserts, &result)
         {
-            mem.assist();
+            assist(inner, mem.as_ref());
         }
         if let Some(r) = mine {
             return match (r, result) {
@@ -491,7 +491,7 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
         }
         let Some(g) = &l.exit else {
             inner.publish(l.first, l.first + l.count - 1);
-            mem.assist();
+            assist(inner, mem.as_ref());
             return;
         };
         if g.remaining.fetch_sub(1, AtomicOrdering::AcqRel) == 1 {
@@ -508,7 +508,7 @@ fn finish(inner: &DbInner, logged: Option<Logged>) {
                 SIGNAL.with(|s| s.wait());
             }
         }
-        mem.assist();
+        assist(inner, mem.as_ref());
     }
 }
 
@@ -650,7 +650,7 @@ fn write_alone(inner: &Arc<DbInner>, write: Write<'_>, user_bytes: u64, sync: bo
     }
     if let Ok((_, Insert::Leader(mem, _))) = &result {
         // Published, and no longer the leader.
-        mem.assist();
+        assist(inner, mem.as_ref());
     }
     result?;
     let Some((mem, first)) = logged else {
@@ -686,7 +686,22 @@ fn insert_single(inner: &DbInner, mem: &dyn MemTable, e: Single<'_>, seq: SeqNo)
         insert_panicked(inner);
     }
     inner.publish(seq, seq);
-    mem.assist();
+    assist(inner, mem);
+}
+
+/// The memtable's share of its own background work on this writer's thread
+/// ([`MemTable::assist`]), once the writer's write is published and the writer holds no lock
+/// of the write path. A panic in it is a bug, handled as one in an insert: the store turns
+/// read-only (a drain cut short may have left staged versions where no flush finds them).
+fn assist(inner: &DbInner, mem: &dyn MemTable) {
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| mem.assist()));
+    if done.is_err() {
+        inner.set_error(&Error::Io {
+            op: "write",
+            path: None,
+            source: std::io::Error::other("a memtable's assist panicked"),
+        });
+    }
 }
 
 /// A memtable insert panicked (a bug): the store turns read-only.

@@ -58,7 +58,7 @@ pub trait MemTable: Send + Sync {
     /// Called by a writer after its write into this memtable was published, outside every
     /// lock of the write path (so it holds up no other write): a memtable with background
     /// work of its own may do a share of it on the writer's thread, which slows this writer
-    /// only. FloDB's drains the membuffer partition a put found full
+    /// only. FloDB's drains the membuffer partition a put last found full
     /// (`FloDbOptions::writer_drains`). Default: nothing.
     fn assist(&self) {}
 }

@@ -550,9 +550,10 @@ pub struct FloDbOptions {
     /// partition sends writes to the skiplist directly). Default 1 (the benchmark machine
     /// has 2 cores).
     pub drain_threads: usize,
-    /// A writer whose put found its partition full (the put then goes to the skiplist
-    /// directly, the paper's rule) drains that partition once its write is published, on
-    /// its own thread and holding up no other write: writers share the drain when the drain
+    /// A partition a put found full (the put then goes to the skiplist directly, the
+    /// paper's rule) is drained by the next writer to finish a write (usually that put's),
+    /// once its write is published, on its own thread and holding up no other write (the
+    /// last partition named wins; the drain threads take the rest): writers share the drain when the drain
     /// threads fall behind, instead of sending every later write of the partition to the
     /// skiplist one search at a time. Only partitions of key ranges; a hash partition's
     /// drain gains nothing over direct inserts. Default `true`; the `flodb` preset's paper

@@ -110,7 +110,7 @@ pub(crate) enum Put {
     /// Staged; `wake` when the partition just passed its drain mark.
     Staged { wake: bool },
     /// Partition `partition` is full: insert into the skiplist (its `spilled` mark already
-    /// covers the entry), or drain the partition and put again.
+    /// covers the entry). The caller may name the partition for a drain.
     Full { partition: usize },
     /// The membuffer is closed (replaced by another, [`Membuffer::close_and_drain`]):
     /// nothing was staged; stage it in the replacement, or insert it into the skiplist

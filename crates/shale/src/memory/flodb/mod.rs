@@ -4,10 +4,12 @@
 //! for the skiplist: it switches, freezes, seals and flushes them as usual.
 //!
 //! - **Writes** go to the membuffer partition of their key; a write that finds its
-//!   partition full goes to the skiplist directly (the paper's rule), and with
-//!   `writer_drains` its writer then drains that partition once the write is published
-//!   ([`MemTable::assist`]): the drain threads had fallen behind, and a drained batch costs
-//!   less a version than the direct inserts that would follow. Partitions hold key
+//!   partition full goes to the skiplist directly (the paper's rule). With
+//!   `writer_drains`, a full key-range partition is named in the memtable (one slot, the
+//!   last named), and the next writer to finish a write drains it once that write is
+//!   published ([`MemTable::assist`]; usually the writer whose put found it full): the
+//!   drain threads had fallen behind, and a drained batch costs less per version than the
+//!   direct inserts that would follow. Partitions hold key
 //!   ranges cut at quantiles of a sample of the previous memtable's keys (the paper's
 //!   partitions by high key bits, adapted to keys whose high bits do not vary), so a
 //!   drained partition is a dense run of the skiplist. A store's first memtable, with
