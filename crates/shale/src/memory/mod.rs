@@ -141,9 +141,9 @@ pub struct MemoryStats {
     pub scan_waits: u64,
     /// Versions moved when a frozen memtable was sealed for its flush.
     pub seal_moved: u64,
-    /// Partition drains by writers after their own write (a put that found its partition
-    /// full drains it once the write is published, `FloDbOptions::writer_drains`) that
-    /// moved something.
+    /// Partition drains by writers after their own write (of the partition a put last
+    /// found full, once the write is published, `FloDbOptions::writer_drains`) that moved
+    /// something.
     pub writer_drains: u64,
     /// Versions writers' drains moved.
     pub writer_moved: u64,

@@ -78,8 +78,8 @@ pub struct FloDbConfig {
     /// as it moves versions in: a get the membuffer cannot answer skips the skiplist
     /// search for a key the skiplist does not hold.
     pub bloom_bytes: usize,
-    /// A writer whose put found its partition full (and went to the skiplist directly)
-    /// drains that partition after its write is published ([`MemTable::assist`]).
+    /// A key-range partition a put found full (the put went to the skiplist directly) is
+    /// drained by a writer after its write is published ([`MemTable::assist`]).
     pub writer_drains: bool,
 }
 
@@ -384,10 +384,10 @@ pub struct FloDbMemTable {
     /// A key-range membuffer that replaced a key-hash `membuffer`, cut from a sample of
     /// this memtable's own skiplist once it held enough keys ([`FloDbMemTable::cut_ranges`]).
     ranged: OnceLock<Membuffer>,
-    /// One plus the key-range partition a put last found full, for its writer to drain
-    /// ([`MemTable::assist`]); 0 when none is waiting. One slot: a writer drains the
-    /// partition named last (most likely its own put's), and a partition filled meanwhile
-    /// by another writer is named by that writer's put.
+    /// One plus the key-range partition a put last found full, for the next writer's
+    /// [`MemTable::assist`] to drain; 0 when none is waiting. One slot: the assist drains
+    /// the partition named last (most likely its own put's); one named before and
+    /// overwritten is left to the drain threads, or named again by its next put.
     full: AtomicUsize,
     /// The skiplist's length at the last attempt to cut ranges (which a sample with too
     /// few distinct keys fails): the next waits for twice as many entries. An attempt
@@ -562,9 +562,10 @@ impl MemTable for FloDbMemTable {
                 }
             }
             Put::Full { .. } | Put::Closed => {
-                // A key-range partition is drained by this writer once its write is
-                // published (`assist`); a hash partition's drain searches from the head
-                // for each entry, which gains nothing over the direct inserts.
+                // A key-range partition is drained by the next writer to finish a write
+                // (`assist`, usually this one's, once its write is published); a hash
+                // partition's drain searches from the head for each entry, which gains
+                // nothing over the direct inserts.
                 if let Put::Full { partition } = put
                     && self.config.writer_drains
                     && m.by_range()
